@@ -1,0 +1,133 @@
+"""The controls CSV (`seeds/heartbeat_controls.csv`): reading and validation.
+
+`python -m harness validate` and every tick run these checks before the CSV reaches a table; the dbt
+seed runs the same rules as a pre-hook and as data tests, so a bad file is refused on every path.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import ControlsError
+from harness.model import JobState, ReadType, SensorSource
+from harness.preprocess import PLACEHOLDER, check_query
+
+USER_COLUMNS = (
+    "sensor_source", "sensor_id", "sensor_read_type", "asset_description", "upstream_key",
+    "preprocess_query", "trigger_job_id", "trigger_job_name", "job_state", "dependency_flag",
+)
+# Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
+HARNESS_COLUMNS = (
+    "latest_event_fetched_timestamp", "status", "status_change_timestamp",
+    "job_start_timestamp", "job_end_timestamp",
+)
+REQUIRED = ("sensor_source", "sensor_id", "trigger_job_id", "job_state", "dependency_flag", "sensor_read_type")
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """One validated CSV row, normalised the way the staging model normalises it."""
+
+    line: int
+    sensor_source: str
+    sensor_id: str
+    sensor_read_type: str
+    asset_description: str
+    upstream_key: str
+    preprocess_query: str
+    trigger_job_id: str
+    trigger_job_name: str
+    job_state: str
+    is_hard_dependency: bool
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _choices(values: type) -> str:
+    return ", ".join(v.value for v in values)  # type: ignore[attr-defined]
+
+
+def _row_problems(row: dict[str, str]) -> list[str]:
+    problems = []
+    for column in REQUIRED:
+        if not row.get(column, "").strip():
+            problems.append(f"{column} is empty")
+    source = row.get("sensor_source", "").strip().lower()
+    if source and source not in {s.value for s in SensorSource}:
+        problems.append(f"unknown sensor_source {source!r}; expected one of {_choices(SensorSource)}")
+    read_type = row.get("sensor_read_type", "").strip().lower()
+    if read_type and read_type not in {r.value for r in ReadType}:
+        problems.append(f"unknown sensor_read_type {read_type!r}; expected batch or streaming")
+    state = row.get("job_state", "").strip().upper()
+    if state and state not in {s.value for s in JobState}:
+        problems.append(f"unknown job_state {state!r}; expected UNPAUSED or PAUSED")
+    flag = "".join(row.get("dependency_flag", "").split()).upper()
+    if flag and flag not in ("TRUE", "FALSE"):
+        problems.append(f"unknown dependency_flag {row.get('dependency_flag')!r}; expected TRUE (hard) or FALSE (soft)")
+    query = row.get("preprocess_query", "").strip()
+    if query:
+        problem = check_query(query)
+        if problem:
+            problems.append(problem)
+        elif PLACEHOLDER in query and not row.get("upstream_key", "").strip():
+            problems.append("preprocess_query uses ?upstream_key but upstream_key is empty")
+    return problems
+
+
+def read_controls(path: Path) -> list[ControlSpec]:
+    """Parse and validate the CSV; raise ControlsError naming every bad row and what to change."""
+    if not path.exists():
+        raise ControlsError(f"{path}: file not found")
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        missing = [c for c in USER_COLUMNS if c not in header]
+        unknown = [c for c in header if c not in USER_COLUMNS + HARNESS_COLUMNS]
+        if missing or unknown:
+            parts = []
+            if missing:
+                parts.append(f"missing columns: {', '.join(missing)}")
+            if unknown:
+                parts.append(f"unknown columns: {', '.join(unknown)}")
+            raise ControlsError(f"{path}: header refused ({'; '.join(parts)})")
+        errors: list[str] = []
+        specs: list[ControlSpec] = []
+        seen: dict[tuple[str, str, str], int] = {}
+        for record in reader:
+            line = reader.line_num
+            row = {k.strip(): (v or "") for k, v in record.items() if k is not None}
+            if None in record:
+                errors.append(f"line {line}: more values than columns")
+                continue
+            problems = _row_problems(row)
+            key = (row["sensor_source"].strip().lower(), row["sensor_id"].strip(), row["trigger_job_id"].strip())
+            if key in seen and not problems:
+                problems.append(
+                    f"duplicate key (sensor_source, sensor_id, trigger_job_id) = {key}, first on line {seen[key]}"
+                )
+            seen.setdefault(key, line)
+            if problems:
+                where = f"{key[0] or '?'} {key[1]!r} -> job {key[2] or '?'}"
+                errors.extend(f"line {line} ({where}): {p}" for p in problems)
+                continue
+            specs.append(ControlSpec(
+                line=line,
+                sensor_source=key[0],
+                sensor_id=key[1],
+                sensor_read_type=row["sensor_read_type"].strip().lower(),
+                asset_description=row.get("asset_description", "").strip(),
+                upstream_key=row.get("upstream_key", "").strip(),
+                preprocess_query=row.get("preprocess_query", "").strip(),
+                trigger_job_id=key[2],
+                trigger_job_name=row.get("trigger_job_name", "").strip(),
+                job_state=row["job_state"].strip().upper(),
+                is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
+            ))
+    if errors:
+        raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))
+    return specs

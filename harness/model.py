@@ -1,0 +1,90 @@
+"""The vocabulary shared by the whole harness: sources, statuses, event types, rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class SensorSource(str, Enum):
+    DELTA_TABLE = "delta_table"
+    LMU_DELTA_TABLE = "lmu_delta_table"
+    KAFKA = "kafka"
+    TRIGGER_FILE = "trigger_file"
+    SAP_BW = "sap_bw"
+    SAP_B4 = "sap_b4"
+    JDBC = "jdbc"
+    UPSTREAM_SENSOR_TABLE = "upstream_sensor_table"
+
+
+class Status(str, Enum):
+    NEW_EVENT_AVAILABLE = "NEW_EVENT_AVAILABLE"
+    IN_PROGRESS = "IN_PROGRESS"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+class JobState(str, Enum):
+    UNPAUSED = "UNPAUSED"
+    PAUSED = "PAUSED"
+
+
+class ReadType(str, Enum):
+    BATCH = "batch"
+    STREAMING = "streaming"
+
+
+class EventType(str, Enum):
+    """What an event row records. The status a row moves to is carried beside it."""
+
+    DATA_CHANGED = "DATA_CHANGED"  # a sensor found data beyond the row's watermark
+    CHECK_FAILED = "CHECK_FAILED"  # an upstream could not be checked
+    TRIGGER_REQUESTED = "TRIGGER_REQUESTED"  # intent to start a run, written before the API call
+    RUN_STARTED = "RUN_STARTED"  # the backend accepted the run (run id known)
+    RUN_START_FAILED = "RUN_START_FAILED"  # the backend refused the run
+    RUN_SUCCEEDED = "RUN_SUCCEEDED"
+    RUN_FAILED = "RUN_FAILED"  # failed, timed out or cancelled
+    RUN_STUCK = "RUN_STUCK"  # still running past the configured limit
+    MANUAL_COMPLETE = "MANUAL_COMPLETE"  # `harness complete` or a successful run found by hand
+    CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
+
+
+def upstream_label(source: str, sensor_id: str) -> str:
+    """How an upstream is named in messages: `kafka:my_product: my.topic`."""
+    return f"{source}:{sensor_id}"
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """A control-table row: one upstream feeding one job."""
+
+    sensor_source: str
+    sensor_id: str
+    trigger_job_id: str
+
+
+@dataclass(frozen=True)
+class ControlRow:
+    """A row of the control table as the harness reads it after `dbt build`."""
+
+    key: RowKey
+    upstream_key: str | None
+    preprocess_query: str | None
+    trigger_job_name: str | None
+    is_hard_dependency: bool
+    job_state: str
+    status: str | None
+    watermark: str | None  # JSON, source-specific; the latest position this row has seen
+    last_success_watermark: str | None  # JSON; the position consumed by the job's last successful run
+    latest_run_id: str | None
+
+    @property
+    def label(self) -> str:
+        return upstream_label(self.key.sensor_source, self.key.sensor_id)
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: the same value always gives the same text (tokens are derived from it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -1,0 +1,50 @@
+"""preprocess_query: exactly one SELECT over the view `sensor_new_data`, with `?upstream_key` replaced
+by the backtick-quoted column name. Checked with sqlglot (Spark dialect) before Spark ever sees it."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from harness.errors import PreprocessQueryError
+
+PLACEHOLDER = "?upstream_key"
+_FORBIDDEN = (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Drop, exp.Create, exp.Alter, exp.Command,
+              exp.TruncateTable, exp.Use, exp.Set)
+
+
+def quote_identifier(name: str) -> str:
+    """Quote a column name for Spark SQL: backticks, with embedded backticks doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def check_query(query: str) -> str | None:
+    """Return why the query is refused, or None when it is one SELECT."""
+    text = query.replace(PLACEHOLDER, "`__upstream_key__`")
+    try:
+        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+    except ParseError as exc:
+        first = str(exc).splitlines()[0]
+        return f"preprocess_query does not parse as Spark SQL: {first}"
+    if len(statements) != 1:
+        return f"preprocess_query must be exactly one SELECT statement, found {len(statements)} statements"
+    statement = statements[0]
+    if not isinstance(statement, exp.Query):
+        return f"preprocess_query must be a SELECT, found {statement.key.upper()}"
+    for node in statement.walk():
+        if isinstance(node, _FORBIDDEN):
+            return f"preprocess_query must only read data, found {node.key.upper()}"
+    return None
+
+
+def render(query: str, upstream_key: str | None) -> str:
+    """The query Spark runs: validated, with ?upstream_key replaced by the quoted column name."""
+    problem = check_query(query)
+    if problem:
+        raise PreprocessQueryError(problem)
+    if PLACEHOLDER in query:
+        if not upstream_key:
+            raise PreprocessQueryError("preprocess_query uses ?upstream_key but the row has no upstream_key")
+        query = query.replace(PLACEHOLDER, quote_identifier(upstream_key))
+    return query

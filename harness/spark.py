@@ -1,0 +1,82 @@
+"""The harness's one SparkSession, shared in-process with dbt (dbt-spark `method: session`).
+
+Embedded default: `local[*]`, Hive support with a Derby metastore and the warehouse inside the state
+folder, so tables survive between processes. Delta is used when its classes are on the classpath,
+otherwise Spark's own parquet tables. On Databricks the existing session is reused as it is.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from harness.config import Config
+
+log = logging.getLogger(__name__)
+
+JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/sqlite-jdbc.jar")
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def metastore_url(state_dir: Path) -> str:
+    return f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+
+
+def _delta_jars() -> list[str]:
+    """Delta's jars when the machine has them: under SPARK_HOME/jars or named by HEARTBEAT_DELTA_JARS."""
+    named = [p for p in os.environ.get("HEARTBEAT_DELTA_JARS", "").split(",") if p]
+    spark_home = os.environ.get("SPARK_HOME")
+    found = glob.glob(os.path.join(spark_home, "jars", "delta-spark*.jar")) if spark_home else []
+    return named + found
+
+
+def get_spark(config: Config) -> SparkSession:
+    """Create (or reuse) the session; idempotent within a process."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    jars = [j for j in JDBC_JARS if os.path.exists(j)]
+    delta_jars = _delta_jars()
+    builder = (
+        SparkSession.builder.master(os.environ.get("HEARTBEAT_SPARK_MASTER", "local[*]"))
+        .appName("heartbeat")
+        .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config.state_dir))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={config.state_dir}")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.jars", ",".join(jars + delta_jars))
+        .enableHiveSupport()
+    )
+    if delta_jars:
+        builder = builder.config("spark.sql.extensions", DELTA_EXTENSION).config(
+            "spark.sql.catalog.spark_catalog", DELTA_CATALOG
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def table_format(spark: SparkSession) -> str:
+    """`delta` when Delta's classes are loaded in this session, else `parquet`. Decided once per process."""
+    forced = os.environ.get("HEARTBEAT_FILE_FORMAT")
+    if forced:
+        return forced
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        loader = jvm.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(DELTA_CATALOG, False, loader)
+        return "delta"
+    except Exception:  # noqa: BLE001 - py4j raises its own error types for a missing class
+        return "parquet"

@@ -1,0 +1,50 @@
+"""One heartbeat process at a time per state folder (the embedded Derby metastore admits one JVM)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from harness.errors import StateBusyError
+
+
+class StateLock:
+    """An exclusive, non-blocking lock on `<state>/heartbeat.lock`, released when the process ends."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "heartbeat.lock"
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def acquire(self) -> "StateLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StateBusyError(
+                f"another heartbeat process ({self.holder()}) holds the state folder {self.path.parent}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "StateLock":
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()

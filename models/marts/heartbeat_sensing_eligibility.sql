@@ -1,0 +1,59 @@
+{{ config(materialized='view') }}
+
+{#-
+  A row is sensed when its job_state is UNPAUSED, its status is NULL or COMPLETED, its source is
+  supported, and no row of its job is FAILED (a failed job is neither sensed nor started until a
+  later successful run).
+-#}
+with
+
+control_rows as (
+
+    select * from {{ ref('heartbeat_control_table') }}
+
+),
+
+with_job as (
+
+    select
+        *,
+        max(case when status = 'FAILED' then 1 else 0 end)
+            over (partition by trigger_job_id) = 1 as is_job_failed
+    from control_rows
+
+),
+
+evaluated as (
+
+    select
+        sensor_source,
+        sensor_id,
+        trigger_job_id,
+        upstream_label,
+        upstream_key,
+        preprocess_query,
+        status,
+        watermark,
+        case
+            when job_state <> 'UNPAUSED' then false
+            when sensor_source not in ({{ "'" ~ var('heartbeat_supported_sources') | join("', '") ~ "'" }}) then false
+            when is_job_failed then false
+            when status is null or status = 'COMPLETED' then true
+            else false
+        end as is_sensed,
+        case
+            when job_state <> 'UNPAUSED' then 'row is PAUSED'
+            when sensor_source not in ({{ "'" ~ var('heartbeat_supported_sources') | join("', '") ~ "'" }})
+                then concat('no sensor for source ', sensor_source)
+            when is_job_failed
+                then concat('job ', trigger_job_id, ' FAILED: waiting for a successful run or `python -m harness complete --job-id ', trigger_job_id, '`')
+            when status = 'NEW_EVENT_AVAILABLE' then 'new data already detected: waiting for the job to start'
+            when status = 'IN_PROGRESS' then 'job run in progress'
+            when status is null then 'never sensed yet'
+            else 'last run completed'
+        end as reason
+    from with_job
+
+)
+
+select * from evaluated

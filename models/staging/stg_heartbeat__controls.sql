@@ -1,0 +1,26 @@
+with source as (
+
+    select * from {{ ref('heartbeat_controls') }}
+
+),
+
+renamed as (
+
+    select
+        lower(trim(sensor_source)) as sensor_source,
+        trim(sensor_id) as sensor_id,
+        lower(trim(sensor_read_type)) as sensor_read_type,
+        nullif(trim(asset_description), '') as asset_description,
+        nullif(trim(upstream_key), '') as upstream_key,
+        nullif(trim(preprocess_query), '') as preprocess_query,
+        trim(trigger_job_id) as trigger_job_id,
+        nullif(trim(trigger_job_name), '') as trigger_job_name,
+        upper(trim(job_state)) as job_state,
+        upper(replace(dependency_flag, ' ', '')) as dependency_flag,
+        upper(replace(dependency_flag, ' ', '')) = 'TRUE' as is_hard_dependency,
+        concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label
+    from source
+
+)
+
+select * from renamed

@@ -1,0 +1,39 @@
+with source as (
+
+    select * from {{ source('heartbeat', 'heartbeat_events') }}
+
+),
+
+deduplicated as (
+
+    -- An event drained from the inbox may be appended twice after a crash; its id is kept once.
+    select
+        *,
+        row_number() over (partition by event_id order by event_time) as occurrence
+    from source
+
+),
+
+renamed as (
+
+    select
+        event_id,
+        cast(event_time as timestamp) as event_time,
+        event_type,
+        tick_id,
+        sensor_source,
+        sensor_id,
+        trigger_job_id,
+        status,
+        watermark_before,
+        watermark_after,
+        run_id,
+        idempotency_token,
+        message,
+        details
+    from deduplicated
+    where occurrence = 1
+
+)
+
+select * from renamed

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything Heartbeat needs on a fresh Debian machine: Java, PostgreSQL (for the
+# JDBC/SAP sensor tests), the JDBC driver jars, and a pinned Python virtualenv in .venv.
+# Safe to run again: every step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(openjdk-17-jre-headless postgresql-15 libpostgresql-jdbc-java libxerial-sqlite-jdbc-java procps)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python_bin="${PYTHON:-python3.11}"
+command -v "$python_bin" >/dev/null || python_bin=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($python_bin --version)"
+  "$python_bin" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing pinned Python packages (requirements.txt)"
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import yaml
 
 from harness.errors import ConfigError
+from harness.redact import register_secret
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -75,6 +76,7 @@ def secret_from_env(section: Mapping[str, Any], key: str, what: str) -> str | No
     value = os.environ.get(str(var))
     if value is None:
         raise ConfigError(f"{what}: environment variable {var} is not set (named by {key}_env in the config)")
+    register_secret(value)
     return value
 
 

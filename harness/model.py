@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -43,11 +44,13 @@ class EventType(str, Enum):
     CHECK_FAILED = "CHECK_FAILED"  # an upstream could not be checked
     TRIGGER_REQUESTED = "TRIGGER_REQUESTED"  # intent to start a run, written before the API call
     RUN_STARTED = "RUN_STARTED"  # the backend accepted the run (run id known)
-    RUN_START_FAILED = "RUN_START_FAILED"  # the backend refused the run
+    RUN_START_FAILED = "RUN_START_FAILED"  # the backend refused the run; the rows go back as they were
+    RUN_START_UNCONFIRMED = "RUN_START_UNCONFIRMED"  # no answer; the same token is re-sent next tick
     RUN_SUCCEEDED = "RUN_SUCCEEDED"
     RUN_FAILED = "RUN_FAILED"  # failed, timed out or cancelled
     RUN_STUCK = "RUN_STUCK"  # still running past the configured limit
     MANUAL_COMPLETE = "MANUAL_COMPLETE"  # `harness complete` or a successful run found by hand
+    RETRY_REQUESTED = "RETRY_REQUESTED"  # `harness retry`: a failed job's range is handed to its next run
     CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
 
 
@@ -78,7 +81,10 @@ class ControlRow:
     status: str | None
     watermark: str | None  # JSON, source-specific; the latest position this row has seen
     last_success_watermark: str | None  # JSON; the position consumed by the job's last successful run
+    trigger_watermark: str | None  # JSON; the position the job's latest run consumes
+    latest_trigger_token: str | None
     latest_run_id: str | None
+    job_start_timestamp: datetime | None
 
     @property
     def label(self) -> str:

@@ -19,6 +19,7 @@ from harness.config import Config
 log = logging.getLogger(__name__)
 
 JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/sqlite-jdbc.jar")
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
@@ -49,7 +50,8 @@ def get_spark(config: Config) -> SparkSession:
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config.state_dir))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={config.state_dir}")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={config.state_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")

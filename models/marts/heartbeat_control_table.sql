@@ -16,7 +16,7 @@
   window may overlap what was already folded.
 -#}
 {%- set facets = [
-    {'timestamp': 'status_change_timestamp', 'condition': 'status is not null', 'values': {'status': 'status'}},
+    {'timestamp': 'status_change_timestamp', 'condition': 'sets_status', 'values': {'status': 'status'}},
     {'timestamp': 'latest_event_fetched_timestamp', 'condition': 'is_detection', 'values': {'watermark': 'watermark_after'}},
     {'timestamp': 'job_start_timestamp', 'condition': 'is_trigger', 'values': {'latest_trigger_token': 'idempotency_token', 'trigger_watermark': 'watermark_after'}},
     {'timestamp': 'run_started_timestamp', 'condition': 'is_run_start', 'values': {'latest_run_id': 'run_id'}},

@@ -1,0 +1,126 @@
+"""The local job runner (embedded default): each job is a shell command run as a subprocess.
+
+Jobs come from `local_runner.jobs` in heartbeat.yml (id -> name, command, optional timeout). Each run
+lives in `<state>/local_runs/<run_id>/`; a detached supervisor process (harness.backends.local_supervisor)
+runs the command, enforces its timeout and writes `result.json`, so a later tick, in any process,
+records how it ended. A token already used returns the run it started: no second run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused
+from harness.config import Config
+from harness.errors import BackendError
+from harness.model import dumps
+
+NEVER_STARTED_AFTER_SECONDS = 120.0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A finished child of this process stays a zombie until reaped; reap it so it reads as dead.
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        return waited == 0
+    except ChildProcessError:
+        return True
+
+
+class LocalBackend(JobBackend):
+    name = "local"
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.runs_dir = config.state_dir / "local_runs"
+        self.tokens_dir = self.runs_dir / "tokens"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def start(self, request: RunRequest) -> str:
+        self.tokens_dir.mkdir(parents=True, exist_ok=True)
+        token_file = self.tokens_dir / request.idempotency_token
+        if token_file.exists():
+            return token_file.read_text().strip()
+        job = self.config.local_jobs.get(request.job_id)
+        if job is None:
+            known = ", ".join(sorted(self.config.local_jobs)) or "none"
+            raise StartRefused(
+                f"job {request.job_id} is not defined in local_runner.jobs of the config "
+                f"({self.config.config_path or 'heartbeat.yml'}); defined jobs: {known}"
+            )
+        run_id = f"local-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        run_dir = self.run_dir(run_id)
+        run_dir.mkdir(parents=True)
+        env = {
+            "HEARTBEAT_JOB_ID": request.job_id,
+            "HEARTBEAT_JOB_NAME": request.job_name or job.name,
+            "HEARTBEAT_RUN_ID": run_id,
+            "HEARTBEAT_RUN_CONTEXT_ID": request.idempotency_token,
+            "HEARTBEAT_CHANGE_RANGE": dumps(request.change_range),
+        }
+        meta = {
+            "run_id": run_id,
+            "job_id": request.job_id,
+            "command": job.command,
+            "timeout_seconds": job.timeout_seconds,
+            "token": request.idempotency_token,
+            "env": env,
+            "cwd": str(self.config.config_path.parent if self.config.config_path else Path.cwd()),
+            "requested_at": datetime.now(timezone.utc).isoformat(),
+        }
+        _write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))
+        # Recorded before the process exists: a crash from here on never yields a second run.
+        _write_atomic(token_file, run_id)
+        subprocess.Popen(
+            [sys.executable, "-m", "harness.backends.local_supervisor", str(run_dir)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+            cwd=str(Path(__file__).resolve().parents[2]),
+        )
+        return run_id
+
+    def poll(self, job_id: str, run_id: str) -> RunStatus:
+        run_dir = self.run_dir(run_id)
+        if not run_dir.is_dir():
+            raise BackendError(f"job {job_id}: local run {run_id} has no folder {run_dir}")
+        result_file = run_dir / "result.json"
+        if result_file.exists():
+            result = json.loads(result_file.read_text())
+            ended = datetime.fromisoformat(result["ended_at"])
+            if result.get("exit_code") == 0:
+                return RunStatus(RunState.SUCCEEDED, "exit code 0", ended)
+            return RunStatus(RunState.FAILED, result.get("message") or f"exit code {result.get('exit_code')}", ended)
+        pid_file = run_dir / "supervisor.pid"
+        if pid_file.exists():
+            if _alive(int(pid_file.read_text())):
+                return RunStatus(RunState.RUNNING)
+            if result_file.exists():  # finished between the two reads
+                return self.poll(job_id, run_id)
+            return RunStatus(RunState.FAILED, "the local runner's supervisor process died without a result",
+                             datetime.now(timezone.utc))
+        age = time.time() - (run_dir / "meta.json").stat().st_mtime
+        if age > NEVER_STARTED_AFTER_SECONDS:
+            return RunStatus(RunState.FAILED, "the run never started (the heartbeat stopped while starting it)",
+                             datetime.now(timezone.utc))
+        return RunStatus(RunState.RUNNING)

@@ -1,0 +1,240 @@
+"""Command line: `python -m harness COMMAND`.
+
+  tick       one heartbeat: track runs, refresh the models, sense, start ready jobs
+  run        tick every --interval seconds until Ctrl-C
+  status     every job, whether it starts and why, and its rows
+  complete   mark a job's latest run successful (the "update status" step a job can run last)
+  retry      hand a FAILED job's range to its next run (no manual backfill)
+  validate   check the controls CSV without touching any table
+  seed       load the controls CSV now (a running heartbeat applies it at its next tick)
+  docs       generate the dbt docs site (the rules, in words) into the state folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Callable
+
+from harness import dbt_runner, inbox, status, tables
+from harness.config import Config, load_config
+from harness.controls import read_controls
+from harness.errors import HeartbeatError, StateBusyError
+from harness.state_lock import StateLock
+
+log = logging.getLogger("harness")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps({"time": self.formatTime(record), "level": record.levelname,
+                           "logger": record.name, "message": record.getMessage()})
+
+
+def setup_logging(fmt: str, verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else
+                         logging.Formatter("%(asctime)s heartbeat %(levelname)-7s %(message)s", "%H:%M:%S"))
+    root = logging.getLogger("harness")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False
+    for noisy in ("py4j", "pyspark", "SQLQueryContextLogger"):
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+
+
+def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[StateBusyError], int]) -> int:
+    try:
+        lock = StateLock(config.state_dir).acquire()
+    except StateBusyError as exc:
+        return when_busy(exc)
+    try:
+        return action()
+    finally:
+        lock.release()
+
+
+def _runtime(config: Config):  # type: ignore[no-untyped-def]
+    from harness.runtime import Runtime  # Spark and dbt load only for commands that need them
+
+    return Runtime.open(config)
+
+
+def cmd_tick(config: Config, args: argparse.Namespace) -> int:
+    def action() -> int:
+        from harness.tick import run_tick
+
+        report = run_tick(_runtime(config))
+        return 1 if report.error else 0
+
+    def busy(exc: StateBusyError) -> int:
+        log.warning("tick skipped: %s; it will carry on at the next tick", exc)
+        return 0
+
+    return _locked(config, action, busy)
+
+
+def cmd_run(config: Config, args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        log.info("stopping after the current step (signal %d)", signum)
+        stop.set()
+
+    def action() -> int:
+        from harness.tick import run_tick
+
+        runtime = _runtime(config)
+        ticks = 0
+        while not stop.is_set():
+            report = run_tick(runtime)
+            ticks += 1
+            _write_snapshot(config, runtime)
+            if report.error:
+                log.error("tick %s ended with an error; retrying at the next tick", report.tick_id)
+            if args.max_ticks and ticks >= args.max_ticks:
+                break
+            stop.wait(args.interval)
+        log.info("stopped after %d ticks", ticks)
+        return 0
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return _locked(config, action, lambda exc: (log.error("%s", exc), 1)[1])
+
+
+def _snapshot_path(config: Config) -> Path:
+    return config.state_dir / "status.txt"
+
+
+def _write_snapshot(config: Config, runtime) -> str:  # type: ignore[no-untyped-def]
+    text = status.render(tables.job_decisions(runtime.spark), tables.control_table(runtime.spark))
+    _snapshot_path(config).write_text(text + "\n")
+    return text
+
+
+def cmd_status(config: Config, args: argparse.Namespace) -> int:
+    def action() -> int:
+        print(_write_snapshot(config, _runtime(config)))
+        return 0
+
+    def busy(exc: StateBusyError) -> int:
+        snapshot = _snapshot_path(config)
+        print(f"({exc}; showing its last snapshot)", file=sys.stderr)
+        print(snapshot.read_text() if snapshot.exists() else "no snapshot yet")
+        return 0
+
+    return _locked(config, action, busy)
+
+
+def _manual(config: Config, command: str, job_id: str) -> int:
+    def action() -> int:
+        from harness.tick import build, TickReport, request_events
+
+        runtime = _runtime(config)
+        rows = tables.control_rows(runtime.spark)
+        if not any(r.key.trigger_job_id == job_id for r in rows):
+            raise HeartbeatError(f"job {job_id} is not in the control table; check trigger_job_id in the controls CSV")
+        events = request_events(rows, command, job_id, "from the command line")
+        if not events:
+            print(f"job {job_id} has no run IN_PROGRESS or FAILED: nothing to {command}")
+            return 0
+        runtime.events.append(events)
+        build(runtime, TickReport(tick_id="manual"), with_seed=False)
+        print(f"job {job_id}: {len(events)} rows moved to {events[0].status}")
+        return 0
+
+    def busy(exc: StateBusyError) -> int:
+        path = inbox.submit(config.state_dir, command, job_id=job_id)
+        print(f"{exc}: the request is queued ({path.name}) and applied at its next tick")
+        return 0
+
+    return _locked(config, action, busy)
+
+
+def cmd_complete(config: Config, args: argparse.Namespace) -> int:
+    return _manual(config, "complete", args.job_id)
+
+
+def cmd_retry(config: Config, args: argparse.Namespace) -> int:
+    return _manual(config, "retry", args.job_id)
+
+
+def cmd_validate(config: Config, args: argparse.Namespace) -> int:
+    path = Path(args.csv) if args.csv else config.controls_csv
+    specs = read_controls(path)
+    jobs = {s.trigger_job_id for s in specs}
+    print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")
+    return 0
+
+
+def cmd_seed(config: Config, args: argparse.Namespace) -> int:
+    read_controls(config.controls_csv)
+
+    def action() -> int:
+        from harness.tick import TickReport, applied_digest_path, build
+        from harness.controls import file_digest
+
+        runtime = _runtime(config)
+        build(runtime, TickReport(tick_id="seed"), with_seed=True)
+        applied_digest_path(runtime).write_text(file_digest(config.controls_csv))
+        print(f"{config.controls_csv}: loaded")
+        return 0
+
+    def busy(exc: StateBusyError) -> int:
+        print(f"{exc}: it validates and loads the changed CSV at its next tick")
+        return 0
+
+    return _locked(config, action, busy)
+
+
+def cmd_docs(config: Config, args: argparse.Namespace) -> int:
+    def action() -> int:
+        runtime = _runtime(config)
+        dbt_runner.invoke(config, runtime.table_format, ["docs", "generate"])
+        print(f"docs written to {config.state_dir / 'dbt_target'} (open index.html, or `dbt docs serve`)")
+        return 0
+
+    return _locked(config, action, lambda exc: (print(exc), 1)[1])
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", help="config file (default: $HEARTBEAT_CONFIG or ./heartbeat.yml)")
+    p.add_argument("--log-format", choices=["text", "json"], default="text")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("tick", help="one heartbeat").set_defaults(func=cmd_tick)
+    run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
+    run.add_argument("--interval", type=float, default=60.0, help="seconds between ticks")
+    run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
+    run.set_defaults(func=cmd_run)
+    sub.add_parser("status", help="jobs, reasons and rows").set_defaults(func=cmd_status)
+    for name, func, text in (("complete", cmd_complete, "mark the job's latest run successful"),
+                             ("retry", cmd_retry, "hand a FAILED job's range to its next run")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("--job-id", required=True)
+        sp.set_defaults(func=func)
+    validate = sub.add_parser("validate", help="check the controls CSV, touching nothing")
+    validate.add_argument("csv", nargs="?")
+    validate.set_defaults(func=cmd_validate)
+    sub.add_parser("seed", help="load the controls CSV now").set_defaults(func=cmd_seed)
+    sub.add_parser("docs", help="generate the dbt docs site").set_defaults(func=cmd_docs)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    setup_logging(args.log_format, args.verbose)
+    try:
+        config = load_config(args.config)
+        return int(args.func(config, args))
+    except HeartbeatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

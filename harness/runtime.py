@@ -1,0 +1,45 @@
+"""What a heartbeat process holds while it owns the state folder: Spark, the event log, the backend,
+the sensors. Opened once per process, after the state lock is taken."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from harness.backends.base import JobBackend
+from harness.config import Config
+from harness.events import EventLog
+from harness.model import SensorSource
+from harness.sensors import build_registry
+from harness.sensors.base import Sensor
+from harness.spark import get_spark, table_format
+
+log = logging.getLogger(__name__)
+
+
+def build_backend(config: Config) -> JobBackend:
+    if config.backend == "databricks":
+        from harness.backends.databricks import DatabricksBackend
+
+        return DatabricksBackend(config)
+    from harness.backends.local import LocalBackend
+
+    return LocalBackend(config)
+
+
+@dataclass
+class Runtime:
+    config: Config
+    spark: SparkSession
+    table_format: str
+    events: EventLog
+    backend: JobBackend
+    sensors: dict[SensorSource, Sensor]
+
+    @classmethod
+    def open(cls, config: Config) -> "Runtime":
+        spark = get_spark(config)
+        fmt = table_format(spark)
+        return cls(config, spark, fmt, EventLog(spark, fmt), build_backend(config), build_registry(config))

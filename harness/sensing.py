@@ -1,0 +1,180 @@
+"""Sensing: one check per distinct upstream per tick, run concurrently, each bounded by a timeout.
+
+A failing or slow upstream becomes a CHECK_FAILED event for its rows and never delays the others:
+a check that outlives its timeout is abandoned (its thread is left to finish on its own) and its
+result, if it ever comes, is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from pyspark.sql import SparkSession
+
+from harness.config import Config
+from harness.errors import HeartbeatError, SensorError
+from harness.events import Event, now
+from harness.model import ControlRow, EventType, SensorSource, Status, dumps
+from harness.preprocess import render
+from harness.redact import redact
+from harness.sensors.base import NewData, NothingNew, Sensor, Upstream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SensingOutcome:
+    events: list[Event] = field(default_factory=list)
+    upstreams: int = 0
+    new_data: int = 0
+    errors: int = 0
+    nothing_new: dict[str, str] = field(default_factory=dict)  # upstream label -> reason (last row's)
+
+
+def upstream_of(row: ControlRow) -> Upstream:
+    return Upstream(SensorSource(row.key.sensor_source), row.key.sensor_id, row.upstream_key)
+
+
+def _error_events(rows: Sequence[ControlRow], message: str) -> list[Event]:
+    message = redact(message) or message
+    return [Event(EventType.CHECK_FAILED, row=row.key, watermark_before=row.watermark, message=message) for row in rows]
+
+
+class UpstreamCheck:
+    """Reads one upstream once and compares it with each of its rows' watermarks."""
+
+    def __init__(self, sensor: Sensor, spark: SparkSession | None, upstream: Upstream, rows: Sequence[ControlRow]):
+        self.sensor, self.spark, self.upstream, self.rows = sensor, spark, upstream, rows
+
+    def run(self) -> tuple[list[Event], dict[str, str]]:
+        position = self.sensor.read_position(self.upstream)
+        events: list[Event] = []
+        reasons: dict[str, str] = {}
+        for row in self.rows:
+            try:
+                since = json.loads(row.watermark) if row.watermark else None
+                detection = self.sensor.detect(self.upstream, position, since)
+                if isinstance(detection, NewData) and row.preprocess_query:
+                    detection = self._preprocess(row, position, since, detection)
+            except HeartbeatError as exc:
+                events.extend(_error_events([row], str(exc)))
+                continue
+            if isinstance(detection, NothingNew):
+                reasons[row.label] = detection.reason
+                continue
+            details = {"upstream": row.label, "detected_at": now().isoformat(), **detection.changes}
+            events.append(Event(
+                EventType.DATA_CHANGED,
+                row=row.key,
+                status=Status.NEW_EVENT_AVAILABLE.value,
+                watermark_before=row.watermark,
+                watermark_after=dumps(detection.watermark),
+                details=details,
+            ))
+        return events, reasons
+
+    def _preprocess(self, row: ControlRow, position, since, detection: NewData) -> NewData | NothingNew:  # type: ignore[no-untyped-def]
+        if self.spark is None:
+            raise SensorError(f"{row.label}: preprocess_query needs Spark")
+        query = render(row.preprocess_query or "", row.upstream_key)
+        session = self.spark.newSession()  # its own temp views: checks run concurrently
+        frame = self.sensor.new_data_frame(session, self.upstream, position, since)
+        frame.createOrReplaceTempView("sensor_new_data")
+        try:
+            matched = session.sql(query).limit(1).count()
+        except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SensorError(f"{row.label}: preprocess_query failed: {first}") from exc
+        if matched == 0:
+            return NothingNew("new data found, but preprocess_query returned no row")
+        return detection
+
+
+def sense(
+    rows: Sequence[ControlRow],
+    registry: dict[SensorSource, Sensor],
+    spark: SparkSession | None,
+    config: Config,
+    clock: Callable[[], float] = time.monotonic,
+) -> SensingOutcome:
+    """Check every distinct upstream of `rows` once; return the events to append."""
+    outcome = SensingOutcome()
+    groups: dict[Upstream, list[ControlRow]] = defaultdict(list)
+    for row in rows:
+        try:
+            groups[upstream_of(row)].append(row)
+        except ValueError:
+            outcome.events.extend(_error_events([row], f"{row.label}: unknown sensor_source"))
+    outcome.upstreams = len(groups)
+    checks: list[UpstreamCheck] = []
+    for upstream, group in groups.items():
+        sensor = registry.get(upstream.source)
+        if sensor is None:
+            outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.source.value}"))
+            continue
+        checks.append(UpstreamCheck(sensor, spark, upstream, group))
+    for check, result in _run_bounded(checks, config.sensing.max_parallel_checks,
+                                      config.sensing.check_timeout_seconds, clock):
+        if isinstance(result, BaseException):
+            message = _describe(check.upstream, result, config.sensing.check_timeout_seconds)
+            outcome.events.extend(_error_events(check.rows, message))
+            continue
+        events, reasons = result
+        outcome.events.extend(events)
+        outcome.nothing_new.update(reasons)
+    outcome.new_data = sum(1 for e in outcome.events if e.event_type is EventType.DATA_CHANGED)
+    outcome.errors = sum(1 for e in outcome.events if e.event_type is EventType.CHECK_FAILED)
+    return outcome
+
+
+def _describe(upstream: Upstream, exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"{upstream.label}: check timed out after {timeout:g}s (sensing.check_timeout_seconds)"
+    if isinstance(exc, HeartbeatError):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{upstream.label}: {type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _run_bounded(checks: list[UpstreamCheck], parallel: int, timeout: float, clock: Callable[[], float]):  # type: ignore[no-untyped-def]
+    """Run checks on daemon threads, at most `parallel` at once; each gets `timeout` seconds from
+    its own start. Yields (check, result or exception) as each finishes or times out."""
+    pending = list(checks)
+    running: dict[UpstreamCheck, tuple[Future, float]] = {}
+    done_signal = threading.Event()
+
+    def start(check: UpstreamCheck) -> None:
+        future: Future = Future()
+
+        def target() -> None:
+            try:
+                future.set_result(check.run())
+            except BaseException as exc:  # noqa: BLE001 - reported as the check's error event
+                future.set_exception(exc)
+            done_signal.set()
+
+        threading.Thread(target=target, name=f"check {check.upstream.label}", daemon=True).start()
+        running[check] = (future, clock() + timeout)
+
+    while pending or running:
+        while pending and len(running) < max(1, parallel):
+            start(pending.pop(0))
+        next_deadline = min(deadline for _, deadline in running.values())
+        done_signal.wait(timeout=max(0.0, min(next_deadline - clock(), 0.5)))
+        done_signal.clear()
+        for check, (future, deadline) in list(running.items()):
+            if future.done():
+                del running[check]
+                exc = future.exception()
+                yield check, (exc if exc is not None else future.result())
+            elif clock() >= deadline:
+                del running[check]
+                log.warning("check of %s abandoned after %.0fs", check.upstream.label, timeout)
+                yield check, TimeoutError()

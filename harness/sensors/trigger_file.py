@@ -1,0 +1,93 @@
+"""trigger_file: a file landing in `<trigger root>/<sensor_id>/` is new data.
+
+Files are ordered by their change time (ctime: set when the file lands, by a copy, a move or a
+write). The watermark keeps the newest change time seen and the names of the files that landed
+within a grace window before it, so a file that lands while a check lists the folder, and so shows a
+change time a little older than the newest, is still picked up by the next check, never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.errors import SensorError
+from harness.model import SensorSource
+from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
+
+GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    name: str
+    changed_ns: int
+    modified_ns: int
+    size: int
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat()
+
+
+class TriggerFileSensor(Sensor):
+    sources = (SensorSource.TRIGGER_FILE,)
+
+    def folder(self, upstream: Upstream) -> Path:
+        root = self.config.trigger_root
+        if root is None:
+            raise SensorError(
+                f"{upstream.label}: no trigger root configured; set trigger_file.root in heartbeat.yml "
+                "or the HEARTBEAT_TRIGGER_ROOT environment variable"
+            )
+        if not root.is_dir():
+            raise SensorError(f"{upstream.label}: trigger root {root} does not exist or is not a folder")
+        folder = (root / upstream.sensor_id).resolve()
+        if root.resolve() not in folder.parents:
+            raise SensorError(f"{upstream.label}: sensor_id must name a folder inside the trigger root {root}")
+        if not folder.is_dir():
+            raise SensorError(
+                f"{upstream.label}: trigger folder {folder} does not exist; create it or fix sensor_id"
+            )
+        return folder
+
+    def read_position(self, upstream: Upstream) -> Position:
+        folder = self.folder(upstream)
+        files = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(".") or not entry.is_file():
+                        continue
+                    st = entry.stat()
+                    files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_mtime_ns, st.st_size))
+        except OSError as exc:
+            raise SensorError(f"{upstream.label}: cannot list {folder}: {exc.strerror}") from exc
+        return Position(watermark=self._watermark(files, 0), observed=tuple(files))
+
+    @staticmethod
+    def _watermark(files: list[LandedFile] | tuple[LandedFile, ...], floor_ns: int) -> dict[str, object]:
+        newest = max([f.changed_ns for f in files] + [floor_ns])
+        recent = sorted(f.name for f in files if f.changed_ns >= newest - GRACE_NS)
+        return {"changed_ns": newest, "recent": recent}
+
+    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
+        files: tuple[LandedFile, ...] = position.observed
+        seen_ns = int(since.get("changed_ns", 0)) if since else -1
+        recent = set(since.get("recent", [])) if since else set()
+        new = [
+            f for f in files
+            if f.changed_ns > seen_ns or (f.changed_ns >= seen_ns - GRACE_NS and f.name not in recent)
+        ]
+        if not new:
+            return NothingNew(f"no file newer than {_iso(seen_ns) if seen_ns > 0 else 'the start'}")
+        new.sort(key=lambda f: (f.changed_ns, f.name))
+        watermark = self._watermark(files, max(seen_ns, 0))
+        changes = {
+            "operation": "APPEND",
+            "files": [{"name": f.name, "size": f.size, "landed": _iso(f.changed_ns)} for f in new],
+            "file_count": len(new),
+        }
+        return NewData(watermark=watermark, changes=changes)

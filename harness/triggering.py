@@ -1,0 +1,287 @@
+"""Starting jobs exactly once and tracking every run to its end.
+
+A start is three steps, each leaving a trace that the next tick can repair from:
+  1. TRIGGER_REQUESTED per row (status IN_PROGRESS), carrying the idempotency token derived from the
+     job, the watermarks it consumes and the job's previous token; written before any API call;
+  2. the backend call with that token;
+  3. RUN_STARTED per row with the run id (or RUN_START_FAILED when the backend refused for sure).
+A token with a request but no outcome is re-sent as is by the next tick: the backend returns the same
+run for the same token, so a crash anywhere yields neither a second run nor a lost one.
+
+Each run is handed its change range: per upstream, from the watermark consumed by the job's last
+successful run to the watermark now, so a failed run's range folds into the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Sequence
+
+from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
+from harness.errors import BackendError
+from harness.events import Event, EventLog, now
+from harness.model import ControlRow, EventType, JobState, RowKey, Status, dumps
+from harness.redact import redact
+
+log = logging.getLogger(__name__)
+
+CLOSING = ("RUN_SUCCEEDED", "RUN_FAILED", "RUN_START_FAILED", "MANUAL_COMPLETE", "RETRY_REQUESTED")
+
+
+def make_token(job_id: str, rows: Sequence[ControlRow], previous_token: str | None) -> str:
+    """Same job, same consumed watermarks, same previous run -> same token (<= 64 chars)."""
+    basis = dumps({
+        "job": job_id,
+        "watermarks": sorted((r.label, r.watermark or "") for r in rows),
+        "previous": previous_token or "",
+    })
+    return "hb-" + hashlib.sha256(basis.encode()).hexdigest()[:48]
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+@dataclass
+class TriggeredRow:
+    key: RowKey
+    from_watermark: str | None
+    to_watermark: str | None
+    previous_status: str | None
+    is_hard: bool
+
+
+@dataclass
+class OpenRun:
+    """A run request whose outcome is not recorded yet."""
+
+    token: str
+    job_id: str
+    job_name: str | None
+    requested_at: datetime
+    rows: list[TriggeredRow] = field(default_factory=list)
+    run_id: str | None = None
+    flagged_stuck: bool = False
+
+    def request(self) -> RunRequest:
+        return RunRequest(self.job_id, self.job_name, self.token, change_range(self.job_id, self.token, self.rows))
+
+
+def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow]) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "run_context_id": token,
+        "upstreams": [
+            {
+                "sensor_source": r.key.sensor_source,
+                "sensor_id": r.key.sensor_id,
+                "dependency": "hard" if r.is_hard else "soft",
+                "from": _json(r.from_watermark),
+                "to": _json(r.to_watermark),
+            }
+            for r in sorted(rows, key=lambda r: (r.key.sensor_source, r.key.sensor_id))
+        ],
+    }
+
+
+def _row_events(run: OpenRun, event_type: EventType, **fields: Any) -> list[Event]:
+    per_row_status = fields.pop("status_per_row", None)
+    return [
+        Event(
+            event_type,
+            row=r.key,
+            idempotency_token=run.token,
+            watermark_before=r.from_watermark,
+            watermark_after=r.to_watermark,
+            status=per_row_status(r) if per_row_status else fields.get("status"),
+            **{k: v for k, v in fields.items() if k != "status"},
+        )
+        for r in run.rows
+    ]
+
+
+@dataclass
+class StartOutcome:
+    started: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
+
+
+def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], str]:
+    """Send the request; return the outcome's events and 'started' / 'refused' / 'unconfirmed'."""
+    try:
+        run_id = backend.start(run.request())
+    except StartRefused as exc:
+        message = redact(f"job {run.job_id}: start refused by the {backend.name} backend: {exc}")
+        return _row_events(run, EventType.RUN_START_FAILED, message=message,
+                           status_per_row=lambda r: r.previous_status), "refused"
+    except (StartUncertain, BackendError) as exc:
+        message = redact(f"job {run.job_id}: start not confirmed by the {backend.name} backend, "
+                         f"the same request is re-sent next tick: {exc}")
+        return _row_events(run, EventType.RUN_START_UNCONFIRMED, message=message), "unconfirmed"
+    run.run_id = run_id
+    return _row_events(run, EventType.RUN_STARTED, run_id=run_id, status=Status.IN_PROGRESS.value), "started"
+
+
+def start_jobs(
+    ready: Sequence[tuple[str, str | None]],
+    rows_by_job: dict[str, list[ControlRow]],
+    backend: JobBackend,
+    events: EventLog,
+) -> StartOutcome:
+    """Start every ready job once: record intents, call the backend, record outcomes."""
+    runs: list[OpenRun] = []
+    for job_id, job_name in ready:
+        rows = [r for r in rows_by_job.get(job_id, []) if r.job_state == JobState.UNPAUSED.value]
+        if not rows:
+            continue
+        previous = max(rows, key=lambda r: r.job_start_timestamp or datetime.min).latest_trigger_token
+        token = make_token(job_id, rows, previous)
+        run = OpenRun(token, job_id, job_name, now(), [
+            TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency)
+            for r in rows
+        ])
+        runs.append(run)
+    intents = [
+        Event(EventType.TRIGGER_REQUESTED, row=r.key, status=Status.IN_PROGRESS.value,
+              idempotency_token=run.token, watermark_before=r.from_watermark, watermark_after=r.to_watermark,
+              details={"job_name": run.job_name, "previous_status": r.previous_status,
+                       "dependency": "hard" if r.is_hard else "soft"})
+        for run in runs for r in run.rows
+    ]
+    events.append(intents)
+    outcome = StartOutcome()
+    recorded: list[Event] = []
+    for run in runs:
+        run_events, result = _call_start(backend, run)
+        recorded.extend(run_events)
+        getattr(outcome, result).append(run.job_id)
+    events.append(recorded)
+    return outcome
+
+
+def open_runs(events: EventLog, track_days: float) -> list[OpenRun]:
+    """Run requests without a recorded outcome, rebuilt from the event log."""
+    since = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=track_days)
+    closing = ", ".join(f"'{c}'" for c in CLOSING)
+    rows = events.rows(
+        f"""event_time >= :since
+        AND event_type IN ('TRIGGER_REQUESTED', 'RUN_STARTED', 'RUN_STUCK')
+        AND idempotency_token IN (
+            SELECT idempotency_token FROM {events.table}
+            WHERE idempotency_token IS NOT NULL AND event_time >= :since
+            GROUP BY idempotency_token
+            HAVING max(CASE WHEN event_type IN ({closing}) THEN 1 ELSE 0 END) = 0)""",
+        {"since": since},
+    )
+    runs: dict[str, OpenRun] = {}
+    for e in rows:
+        token = e["idempotency_token"]
+        if e["event_type"] == "TRIGGER_REQUESTED":
+            details = _json(e["details"]) or {}
+            run = runs.setdefault(token, OpenRun(token, e["trigger_job_id"], details.get("job_name"),
+                                                 e["event_time"].replace(tzinfo=timezone.utc)))
+            run.rows.append(TriggeredRow(
+                RowKey(e["sensor_source"], e["sensor_id"], e["trigger_job_id"]),
+                e["watermark_before"], e["watermark_after"], details.get("previous_status"),
+                details.get("dependency") == "hard",
+            ))
+        elif token in runs and e["event_type"] == "RUN_STARTED":
+            runs[token].run_id = e["run_id"]
+        elif token in runs and e["event_type"] == "RUN_STUCK":
+            runs[token].flagged_stuck = True
+    return list(runs.values())
+
+
+@dataclass
+class TrackOutcome:
+    events: list[Event] = field(default_factory=list)
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    repaired: int = 0
+
+
+def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds: float) -> TrackOutcome:
+    """Re-send requests whose outcome is unknown; poll started runs; record how each ended."""
+    outcome = TrackOutcome()
+    for run in runs:
+        if run.run_id is None:
+            run_events, result = _call_start(backend, run)
+            outcome.events.extend(run_events)
+            outcome.repaired += result == "started"
+            continue
+        try:
+            status = backend.poll(run.job_id, run.run_id)
+        except BackendError as exc:
+            outcome.events.extend(_row_events(run, EventType.RUN_START_UNCONFIRMED, run_id=run.run_id,
+                                              message=redact(f"job {run.job_id}: cannot read run {run.run_id}: {exc}")))
+            continue
+        if status.state is RunState.RUNNING:
+            outcome.running += 1
+            age = (datetime.now(timezone.utc) - run.requested_at).total_seconds()
+            if age > stuck_after_seconds and not run.flagged_stuck:
+                outcome.events.extend(_row_events(
+                    run, EventType.RUN_STUCK, run_id=run.run_id,
+                    message=f"job {run.job_id}: run {run.run_id} still running after {age / 3600:.1f} h "
+                            f"(runs.stuck_after_seconds = {stuck_after_seconds:g})"))
+            continue
+        if status.state is RunState.SUCCEEDED:
+            outcome.succeeded += 1
+            outcome.events.extend(_row_events(run, EventType.RUN_SUCCEEDED, run_id=run.run_id,
+                                              status=Status.COMPLETED.value, message=status.message or None))
+        else:
+            outcome.failed += 1
+            outcome.events.extend(_row_events(
+                run, EventType.RUN_FAILED, run_id=run.run_id, status=Status.FAILED.value,
+                message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}")))
+    return outcome
+
+
+def manual_events(
+    job_rows: Sequence[ControlRow], event_type: EventType, message: str, run_id: str | None = None
+) -> list[Event]:
+    """Close a job's latest run by hand: MANUAL_COMPLETE (its range counts as consumed) or
+    RETRY_REQUESTED (its range is handed to the next run). Only rows IN_PROGRESS or FAILED move."""
+    status = Status.COMPLETED if event_type is EventType.MANUAL_COMPLETE else Status.NEW_EVENT_AVAILABLE
+    return [
+        Event(
+            event_type,
+            row=r.key,
+            status=status.value,
+            idempotency_token=r.latest_trigger_token,
+            run_id=run_id or r.latest_run_id,
+            watermark_before=r.last_success_watermark,
+            watermark_after=r.trigger_watermark if event_type is EventType.MANUAL_COMPLETE else None,
+            message=message,
+        )
+        for r in job_rows
+        if r.status in (Status.IN_PROGRESS.value, Status.FAILED.value)
+    ]
+
+
+def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list[Event]:
+    """A FAILED job resumes when the backend shows a run of it that succeeded after the failure."""
+    failed: dict[str, list[ControlRow]] = defaultdict(list)
+    for r in rows:
+        if r.status == Status.FAILED.value:
+            failed[r.key.trigger_job_id].append(r)
+    out: list[Event] = []
+    for job_id, job_rows in failed.items():
+        since = max((r.job_start_timestamp for r in job_rows if r.job_start_timestamp), default=None)
+        if since is None:
+            continue
+        try:
+            run_id = backend.successful_run_after(job_id, since.replace(tzinfo=since.tzinfo or timezone.utc))
+        except BackendError as exc:
+            log.warning("job %s: cannot look for a later successful run: %s", job_id, redact(str(exc)))
+            continue
+        if run_id:
+            out.extend(manual_events(job_rows, EventType.MANUAL_COMPLETE,
+                                     f"job {job_id}: run {run_id} succeeded after the failure", run_id))
+    return out

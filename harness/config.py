@@ -53,6 +53,7 @@ class Config:
     sensing: SensingConfig = SensingConfig()
     runs: RunsConfig = RunsConfig()
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
+    dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
     # Source- and backend-specific sections, read by the module that needs them.
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
@@ -120,13 +121,16 @@ def _build(raw: dict[str, Any], base: Path, config_path: Path | None) -> Config:
         runs = RunsConfig(stuck_after_seconds=float(runs_raw.get("stuck_after_seconds", 6 * 3600)))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"sensing/runs: expected numbers: {exc}") from exc
+    controls_csv = _path(raw.get("controls_csv", PROJECT_DIR / "seeds" / "heartbeat_controls.csv"), base)
+    if controls_csv.name != "heartbeat_controls.csv":
+        raise ConfigError(f"controls_csv must be a file named heartbeat_controls.csv (dbt's seed), got {controls_csv}")
     return Config(
         config_path=config_path,
         project_dir=_path(raw.get("project_dir", PROJECT_DIR), base),
         state_dir=state_dir,
         backend=backend,
         dbt_target=str(raw.get("dbt_target", "databricks" if backend == "databricks" else "local")),
-        controls_csv=_path(raw.get("controls_csv", PROJECT_DIR / "seeds" / "heartbeat_controls.csv"), base),
+        controls_csv=controls_csv,
         trigger_root=_path(trigger_raw, base) if trigger_raw else None,
         sensing=sensing,
         runs=runs,

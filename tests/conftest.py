@@ -1,0 +1,48 @@
+"""Test session setup: one SparkSession for the whole run (starting Spark costs ~10 s), a private
+HOME and Databricks config, and no network but 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="heartbeat-tests-"))
+for _name in list(os.environ):
+    if _name.startswith("DATABRICKS_") or _name.startswith("HEARTBEAT_"):
+        del os.environ[_name]
+os.environ.update({
+    "HOME": str(_SESSION_HOME),
+    "DATABRICKS_CONFIG_FILE": str(_SESSION_HOME / ".databrickscfg"),
+    "SPARK_LOCAL_IP": "127.0.0.1",
+    "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+    "NO_PROXY": "127.0.0.1,localhost",
+})
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from harness.config import Config, PROJECT_DIR  # noqa: E402
+from harness.spark import get_spark  # noqa: E402
+from tests.support import HeartbeatHarness  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def session_state() -> Path:
+    return _SESSION_HOME / "state"
+
+
+@pytest.fixture(scope="session")
+def spark(session_state: Path) -> Iterator[SparkSession]:
+    session = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=session_state))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def heartbeat(spark: SparkSession, session_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              request: pytest.FixtureRequest) -> HeartbeatHarness:
+    """A heartbeat of its own: own schema in the shared metastore, own CSV, trigger root, jobs, runs."""
+    return HeartbeatHarness.create(spark, session_state, tmp_path, monkeypatch, request.node.name)

@@ -1,0 +1,148 @@
+"""A heartbeat for one test: its own schema, controls CSV, trigger root, local jobs and run folder,
+on the session's SparkSession. Tests drive it like a user: write the CSV, drop files, tick."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pytest
+from pyspark.sql import SparkSession
+
+from harness import tables
+from harness.config import PROJECT_DIR, Config, LocalJob, SensingConfig
+from harness.controls import USER_COLUMNS
+from harness.runtime import Runtime
+from harness.tick import TickReport, run_tick
+
+# A local job that records each run's change range and exits with the code in <job>.exit (default 0).
+RECORDING_JOB = (
+    'python3 -c "import os,sys,json,pathlib; d=pathlib.Path(os.environ[\'RUNS_DIR\']); '
+    "d.mkdir(exist_ok=True); j=os.environ['HEARTBEAT_JOB_ID']; "
+    "(d/(os.environ['HEARTBEAT_RUN_ID']+'.json')).write_text(json.dumps({'job':j,"
+    "'range':json.loads(os.environ['HEARTBEAT_CHANGE_RANGE']),'token':os.environ['HEARTBEAT_RUN_CONTEXT_ID']})); "
+    "f=d/(j+'.exit'); sys.exit(int(f.read_text()) if f.exists() else 0)\""
+)
+
+
+def control_row(source: str, sensor_id: str, job: str, *, hard: bool = True, paused: bool = False,
+                upstream_key: str = "", preprocess_query: str = "", read_type: str = "batch") -> dict[str, str]:
+    return {
+        "sensor_source": source, "sensor_id": sensor_id, "sensor_read_type": read_type,
+        "asset_description": f"{source} {sensor_id}", "upstream_key": upstream_key,
+        "preprocess_query": preprocess_query, "trigger_job_id": job, "trigger_job_name": f"{job}-name",
+        "job_state": "PAUSED" if paused else "UNPAUSED", "dependency_flag": "TRUE" if hard else "FALSE",
+    }
+
+
+@dataclass
+class HeartbeatHarness:
+    spark: SparkSession
+    config: Config
+    root: Path
+    runs_dir: Path
+    monkeypatch: pytest.MonkeyPatch
+    reports: list[TickReport] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, spark: SparkSession, session_state: Path, tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch, test_name: str) -> "HeartbeatHarness":
+        schema = "hb_" + hashlib.sha1(test_name.encode()).hexdigest()[:10]
+        monkeypatch.setenv("HEARTBEAT_SCHEMA", schema)
+        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+        runs_dir = tmp_path / "job_runs"
+        monkeypatch.setenv("RUNS_DIR", str(runs_dir))
+        (tmp_path / "triggers").mkdir()
+        config = Config(
+            config_path=None,
+            project_dir=PROJECT_DIR,
+            state_dir=tmp_path / "state",
+            controls_csv=tmp_path / "heartbeat_controls.csv",
+            trigger_root=tmp_path / "triggers",
+            sensing=SensingConfig(check_timeout_seconds=30, max_parallel_checks=4),
+            dbt_target_dir=session_state / "dbt_target",
+        )
+        config.state_dir.mkdir()
+        return cls(spark, config, tmp_path, runs_dir, monkeypatch)
+
+    # --- configuration -------------------------------------------------------------------------
+    def write_controls(self, rows: Iterable[Mapping[str, str]]) -> None:
+        with self.config.controls_csv.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def define_jobs(self, *job_ids: str, command: str = RECORDING_JOB, timeout: float | None = None) -> None:
+        jobs = dict(self.config.local_jobs)
+        for job_id in job_ids:
+            jobs[job_id] = LocalJob(job_id, f"{job_id}-name", command, timeout)
+        self.config = replace(self.config, local_jobs=jobs)
+
+    def with_config(self, **changes: Any) -> None:
+        self.config = replace(self.config, **changes)
+
+    def set_exit_code(self, job_id: str, code: int) -> None:
+        self.runs_dir.mkdir(exist_ok=True)
+        (self.runs_dir / f"{job_id}.exit").write_text(str(code))
+
+    # --- upstreams -----------------------------------------------------------------------------
+    def drop_trigger_file(self, sensor_id: str, name: str) -> Path:
+        folder = self.config.trigger_root / sensor_id  # type: ignore[operator]
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_text(name)
+        return path
+
+    # --- driving -------------------------------------------------------------------------------
+    def runtime(self) -> Runtime:
+        return Runtime.open(self.config)
+
+    def tick(self) -> TickReport:
+        report = run_tick(self.runtime())
+        self.reports.append(report)
+        return report
+
+    def wait_for_runs(self, timeout: float = 60.0) -> None:
+        """Wait until every local run started so far has written its result."""
+        deadline = time.monotonic() + timeout
+        runs = self.config.state_dir / "local_runs"
+        while time.monotonic() < deadline:
+            folders = [p for p in runs.glob("local-*")] if runs.exists() else []
+            if all((p / "result.json").exists() for p in folders):
+                return
+            time.sleep(0.1)
+        raise AssertionError("local runs did not finish in time")
+
+    def tick_until_settled(self) -> TickReport:
+        """Tick, wait for the runs it started, tick again to record their ends."""
+        self.tick()
+        self.wait_for_runs()
+        return self.tick()
+
+    # --- observing -----------------------------------------------------------------------------
+    def statuses(self) -> dict[tuple[str, str, str], str | None]:
+        return {(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): r["status"]
+                for r in tables.control_table(self.spark)}
+
+    def job_status(self, job_id: str) -> set[str | None]:
+        return {s for (_, _, job), s in self.statuses().items() if job == job_id}
+
+    def decisions(self) -> dict[str, tables.JobDecision]:
+        return {d.job_id: d for d in tables.job_decisions(self.spark)}
+
+    def job_runs(self, job_id: str | None = None) -> list[dict[str, Any]]:
+        """Runs the recording job saw, oldest first."""
+        if not self.runs_dir.exists():
+            return []
+        runs = [json.loads(p.read_text()) | {"run_id": p.stem}
+                for p in sorted(self.runs_dir.glob("local-*.json"))]
+        return [r for r in runs if job_id is None or r["job"] == job_id]
+
+    def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
+        where = "true" if event_type is None else "event_type = :t"
+        return self.runtime().events.rows(where, {"t": event_type} if event_type else None)

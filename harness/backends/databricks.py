@@ -1,0 +1,354 @@
+"""The Databricks job backend: starts runs with the Jobs API through databricks-sdk, polls them, and
+finds a run started by hand that succeeded after a failure.
+
+Authentication is the SDK's own (unified auth): `DATABRICKS_HOST` + `DATABRICKS_TOKEN` (or OAuth
+client credentials) in the environment, a profile of `~/.databrickscfg`, or the notebook context when
+the heartbeat runs as a Databricks job. The `databricks:` section of heartbeat.yml may name `host`,
+`profile` and `token_env` (the NAME of the variable holding a token; never the token itself).
+
+Every call is bounded: `http_timeout_seconds` per HTTP attempt, `retry_timeout_seconds` for the SDK's
+retries (429/503 and connection errors), and `max_retry_wait_seconds` caps a single `Retry-After`
+sleep (the SDK would otherwise sleep as long as the server asks). After a call runs out of its retry
+budget, the workspace counts as unreachable for `unreachable_cooldown_seconds`: later calls fail at
+once instead of each waiting out its own budget, so a tick against a dead host costs one budget.
+
+Each run receives two job parameters by default (names configurable per job, or none at all):
+  heartbeat_run_context_id  the run's idempotency token, also its run-context id
+  heartbeat_change_range    JSON: per upstream, from the watermark of the job's last successful run
+                            to the watermark now (see harness.triggering.change_range)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, TypeVar
+
+import requests
+from databricks.sdk import WorkspaceClient
+from databricks.sdk.clock import RealClock
+from databricks.sdk.config import Config as SdkConfig
+from databricks.sdk.errors import (
+    BadRequest,
+    DatabricksError,
+    NotFound,
+    PermissionDenied,
+    ResourceConflict,
+    Unauthenticated,
+)
+from databricks.sdk.service.jobs import Run, RunLifeCycleState, RunResultState
+
+from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
+from harness.config import Config, secret_from_env
+from harness.errors import BackendError, ConfigError
+from harness.model import dumps
+from harness.redact import redact, register_secret
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_RUN_CONTEXT_PARAMETER = "heartbeat_run_context_id"
+DEFAULT_CHANGE_RANGE_PARAMETER = "heartbeat_change_range"
+
+# 4xx answers: the service looked at the request and did not start a run.
+_REFUSALS: tuple[type[DatabricksError], ...] = (BadRequest, Unauthenticated, PermissionDenied, NotFound,
+                                                ResourceConflict)
+
+_ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleState.RUNNING,
+           RunLifeCycleState.TERMINATING, RunLifeCycleState.BLOCKED, RunLifeCycleState.WAITING_FOR_RETRY}
+_SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
+
+
+@dataclass(frozen=True)
+class JobParameterNames:
+    """The job parameters a job receives; None for a parameter the job does not get."""
+
+    run_context_id: str | None = DEFAULT_RUN_CONTEXT_PARAMETER
+    change_range: str | None = DEFAULT_CHANGE_RANGE_PARAMETER
+
+    @classmethod
+    def parse(cls, value: Any, where: str) -> "JobParameterNames":
+        """`true` (defaults), `false` (none), or a mapping {run_context_id: name|null, change_range: name|null}."""
+        if value is None or value is True:
+            return cls()
+        if value is False:
+            return cls(None, None)
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"run_context_id", "change_range"}
+            if unknown:
+                raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; expected run_context_id, change_range")
+            return cls(
+                _name(value.get("run_context_id", DEFAULT_RUN_CONTEXT_PARAMETER), f"{where}.run_context_id"),
+                _name(value.get("change_range", DEFAULT_CHANGE_RANGE_PARAMETER), f"{where}.change_range"),
+            )
+        raise ConfigError(f"{where}: expected true, false or a mapping of parameter names, got {value!r}")
+
+    def values(self, request: RunRequest) -> dict[str, str] | None:
+        params: dict[str, str] = {}
+        if self.run_context_id:
+            params[self.run_context_id] = request.idempotency_token
+        if self.change_range:
+            params[self.change_range] = dumps(request.change_range)
+        return params or None
+
+
+def _name(value: Any, where: str) -> str | None:
+    if value is None or value is False:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: expected a job parameter name or null, got {value!r}")
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class DatabricksSettings:
+    """The `databricks:` section of heartbeat.yml."""
+
+    host: str | None = None
+    profile: str | None = None
+    token_env: str | None = None
+    http_timeout_seconds: float = 15.0
+    retry_timeout_seconds: int = 30
+    max_retry_wait_seconds: float = 10.0
+    unreachable_cooldown_seconds: float = 60.0
+    default_parameters: JobParameterNames = JobParameterNames()
+    job_parameters: Mapping[str, JobParameterNames] | None = None
+
+    @classmethod
+    def from_config(cls, config: Config) -> "DatabricksSettings":
+        raw = config.section("databricks")
+        secrets = sorted(k for k in raw if k in ("token", "client_secret", "password"))
+        if secrets:
+            raise ConfigError(
+                f"databricks.{secrets[0]}: secrets never go in heartbeat.yml; put the token in the "
+                "DATABRICKS_TOKEN environment variable (or name another variable with databricks.token_env)"
+            )
+        jobs_raw = raw.get("jobs") or {}
+        if not isinstance(jobs_raw, Mapping):
+            raise ConfigError("databricks.jobs: expected a mapping of job id -> settings")
+        jobs: dict[str, JobParameterNames] = {}
+        for job_id, spec in jobs_raw.items():
+            if not isinstance(spec, Mapping):
+                raise ConfigError(f"databricks.jobs.{job_id}: expected a mapping (e.g. job_parameters: false)")
+            jobs[str(job_id)] = JobParameterNames.parse(spec.get("job_parameters"),
+                                                        f"databricks.jobs.{job_id}.job_parameters")
+        try:
+            return cls(
+                host=str(raw["host"]) if raw.get("host") else None,
+                profile=str(raw["profile"]) if raw.get("profile") else None,
+                token_env=str(raw["token_env"]) if raw.get("token_env") else None,
+                http_timeout_seconds=float(raw.get("http_timeout_seconds", cls.http_timeout_seconds)),
+                retry_timeout_seconds=int(raw.get("retry_timeout_seconds", cls.retry_timeout_seconds)),
+                max_retry_wait_seconds=float(raw.get("max_retry_wait_seconds", cls.max_retry_wait_seconds)),
+                unreachable_cooldown_seconds=float(
+                    raw.get("unreachable_cooldown_seconds", cls.unreachable_cooldown_seconds)),
+                default_parameters=JobParameterNames.parse(raw.get("job_parameters"), "databricks.job_parameters"),
+                job_parameters=jobs,
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"databricks: timeouts must be numbers: {exc}") from exc
+
+    def parameters_for(self, job_id: str) -> JobParameterNames:
+        return (self.job_parameters or {}).get(job_id, self.default_parameters)
+
+
+class _BoundedClock(RealClock):
+    """The SDK's clock with each retry sleep capped, and never past the current call's deadline:
+    a `Retry-After: 3600` cannot stall a tick, and a call ends within its retry budget."""
+
+    def __init__(self, max_sleep_seconds: float) -> None:
+        self.max_sleep_seconds = max_sleep_seconds
+        self.deadline = float("inf")  # wall-clock time; set by DatabricksBackend._call for each call
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, min(seconds, self.max_sleep_seconds, self.deadline - time.time())))
+
+
+class _Unreachable(Exception):
+    """The workspace did not answer within the retry budget (or did within the cooldown)."""
+
+
+def _numeric(value: str, what: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"Databricks {what} ids are numbers, got {value!r}") from None
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an SDK/HTTP error: its type and message, and the root cause of an exhausted retry."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    cause = exc.__cause__
+    if isinstance(exc, TimeoutError) and cause is not None:
+        text += f" (last error: {type(cause).__name__}: {str(cause)[:300]})"
+    return redact(text) or text
+
+
+class DatabricksBackend(JobBackend):
+    name = "databricks"
+
+    def __init__(self, config: Config, client: WorkspaceClient | None = None) -> None:
+        self.config = config
+        self.settings = DatabricksSettings.from_config(config)
+        self._client = client
+        self._lock = threading.Lock()
+        self._unreachable_until = 0.0
+        self._unreachable_reason = ""
+        self._clock = _BoundedClock(self.settings.max_retry_wait_seconds)
+
+    # --- the client ------------------------------------------------------------------------------
+    def client(self) -> WorkspaceClient:
+        """Created on first use, so a bad auth setup becomes an error event, never a failed tick start."""
+        with self._lock:
+            if self._client is None:
+                self._client = WorkspaceClient(config=self._sdk_config())
+            return self._client
+
+    def _sdk_config(self) -> SdkConfig:
+        s = self.settings
+        token = secret_from_env({"token_env": s.token_env}, "token", "databricks.token_env") if s.token_env else None
+        kwargs: dict[str, Any] = {
+            "host": s.host,
+            "profile": s.profile,
+            "token": token,
+            "http_timeout_seconds": s.http_timeout_seconds,
+            "retry_timeout_seconds": s.retry_timeout_seconds,
+            "clock": self._clock,
+            "product": "heartbeat",
+            "product_version": "0.1.0",
+        }
+        try:
+            sdk_config = SdkConfig(**{k: v for k, v in kwargs.items() if v is not None})
+        except ValueError as exc:
+            raise BackendError(
+                "Databricks authentication is not configured: set DATABRICKS_HOST and DATABRICKS_TOKEN (or "
+                "OAuth client credentials) in the environment, name a profile with databricks.profile, or run "
+                f"inside a Databricks job; the SDK said: {redact(str(exc))}"
+            ) from None
+        for attr in SdkConfig.attributes():
+            if attr.sensitive:
+                register_secret(getattr(sdk_config, attr.name, None))
+        return sdk_config
+
+    def _call(self, action: Callable[[WorkspaceClient], T]) -> T:
+        """One SDK call within the retry budget; an exhausted budget marks the workspace unreachable."""
+        if time.monotonic() < self._unreachable_until:
+            raise _Unreachable(f"not sent: the workspace did not answer a moment ago ({self._unreachable_reason}); "
+                               f"retrying after databricks.unreachable_cooldown_seconds")
+        client = self.client()
+        self._clock.deadline = time.time() + self.settings.retry_timeout_seconds
+        try:
+            return action(client)
+        except (TimeoutError, requests.RequestException) as exc:
+            reason = _describe(exc)
+            self._unreachable_until = time.monotonic() + self.settings.unreachable_cooldown_seconds
+            self._unreachable_reason = reason
+            raise _Unreachable(
+                f"no answer from {client.config.host} within databricks.retry_timeout_seconds="
+                f"{self.settings.retry_timeout_seconds} (http_timeout_seconds={self.settings.http_timeout_seconds:g}): "
+                f"{reason}") from None
+
+    def _where(self) -> str:
+        host = self._client.config.host if self._client is not None else None
+        return f" in {host}" if host else ""
+
+    # --- JobBackend ------------------------------------------------------------------------------
+    def start(self, request: RunRequest) -> str:
+        job = f"Databricks job {request.job_id}" + (f" ({request.job_name})" if request.job_name else "")
+        try:
+            job_id = _numeric(request.job_id, "job")
+        except ValueError as exc:
+            raise StartRefused(f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
+                               "(Workflows > the job > Job details)") from None
+        parameters = self.settings.parameters_for(request.job_id).values(request)
+        try:
+            waiter = self._call(lambda c: c.jobs.run_now(
+                job_id=job_id, idempotency_token=request.idempotency_token, job_parameters=parameters))
+            return str(waiter.run_id)
+        except BackendError as exc:  # authentication not configured: nothing was sent
+            raise StartRefused(f"{job}: {exc}") from None
+        except _Unreachable as exc:
+            raise StartUncertain(f"{job}: {exc}") from None
+        except _REFUSALS as exc:
+            raise StartRefused(f"{job}: {self._refusal_advice(exc, request, parameters)}") from None
+        except DatabricksError as exc:
+            raise StartUncertain(f"{job}: the Jobs API answered {_describe(exc)}") from None
+        except (KeyError, ValueError) as exc:
+            raise StartUncertain(f"{job}: unexpected answer from the Jobs API: {_describe(exc)}") from None
+
+    def _refusal_advice(self, exc: DatabricksError, request: RunRequest, parameters: dict[str, str] | None) -> str:
+        said = _describe(exc)
+        if isinstance(exc, NotFound) or "does not exist" in str(exc):
+            return (f"does not exist{self._where()} ({said}); check trigger_job_id in the controls CSV "
+                    "against the job's id in the workspace")
+        if isinstance(exc, Unauthenticated):
+            return (f"the workspace refused the credentials ({said}); renew DATABRICKS_TOKEN or fix the "
+                    "profile / OAuth client of the heartbeat")
+        if isinstance(exc, PermissionDenied):
+            return (f"the heartbeat's identity may not run it ({said}); grant it CAN MANAGE RUN on the job")
+        if parameters:
+            names = ", ".join(sorted(parameters))
+            return (f"the run request was refused ({said}); if the job declares no job parameters "
+                    f"{names}, declare them on the job or set databricks.jobs.\"{request.job_id}\".job_parameters: "
+                    "false (or map them to the job's own parameter names) in heartbeat.yml")
+        return f"the run request was refused ({said})"
+
+    def poll(self, job_id: str, run_id: str) -> RunStatus:
+        try:
+            run = self._call(lambda c: c.jobs.get_run(_numeric(run_id, "run")))
+        except ValueError as exc:
+            raise BackendError(f"Databricks job {job_id}: run {run_id}: {exc}") from None
+        except NotFound as exc:
+            raise BackendError(
+                f"Databricks job {job_id}: run {run_id} not found{self._where()} ({_describe(exc)}); if it was "
+                f"deleted, close it with `python -m harness complete --job-id {job_id}` or `retry`") from None
+        except _Unreachable as exc:
+            raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {exc}") from None
+        except DatabricksError as exc:
+            raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {_describe(exc)}") from None
+        return run_status(run)
+
+    def successful_run_after(self, job_id: str, since: datetime) -> str | None:
+        try:
+            numeric = _numeric(job_id, "job")
+        except ValueError as exc:
+            raise BackendError(f"Databricks job {job_id}: {exc}") from None
+        since_ms = int(since.astimezone(timezone.utc).timestamp() * 1000)
+
+        def find(c: WorkspaceClient) -> str | None:
+            for run in c.jobs.list_runs(job_id=numeric, completed_only=True, start_time_from=since_ms):
+                state = run.state
+                if state is not None and state.result_state in _SUCCESS and (run.start_time or 0) >= since_ms:
+                    return str(run.run_id)
+            return None
+
+        try:
+            return self._call(find)
+        except _Unreachable as exc:
+            raise BackendError(f"Databricks job {job_id}: cannot list its runs: {exc}") from None
+        except DatabricksError as exc:
+            raise BackendError(f"Databricks job {job_id}: cannot list its runs: {_describe(exc)}") from None
+
+
+def run_status(run: Run) -> RunStatus:
+    """Map a run's life-cycle and result states to ours; the state message explains a failure."""
+    state = run.state
+    life = state.life_cycle_state if state else None
+    result = state.result_state if state else None
+    message = (state.state_message or "").strip() if state else ""
+    ended = datetime.fromtimestamp(run.end_time / 1000, tz=timezone.utc) if run.end_time else None
+    if life is None or life in _ACTIVE:
+        return RunStatus(RunState.RUNNING, message)
+    if result in _SUCCESS:
+        note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
+        return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p),
+                         ended or datetime.now(timezone.utc))
+    label = result.value if result is not None else life.value
+    if life is not RunLifeCycleState.TERMINATED and result is not None:
+        label = f"{life.value}/{result.value}"
+    return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label,
+                     ended or datetime.now(timezone.utc))

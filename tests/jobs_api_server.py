@@ -116,7 +116,7 @@ class JobsApiServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="jobs-api-server", daemon=True).start()
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="jobs-api-server", daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -1,0 +1,266 @@
+"""The Databricks backend called directly, with databricks-sdk talking HTTP to the Jobs API test server:
+idempotent starts, job parameters, each error mapped to refused / uncertain, bounded time, run states."""
+
+from __future__ import annotations
+
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
+from harness.backends.databricks import DatabricksBackend
+from harness.config import PROJECT_DIR, Config
+from harness.errors import BackendError, ConfigError
+from harness.redact import redact
+from tests.jobs_api_server import JobsApiServer
+
+FAST = {"retry_timeout_seconds": 3, "http_timeout_seconds": 1, "max_retry_wait_seconds": 0.5}
+TOKEN_A = "hb-" + "a" * 48
+
+
+@pytest.fixture
+def jobs_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsApiServer]:
+    server = JobsApiServer().start()
+    monkeypatch.setenv("DATABRICKS_HOST", server.url)
+    monkeypatch.setenv("DATABRICKS_TOKEN", server.token)
+    yield server
+    server.stop()
+
+
+def backend(tmp_path: Path, **section: Any) -> DatabricksBackend:
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, backend="databricks",
+                    sections={"databricks": {**FAST, **section}})
+    return DatabricksBackend(config)
+
+
+def request(job_id: str = "123", token: str = TOKEN_A) -> RunRequest:
+    return RunRequest(job_id, "orders-refresh", token,
+                      {"job_id": job_id, "run_context_id": token, "upstreams": [{"sensor_id": "orders"}]})
+
+
+def refused_message(b: DatabricksBackend, req: RunRequest) -> str:
+    with pytest.raises(StartRefused) as info:
+        b.start(req)
+    return str(info.value)
+
+
+# --- starting --------------------------------------------------------------------------------------
+def test_same_token_twice_returns_the_same_run_and_starts_one(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    first, second = b.start(request()), b.start(request())
+    assert first == second
+    assert len(jobs_api.runs_of(123)) == 1 and len(jobs_api.calls("/run-now")) == 2
+
+
+def test_run_receives_run_context_id_and_change_range_as_job_parameters(jobs_api: JobsApiServer,
+                                                                        tmp_path: Path) -> None:
+    jobs_api.add_job(123, parameters=["heartbeat_run_context_id", "heartbeat_change_range"])
+    backend(tmp_path).start(request())
+    (call,) = jobs_api.calls("/run-now")
+    assert call.body["job_id"] == 123 and call.body["idempotency_token"] == TOKEN_A
+    (run,) = jobs_api.runs_of(123)
+    assert run.job_parameters["heartbeat_run_context_id"] == TOKEN_A
+    assert jobs_api.change_range(run)["upstreams"] == [{"sensor_id": "orders"}]
+
+
+def test_job_without_parameters_starts_when_configured_to_receive_none(jobs_api: JobsApiServer,
+                                                                       tmp_path: Path) -> None:
+    jobs_api.add_job(123, parameters=[])
+    b = backend(tmp_path, jobs={"123": {"job_parameters": False}})
+    b.start(request())
+    assert "job_parameters" not in jobs_api.calls("/run-now")[0].body
+    assert len(jobs_api.runs_of(123)) == 1
+
+
+def test_job_parameter_names_can_be_mapped_per_job(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(7, parameters=["ctx"])
+    backend(tmp_path, jobs={7: {"job_parameters": {"run_context_id": "ctx", "change_range": None}}}).start(
+        request("7"))
+    assert jobs_api.runs_of(7)[0].job_parameters == {"ctx": TOKEN_A}
+
+
+def test_job_declaring_no_parameters_is_refused_with_the_setting_to_change(jobs_api: JobsApiServer,
+                                                                           tmp_path: Path) -> None:
+    jobs_api.add_job(123, parameters=[])
+    message = refused_message(backend(tmp_path), request())
+    assert "Databricks job 123 (orders-refresh)" in message
+    assert 'databricks.jobs."123".job_parameters: false' in message
+    assert jobs_api.runs_of(123) == []
+
+
+def test_unknown_job_is_refused_naming_the_job_and_the_csv_column(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    message = refused_message(backend(tmp_path), request("999"))
+    assert "Databricks job 999" in message and "does not exist" in message and "trigger_job_id" in message
+
+
+def test_not_found_answer_is_refused(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", 404, error_code="RESOURCE_DOES_NOT_EXIST", message="Job 123 was deleted")
+    assert "check trigger_job_id" in refused_message(backend(tmp_path), request())
+
+
+def test_permission_denied_is_refused_asking_for_can_manage_run(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", 403, error_code="PERMISSION_DENIED", message="no permission to run job 123")
+    message = refused_message(backend(tmp_path), request())
+    assert "CAN MANAGE RUN" in message and jobs_api.runs_of(123) == []
+
+
+def test_wrong_token_is_refused_and_the_token_never_appears(jobs_api: JobsApiServer, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api.add_job(123)
+    monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-wrong-secret-value")
+    message = refused_message(backend(tmp_path), request())
+    assert "DATABRICKS_TOKEN" in message and "dapi-wrong-secret-value" not in message
+    assert redact("x dapi-wrong-secret-value y") == "x *** y"  # registered: masked in every event
+
+
+def test_non_numeric_job_id_is_refused_without_any_request(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    message = refused_message(backend(tmp_path), request("orders_job"))
+    assert "numeric id" in message and "trigger_job_id" in message
+    assert jobs_api.requests == []
+
+
+def test_missing_auth_is_refused_with_what_to_set(jobs_api: JobsApiServer, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DATABRICKS_HOST")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    b = backend(tmp_path)
+    assert "DATABRICKS_HOST" in refused_message(b, request())
+    with pytest.raises(BackendError, match="authentication is not configured"):
+        b.poll("123", "1000")
+
+
+def test_token_named_by_token_env_is_used_and_secrets_in_the_file_are_refused(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api.add_job(123)
+    monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-not-this-one")
+    monkeypatch.setenv("HB_TEST_DBX_TOKEN", jobs_api.token)
+    assert backend(tmp_path, token_env="HB_TEST_DBX_TOKEN", host=jobs_api.url).start(request())
+    assert redact(jobs_api.token) == "***"
+    with pytest.raises(ConfigError, match="secrets never go in heartbeat.yml"):
+        backend(tmp_path, token="dapi-in-the-file")
+
+
+def test_server_error_is_uncertain_and_resending_the_token_starts_one_run(jobs_api: JobsApiServer,
+                                                                         tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", 500, message="backend hiccup")
+    b = backend(tmp_path)
+    with pytest.raises(StartUncertain, match="InternalError: backend hiccup"):
+        b.start(request())
+    run_id = b.start(request())
+    assert [str(r.run_id) for r in jobs_api.runs_of(123)] == [run_id]
+
+
+def test_timed_out_start_that_did_create_the_run_yields_one_run(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    # GIVEN a run-now that creates the run but answers after the client's HTTP timeout
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", delay=1.5, then_serve=True)
+    # WHEN the SDK times out and retries with the same token
+    run_id = backend(tmp_path).start(request())
+    # THEN the retry returns the run the first request created: one run
+    assert [str(r.run_id) for r in jobs_api.runs_of(123)] == [run_id]
+    assert len(jobs_api.calls("/run-now")) >= 2
+
+
+def test_rate_limit_with_a_long_retry_after_is_retried_within_bounded_time(jobs_api: JobsApiServer,
+                                                                          tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", 429, times=2, retry_after=3600, error_code="TOO_MANY_REQUESTS")
+    started = time.monotonic()
+    backend(tmp_path).start(request())
+    assert time.monotonic() - started < 3
+    assert len(jobs_api.runs_of(123)) == 1 and len(jobs_api.calls("/run-now")) == 3
+
+
+def test_rate_limit_storm_is_uncertain_after_the_retry_budget_and_later_calls_fail_fast(
+        jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    jobs_api.fail("/run-now", 429, times=1000, retry_after=30, error_code="TOO_MANY_REQUESTS")
+    b = backend(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(StartUncertain, match="retry_timeout_seconds=3"):
+        b.start(request())
+    first = time.monotonic() - started
+    with pytest.raises(BackendError, match="did not answer a moment ago"):
+        b.poll("123", "1000")
+    assert 2.5 < first < 5 and time.monotonic() - started - first < 0.5
+
+
+def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("DATABRICKS_HOST", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-unreachable")
+    started = time.monotonic()
+    with pytest.raises(StartUncertain, match="no answer from"):
+        backend(tmp_path).start(request())
+    assert time.monotonic() - started < 5
+
+
+def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, backend="databricks")
+    client = DatabricksBackend(config).client()
+    assert client.config.retry_timeout_seconds == 30 and client.config.http_timeout_seconds == 15
+
+
+# --- polling ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("life, result, expected", [
+    ("TERMINATED", "SUCCESS", RunState.SUCCEEDED),
+    ("TERMINATED", "SUCCESS_WITH_FAILURES", RunState.SUCCEEDED),
+    ("TERMINATED", "FAILED", RunState.FAILED),
+    ("TERMINATED", "TIMEDOUT", RunState.FAILED),
+    ("TERMINATED", "CANCELED", RunState.FAILED),
+    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.FAILED),
+    ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
+])
+def test_run_end_states_map_to_succeeded_or_failed_with_the_state_message(
+        jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState) -> None:
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    run_id = b.start(request())
+    jobs_api.end_run(int(run_id), result, f"state says {result}", life_cycle_state=life)
+    status = b.poll("123", run_id)
+    assert status.state is expected and result in status.message and f"state says {result}" in status.message
+    assert status.ended_at is not None
+
+
+def test_running_run_is_running(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    assert b.poll("123", b.start(request())).state is RunState.RUNNING
+
+
+def test_unknown_run_cannot_be_read_and_the_error_says_what_to_do(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="run 4242 not found.*harness complete --job-id 123"):
+        backend(tmp_path).poll("123", "4242")
+
+
+def test_successful_run_after_finds_only_a_success_started_after_the_failure(jobs_api: JobsApiServer,
+                                                                            tmp_path: Path) -> None:
+    # GIVEN a success before the failure, then many failed runs by hand (more than one page)
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    jobs_api.run_by_hand(123, "SUCCESS")
+    time.sleep(0.01)
+    failed_at = datetime.now(timezone.utc)
+    assert b.successful_run_after("123", failed_at - timedelta(seconds=1)) is not None
+    for _ in range(3):
+        jobs_api.run_by_hand(123, "FAILED")
+    assert b.successful_run_after("123", failed_at) is None
+    # WHEN a run succeeds by hand, followed by 25 more failed runs
+    success = jobs_api.run_by_hand(123, "SUCCESS")
+    for _ in range(25):
+        jobs_api.run_by_hand(123, "CANCELED")
+    # THEN it is found, through the pages of runs/list
+    assert b.successful_run_after("123", failed_at) == str(success)
+    lists = jobs_api.calls("/runs/list")
+    assert lists[-1].query["completed_only"] == "true" and "page_token" in lists[-1].query

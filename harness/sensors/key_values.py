@@ -1,0 +1,82 @@
+"""Values of an `upstream_key` column kept in a watermark: typed JSON, compared in their own type.
+
+A key's max is stored as `{"type": ..., "value": ...}` so that 10 stays greater than 9 and dates stay
+dates between ticks. Values of another type than the stored one (the column's type changed) compare
+as "changed": the row is sensed as having new data rather than silently never again.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Mapping
+
+from harness.errors import SensorError
+
+KeyValue = int | float | Decimal | str | date | datetime
+
+
+def encode(value: KeyValue) -> dict[str, Any]:
+    if isinstance(value, bool):
+        raise SensorError(f"upstream_key values must be numbers, dates, timestamps or strings, got {value!r}")
+    if isinstance(value, int):
+        return {"type": "int", "value": value}
+    if isinstance(value, Decimal):
+        return {"type": "decimal", "value": str(value)}
+    if isinstance(value, float):
+        return {"type": "float", "value": value}
+    if isinstance(value, datetime):  # before date: a datetime is a date
+        return {"type": "timestamp", "value": value.isoformat()}
+    if isinstance(value, date):
+        return {"type": "date", "value": value.isoformat()}
+    if isinstance(value, str):
+        return {"type": "string", "value": value}
+    raise SensorError(f"upstream_key values of type {type(value).__name__} are not supported as a watermark")
+
+
+def decode(stored: Mapping[str, Any]) -> KeyValue:
+    kind, value = stored.get("type"), stored.get("value")
+    decoders = {
+        "int": int, "float": float, "decimal": Decimal, "string": str,
+        "timestamp": datetime.fromisoformat, "date": date.fromisoformat,
+    }
+    if kind not in decoders or value is None:
+        raise SensorError(f"stored watermark value {dict(stored)!r} is not a typed key value")
+    return decoders[kind](value)  # type: ignore[operator]
+
+
+def is_beyond(current: KeyValue, stored: Mapping[str, Any] | None) -> bool:
+    """True when `current` is beyond the stored max (no stored max: any value is beyond)."""
+    if stored is None:
+        return True
+    previous = decode(stored)
+    if type(previous) is not type(current) and not (
+        isinstance(previous, (int, float, Decimal)) and isinstance(current, (int, float, Decimal))
+    ):
+        return True  # the column's type changed: report it rather than compare apples and pears
+    return current > previous  # type: ignore[operator]
+
+
+def sql_literal(value: KeyValue, backslash_escapes: bool = False) -> str:
+    """An ANSI SQL literal for a key value read back from a watermark (never from user text).
+
+    Strings have quotes doubled; with `backslash_escapes` (MySQL/MariaDB) backslashes are doubled too.
+    """
+    if isinstance(value, bool):
+        raise SensorError("boolean upstream_key values cannot bound a query")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SensorError(f"upstream_key value {value} cannot bound a query")
+        return repr(value)
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
+    if "\x00" in value:
+        raise SensorError("upstream_key string values with NUL characters cannot bound a query")
+    if backslash_escapes:
+        value = value.replace("\\", "\\\\")
+    return "'" + value.replace("'", "''") + "'"

@@ -1,0 +1,52 @@
+"""Session fixtures for the source sensors: the real components they are tested against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import pytest
+
+from harness.config import PROJECT_DIR, Config, SensingConfig
+from tests.kafka_mock import MockKafka
+from tests.postgres import PASSWORD as PG_PASSWORD
+from tests.postgres import USER as PG_USER
+from tests.postgres import PostgresServer
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL 15 server on 127.0.0.1, stopped at the end of the session."""
+    server = PostgresServer.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[MockKafka]:
+    """librdkafka's mock cluster; its brokers listen on 127.0.0.1."""
+    cluster = MockKafka.start()
+    yield cluster
+    cluster.producer.flush(5)
+
+
+PG_PASSWORD_ENV = "HB_TEST_PG_PASSWORD"
+
+
+def sensor_config(tmp_path: Path, timeout: float = 20.0, **sections: Mapping[str, Any]) -> Config:
+    """A Config for direct sensor calls: only the given heartbeat.yml sections."""
+    return Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
+                  sensing=SensingConfig(check_timeout_seconds=timeout, max_parallel_checks=4),
+                  sections=dict(sections))
+
+
+def pg_connection(server: PostgresServer, **extra: Any) -> dict[str, Any]:
+    """A heartbeat.yml connection to the test server; the password is read from PG_PASSWORD_ENV."""
+    return {"url": server.url, "driver": "org.postgresql.Driver", "user": PG_USER,
+            "password_env": PG_PASSWORD_ENV, **extra}
+
+
+@pytest.fixture
+def pg_password(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(PG_PASSWORD_ENV, PG_PASSWORD)
+    return PG_PASSWORD

@@ -1,0 +1,120 @@
+"""jdbc sensor against a real PostgreSQL server, through Spark's JDBC reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from harness.errors import SensorError
+from harness.model import SensorSource
+from harness.sensors.base import NewData, NothingNew, Upstream
+from harness.sensors.jdbc import JdbcSensor
+from tests.fixtures_sources import pg_connection, sensor_config
+from tests.postgres import PostgresServer, free_port
+
+
+def jdbc_sensor(tmp_path: Path, postgres: PostgresServer, **connections: dict) -> JdbcSensor:
+    named = {"default": pg_connection(postgres), **connections}
+    return JdbcSensor(sensor_config(tmp_path, jdbc={"connections": named}))
+
+
+def orders_table(postgres: PostgresServer, name: str, ids: range) -> None:
+    postgres.execute([f"DROP TABLE IF EXISTS {name}", f"CREATE TABLE {name} (id int, amount numeric(10,2))"])
+    add_orders(postgres, name, ids)
+
+
+def add_orders(postgres: PostgresServer, name: str, ids: range) -> None:
+    postgres.execute(f"INSERT INTO {name} SELECT i, i * 1.5 FROM generate_series({ids.start}, {ids.stop - 1}) i")
+
+
+def test_jdbc_unchanged_table_is_nothing_new(spark: SparkSession, postgres: PostgresServer, pg_password: str,
+                                             tmp_path: Path) -> None:
+    # GIVEN a table whose max(id) the row has already seen
+    orders_table(postgres, "orders_same", range(1, 4))
+    sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_same", "id")
+    seen = sensor.read_position(upstream).watermark
+
+    # WHEN it is checked again without any insert
+    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+
+    # THEN nothing is new
+    assert isinstance(detection, NothingNew) and "still 3" in detection.reason
+
+
+def test_jdbc_rows_beyond_the_watermark_are_new_with_the_key_range(spark: SparkSession, postgres: PostgresServer,
+                                                                   pg_password: str, tmp_path: Path) -> None:
+    # GIVEN a row that has seen ids up to 3 (the first check: everything existing is new)
+    orders_table(postgres, "orders_grow", range(1, 4))
+    sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "default: public.orders_grow", "id")
+    first = sensor.detect(upstream, sensor.read_position(upstream), None)
+    assert isinstance(first, NewData) and first.changes["key_from"] is None and first.changes["key_to"] == 3
+
+    # WHEN two rows land (e.g. while the job of the first detection runs) and the row is checked again
+    add_orders(postgres, "orders_grow", range(4, 6))
+    second = sensor.detect(upstream, sensor.read_position(upstream), first.watermark)
+
+    # THEN the new range is 3 -> 5 and the watermark is the typed max
+    assert isinstance(second, NewData)
+    assert (second.changes["key_from"], second.changes["key_to"]) == (3, 5)
+    assert second.watermark == {"key": "id", "max": {"type": "int", "value": 5}}
+
+
+def test_jdbc_new_data_frame_is_pushed_down_to_rows_beyond_the_watermark(
+        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    # GIVEN a view that fails for any row at or below id 3 (a full read would fail), watermark at 3
+    orders_table(postgres, "orders_base", range(1, 6))
+    postgres.execute("CREATE OR REPLACE VIEW orders_guarded AS "
+                     "SELECT id, CASE WHEN id <= 3 THEN 1 / (id - id) ELSE id END AS checked FROM orders_base")
+    sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_guarded", "id")
+    position = sensor.read_position(upstream)
+
+    # WHEN the new data frame is read for a row at id 3
+    since = {"key": "id", "max": {"type": "int", "value": 3}}
+    rows = sensor.new_data_frame(spark, upstream, position, since).collect()
+
+    # THEN only ids 4 and 5 were read: the database applied the bound
+    assert sorted(r["id"] for r in rows) == [4, 5]
+
+
+def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(
+        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    # GIVEN an upstream_key that tries to close the identifier and drop the table
+    orders_table(postgres, "orders_victim", range(1, 3))
+    sensor = jdbc_sensor(tmp_path, postgres)
+    upstream = Upstream(SensorSource.JDBC, "public.orders_victim", 'id") FROM orders_victim; DROP TABLE orders_victim; --')
+
+    # WHEN it is checked
+    with pytest.raises(SensorError) as error:
+        sensor.read_position(upstream)
+
+    # THEN the database saw one unknown column, and the table is still there
+    assert "does not exist" in str(error.value) and "jdbc:public.orders_victim" in str(error.value)
+    good = Upstream(SensorSource.JDBC, "public.orders_victim", "id")
+    assert sensor.read_position(good).watermark["max"]["value"] == 2
+
+
+def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
+        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    # GIVEN a connection to a closed port
+    closed = pg_connection(postgres) | {"url": f"jdbc:postgresql://127.0.0.1:{free_port()}/lake"}
+    sensor = jdbc_sensor(tmp_path, postgres, down=closed)
+
+    # WHEN it is checked
+    with pytest.raises(SensorError) as error:
+        sensor.read_position(Upstream(SensorSource.JDBC, "down: public.orders", "id"))
+
+    # THEN the message names the upstream, the connection and the cause
+    message = str(error.value)
+    assert message.startswith("jdbc:down: public.orders: cannot query down") and "refused" in message
+
+
+def test_jdbc_unknown_connection_says_what_to_configure(tmp_path: Path, postgres: PostgresServer,
+                                                        pg_password: str) -> None:
+    # GIVEN a sensor_id naming a connection that is not configured
+    sensor = jdbc_sensor(tmp_path, postgres)
+
+    # WHEN it is checked, THEN the error names the missing connection and the config key to add
+    with pytest.raises(SensorError, match=r"no connection 'sales' .* add jdbc.connections.sales"):
+        sensor.read_position(Upstream(SensorSource.JDBC, "sales: public.orders", "id"))

@@ -1,0 +1,122 @@
+"""kafka sensor against librdkafka's mock cluster, with the real confluent-kafka client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from harness.errors import ConfigError, SensorError
+from harness.model import SensorSource
+from harness.sensors.base import NewData, NothingNew, Upstream
+from harness.sensors.kafka import KafkaSensor
+from tests.fixtures_sources import sensor_config
+from tests.kafka_mock import MOCK_PARTITIONS, MockKafka
+from tests.postgres import free_port
+
+
+def kafka_sensor(tmp_path: Path, kafka: MockKafka, **settings: object) -> KafkaSensor:
+    return KafkaSensor(sensor_config(tmp_path, timeout=10, kafka={"bootstrap_servers": kafka.bootstrap_servers,
+                                                                   **settings}))
+
+
+def test_kafka_topic_without_new_messages_is_nothing_new(kafka: MockKafka, tmp_path: Path) -> None:
+    # GIVEN a row that has seen every message of a topic
+    kafka.produce("orders.quiet", "a", "b")
+    sensor, upstream = kafka_sensor(tmp_path, kafka), Upstream(SensorSource.KAFKA, "shop: orders.quiet")
+    seen = sensor.read_position(upstream).watermark
+
+    # WHEN it is checked again
+    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+
+    # THEN nothing is new
+    assert isinstance(detection, NothingNew)
+
+
+def test_kafka_empty_topic_is_nothing_new_for_a_row_never_sensed(kafka: MockKafka, tmp_path: Path) -> None:
+    # GIVEN an existing topic without messages
+    kafka.create_topic("orders.empty")
+    sensor, upstream = kafka_sensor(tmp_path, kafka), Upstream(SensorSource.KAFKA, "orders.empty")
+
+    # WHEN a row never sensed is checked, THEN nothing is new and the watermark covers every partition
+    position = sensor.read_position(upstream)
+    assert isinstance(sensor.detect(upstream, position, None), NothingNew)
+    assert position.watermark == {"offsets": {str(p): 0 for p in range(MOCK_PARTITIONS)}}
+
+
+def test_kafka_new_messages_are_new_with_per_partition_offset_ranges(kafka: MockKafka, tmp_path: Path) -> None:
+    # GIVEN a row that has seen 2 messages on partition 0
+    kafka.produce("orders.grow", "a", "b", partition=0)
+    sensor, upstream = kafka_sensor(tmp_path, kafka), Upstream(SensorSource.KAFKA, "shop: orders.grow")
+    seen = sensor.read_position(upstream).watermark
+
+    # WHEN 3 messages land on partition 0 and 1 on partition 2
+    kafka.produce("orders.grow", "c", "d", "e", partition=0)
+    kafka.produce("orders.grow", "f", partition=2)
+    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+
+    # THEN the event carries the offset range of each partition that grew
+    assert isinstance(detection, NewData)
+    assert detection.changes["partitions"] == [{"partition": 0, "from": 2, "to": 5}, {"partition": 2, "from": 0, "to": 1}]
+    assert detection.changes["message_count"] == 4 and detection.changes["topic"] == "orders.grow"
+    assert detection.watermark == {"offsets": {"0": 5, "1": 0, "2": 1, "3": 0}}
+
+
+def test_kafka_new_data_frame_holds_the_new_messages_bounded_by_max_messages(
+        spark: SparkSession, kafka: MockKafka, tmp_path: Path) -> None:
+    # GIVEN a row at offset 1 of partition 1, then 4 new messages, and max_messages 3
+    kafka.produce("orders.frame", "old", partition=1)
+    kafka.produce("orders.frame", "m1", "m2", "m3", "m4", partition=1, key="k")
+    sensor = kafka_sensor(tmp_path, kafka, max_messages=3)
+    upstream = Upstream(SensorSource.KAFKA, "orders.frame")
+    since = {"offsets": {"0": 0, "1": 1, "2": 0, "3": 0}}
+
+    # WHEN the new data frame is read
+    frame = sensor.new_data_frame(spark, upstream, sensor.read_position(upstream), since)
+
+    # THEN it holds the first 3 new messages with Kafka's columns
+    rows = frame.orderBy("offset").collect()
+    assert frame.columns == ["key", "value", "topic", "partition", "offset", "timestamp"]
+    assert [(bytes(r["value"]), r["offset"], r["partition"]) for r in rows] == [(b"m1", 1, 1), (b"m2", 2, 1), (b"m3", 3, 1)]
+    assert bytes(rows[0]["key"]) == b"k" and rows[0]["timestamp"] is not None
+
+
+def test_kafka_unreachable_broker_is_a_sensor_error_naming_the_upstream(tmp_path: Path) -> None:
+    # GIVEN brokers on a closed port
+    sensor = KafkaSensor(sensor_config(tmp_path, kafka={"bootstrap_servers": f"127.0.0.1:{free_port()}",
+                                                        "timeout_seconds": 2}))
+
+    # WHEN it is checked, THEN the error names the upstream and the brokers
+    with pytest.raises(SensorError, match=r"^kafka:shop: orders: cannot read offsets of orders from 127.0.0.1:"):
+        sensor.read_position(Upstream(SensorSource.KAFKA, "shop: orders"))
+
+
+def test_kafka_product_settings_override_the_section(kafka: MockKafka, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN default brokers that are down, and a product with its own brokers and SASL credentials
+    monkeypatch.setenv("HB_TEST_KAFKA_PASSWORD", "kafka-secret-5521")
+    sensor = KafkaSensor(sensor_config(tmp_path, kafka={
+        "bootstrap_servers": f"127.0.0.1:{free_port()}",
+        "products": {"shop": {"bootstrap_servers": kafka.bootstrap_servers, "security_protocol": "sasl_ssl",
+                              "sasl_mechanism": "SCRAM-SHA-512", "username": "hb", "password_env": "HB_TEST_KAFKA_PASSWORD",
+                              "ssl_ca_location": "/etc/ssl/certs/ca.pem"}},
+    }))
+
+    # WHEN the client configuration for the product is built
+    conf = sensor.client_config(Upstream(SensorSource.KAFKA, "shop: orders"), "shop")
+
+    # THEN it uses the product's brokers, protocol, mechanism, credentials from the environment and CA
+    assert conf["bootstrap.servers"] == kafka.bootstrap_servers and conf["security.protocol"] == "SASL_SSL"
+    assert (conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"]) == ("SCRAM-SHA-512", "hb",
+                                                                                      "kafka-secret-5521")
+    assert conf["ssl.ca.location"] == "/etc/ssl/certs/ca.pem"
+
+
+def test_kafka_password_in_the_config_file_is_refused(tmp_path: Path) -> None:
+    # GIVEN a password written into heartbeat.yml instead of named by password_env
+    sensor = KafkaSensor(sensor_config(tmp_path, kafka={"bootstrap_servers": "127.0.0.1:9", "password": "oops"}))
+
+    # WHEN it is checked, THEN the config is refused, pointing at *_env keys
+    with pytest.raises(ConfigError, match=r"unknown keys \['password'\]; secrets go in \*_env keys"):
+        sensor.read_position(Upstream(SensorSource.KAFKA, "orders"))

@@ -122,11 +122,15 @@ def _build(raw: dict[str, Any], base: Path, config_path: Path | None) -> Config:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"sensing/runs: expected numbers: {exc}") from exc
     controls_csv = _path(raw.get("controls_csv", PROJECT_DIR / "seeds" / "heartbeat_controls.csv"), base)
-    if controls_csv.name != "heartbeat_controls.csv":
-        raise ConfigError(f"controls_csv must be a file named heartbeat_controls.csv (dbt's seed), got {controls_csv}")
+    project_dir = _path(raw.get("project_dir", PROJECT_DIR), base)
+    if controls_csv.name != "heartbeat_controls.csv" or project_dir not in controls_csv.parents:
+        raise ConfigError(
+            f"controls_csv must be a file named heartbeat_controls.csv inside the dbt project {project_dir} "
+            f"(it is dbt's seed), got {controls_csv}"
+        )
     return Config(
         config_path=config_path,
-        project_dir=_path(raw.get("project_dir", PROJECT_DIR), base),
+        project_dir=project_dir,
         state_dir=state_dir,
         backend=backend,
         dbt_target=str(raw.get("dbt_target", "databricks" if backend == "databricks" else "local")),

@@ -58,11 +58,14 @@ class HeartbeatHarness:
         runs_dir = tmp_path / "job_runs"
         monkeypatch.setenv("RUNS_DIR", str(runs_dir))
         (tmp_path / "triggers").mkdir()
+        # dbt reads seeds from inside the project only (the folder is git-ignored).
+        seeds = PROJECT_DIR / "state" / "test-seeds" / f"{schema}_{tmp_path.name}"
+        seeds.mkdir(parents=True, exist_ok=True)
         config = Config(
             config_path=None,
             project_dir=PROJECT_DIR,
             state_dir=tmp_path / "state",
-            controls_csv=tmp_path / "heartbeat_controls.csv",
+            controls_csv=seeds / "heartbeat_controls.csv",
             trigger_root=tmp_path / "triggers",
             sensing=SensingConfig(check_timeout_seconds=30, max_parallel_checks=4),
             dbt_target_dir=session_state / "dbt_target",

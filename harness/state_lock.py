@@ -13,8 +13,9 @@ from harness.errors import StateBusyError
 class StateLock:
     """An exclusive, non-blocking lock on `<state>/heartbeat.lock`, released when the process ends."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, holder: str | None = None) -> None:
         self.path = state_dir / "heartbeat.lock"
+        self.description = holder or f"heartbeat (pid {os.getpid()})"
         self._fd: int | None = None
 
     def holder(self) -> str:
@@ -34,7 +35,7 @@ class StateLock:
                 f"another heartbeat process ({self.holder()}) holds the state folder {self.path.parent}"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
+        os.write(fd, self.description.encode())
         self._fd = fd
         return self
 

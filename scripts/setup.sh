@@ -30,4 +30,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
+# Heartbeat itself (editable) and its dbt adapter (`heartbeat`: dbt-spark guarded by the state lock).
+stamp=.venv/.project.sha256
+want=$(cat pyproject.toml adapter/pyproject.toml adapter/dbt/adapters/heartbeat/*.py adapter/dbt/include/heartbeat/*.yml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing heartbeat and its dbt adapter"
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . ./adapter
+  echo "$want" > "$stamp"
+fi
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

@@ -78,6 +78,7 @@ class Fault:
     error_code: str = "INTERNAL_ERROR"
     message: str = "injected failure"
     then_serve: bool = False  # after the delay, serve the request normally (a slow success)
+    job_id: int | None = None  # only requests for this job (run-now body / query job_id)
 
 
 @dataclass(frozen=True)
@@ -185,10 +186,13 @@ class JobsApiServer:
             run.end_time = run.start_time
         return run
 
-    def _take_fault(self, path: str) -> Fault | None:
+    def _take_fault(self, req: RecordedRequest) -> Fault | None:
+        job_id = req.body.get("job_id", req.query.get("job_id"))
         with self._lock:
             for fault in self.faults:
-                if fault.times > 0 and path.endswith(fault.path):
+                if fault.job_id is not None and str(fault.job_id) != str(job_id):
+                    continue
+                if fault.times > 0 and req.path.endswith(fault.path):
                     fault.times -= 1
                     return fault
         return None
@@ -204,7 +208,7 @@ class JobsApiServer:
                          "oidc_endpoint": f"{self.url}/oidc"}, {}
         if req.authorization != f"Bearer {self.token}":
             return 401, _error("UNAUTHENTICATED", "Invalid access token."), {}
-        fault = self._take_fault(req.path)
+        fault = self._take_fault(req)
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)

@@ -1,0 +1,178 @@
+"""Ticks driving Databricks jobs through the Jobs API test server: trigger files start runs, every run
+is tracked to its end, failed jobs wait for a later success, ranges heal, API errors become events."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from harness import inbox
+from harness.config import RunsConfig
+from tests.jobs_api_server import FakeRun, JobsApiServer
+from tests.support import HeartbeatHarness, control_row
+
+FAST = {"retry_timeout_seconds": 3, "http_timeout_seconds": 1, "max_retry_wait_seconds": 0.5}
+
+
+@pytest.fixture
+def jobs_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsApiServer]:
+    server = JobsApiServer().start()
+    monkeypatch.setenv("DATABRICKS_HOST", server.url)
+    monkeypatch.setenv("DATABRICKS_TOKEN", server.token)
+    yield server
+    server.stop()
+
+
+def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 3600.0, **section: Any) -> None:
+    heartbeat.with_config(backend="databricks", sections={"databricks": {**FAST, **section}},
+                          runs=RunsConfig(stuck_after_seconds=stuck_after_seconds))
+
+
+def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
+    (row,) = [r for r in heartbeat.spark.table(f"{os.environ['HEARTBEAT_SCHEMA']}.heartbeat_control_table")
+              .collect() if r["trigger_job_id"] == job_id]
+    return row.asDict()
+
+
+def event_table_text(heartbeat: HeartbeatHarness) -> str:
+    return "\n".join(json.dumps(e, default=str) for e in heartbeat.events())
+
+
+def ctime_ns(path: Path) -> int:
+    return os.stat(path).st_ctime_ns
+
+
+def to_ns(watermark: dict[str, Any] | None) -> int:
+    return -1 if watermark is None else int(watermark["changed_ns"])
+
+
+def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_a_later_success(
+        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    # GIVEN four Databricks jobs fed by one trigger folder, and a file in it
+    jobs = ["101", "102", "103", "104"]
+    for job in jobs:
+        jobs_api.add_job(int(job))
+    heartbeat.write_controls([control_row("trigger_file", "orders", job) for job in jobs])
+    use_databricks(heartbeat, stuck_after_seconds=0)
+    heartbeat.drop_trigger_file("orders", "batch-1.done")
+
+    # WHEN a tick starts them and the runs end as SUCCESS / FAILED / CANCELED / still running
+    first = heartbeat.tick()
+    assert sorted(first.started) == jobs
+    run = {job: jobs_api.runs_of(int(job))[0] for job in jobs}
+    assert jobs_api.change_range(run["101"])["upstreams"][0]["to"]["recent"] == ["batch-1.done"]
+    jobs_api.end_run(run["101"].run_id, "SUCCESS")
+    jobs_api.end_run(run["102"].run_id, "FAILED", "Notebook raised ValueError: bad row")
+    jobs_api.end_run(run["103"].run_id, "CANCELED", "Run cancelled by alice@example.com")
+    heartbeat.drop_trigger_file("orders", "batch-2.done")
+    second = heartbeat.tick()
+
+    # THEN each row shows how its run ended, with the state message; the running one is flagged stuck
+    assert second.runs_succeeded == 1 and second.runs_failed == 2 and second.runs_running == 1
+    assert heartbeat.job_status("102") == {"FAILED"} and heartbeat.job_status("103") == {"FAILED"}
+    assert "Notebook raised ValueError: bad row" in row_of(heartbeat, "102")["last_error"]
+    assert "CANCELED: Run cancelled by alice@example.com" in row_of(heartbeat, "103")["last_error"]
+    assert [e["run_id"] for e in heartbeat.events("RUN_STUCK")] == [str(run["104"].run_id)]
+    # AND only the completed job took the new file: the failed ones are neither sensed nor started
+    assert second.started == ["101"]
+    assert {job: len(jobs_api.runs_of(int(job))) for job in jobs} == {"101": 2, "102": 1, "103": 1, "104": 1}
+
+    # WHEN 102 is reported complete (as a job's last task would) and 103 succeeds by hand in the workspace
+    inbox.submit(heartbeat.config.state_dir, "complete", job_id="102")
+    by_hand = jobs_api.run_by_hand(103, "SUCCESS")
+    third = heartbeat.tick()
+
+    # THEN both leave FAILED and start again with the new file, from the range their failed run consumed
+    assert sorted(third.started) == ["102", "103"]
+    assert [e["run_id"] for e in heartbeat.events("MANUAL_COMPLETE") if e["trigger_job_id"] == "103"] == [str(by_hand)]
+    for job in ("102", "103"):
+        newest = jobs_api.started_runs(int(job))[-1]
+        (upstream,) = jobs_api.change_range(newest)["upstreams"]
+        assert upstream["from"]["recent"] == ["batch-1.done"] and "batch-2.done" in upstream["to"]["recent"]
+    assert jobs_api.token not in event_table_text(heartbeat)
+
+
+def test_api_errors_become_events_naming_the_job_and_the_tick_stays_bounded(
+        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    # GIVEN a job unknown to the workspace, one the heartbeat may not run, and a rate-limit storm
+    jobs_api.add_job(202)
+    jobs_api.add_job(203)
+    jobs_api.add_job(204)
+    heartbeat.write_controls([control_row("trigger_file", "orders", job) for job in ("201", "202", "203")])
+    use_databricks(heartbeat)
+    heartbeat.drop_trigger_file("orders", "batch-1.done")
+    jobs_api.fail("/run-now", 403, job_id=202, error_code="PERMISSION_DENIED", message="User may not run job 202")
+    jobs_api.fail("/run-now", 429, job_id=203, times=10_000, retry_after=60, error_code="TOO_MANY_REQUESTS")
+
+    # WHEN a tick tries to start them
+    report = heartbeat.tick()
+
+    # THEN each failure is an event naming the job and the cause; the API part stayed within its budget
+    refused = {e["trigger_job_id"]: e["message"] for e in heartbeat.events("RUN_START_FAILED")}
+    assert "Databricks job 201" in refused["201"] and "does not exist" in refused["201"]
+    assert "CAN MANAGE RUN" in refused["202"]
+    (unconfirmed,) = heartbeat.events("RUN_START_UNCONFIRMED")
+    assert unconfirmed["trigger_job_id"] == "203" and "retry_timeout_seconds=3" in unconfirmed["message"]
+    assert report.seconds["start jobs"] < 3 + 5
+    assert jobs_api.token not in event_table_text(heartbeat)
+
+    # WHEN the storm is over
+    jobs_api.faults.clear()
+    heartbeat.tick()
+
+    # THEN the unconfirmed start is re-sent with the same token: one run; the refused rows are back as they were
+    (run,) = jobs_api.runs_of(203)
+    assert run.token == unconfirmed["idempotency_token"]
+    assert {c.body["idempotency_token"] for c in jobs_api.calls("/run-now") if c.body["job_id"] == 203} == {run.token}
+    assert heartbeat.job_status("203") == {"IN_PROGRESS"}
+    assert heartbeat.job_status("201") == {"NEW_EVENT_AVAILABLE"}
+
+
+def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
+        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    # GIVEN a job fed by a trigger folder, with files landing throughout
+    jobs_api.add_job(301)
+    heartbeat.write_controls([control_row("trigger_file", "sales", "301")])
+    use_databricks(heartbeat)
+    files = [heartbeat.drop_trigger_file("sales", "f1")]
+
+    # WHEN its run fails, a retry fails again, and someone then runs it by hand successfully
+    heartbeat.tick()                                         # run A
+    jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "FAILED", "A failed")
+    files.append(heartbeat.drop_trigger_file("sales", "f2"))
+    failed = heartbeat.tick()                                # A -> FAILED; the job waits
+    assert failed.runs_failed == 1 and failed.started == [] and len(jobs_api.runs_of(301)) == 1
+    inbox.submit(heartbeat.config.state_dir, "retry", job_id="301")
+    heartbeat.tick()                                         # run B, handed the failed range
+    jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "TIMEDOUT", "B timed out")
+    files.append(heartbeat.drop_trigger_file("sales", "f3"))
+    again = heartbeat.tick()                                 # B -> FAILED; the job waits
+    assert again.started == [] and heartbeat.job_status("301") == {"FAILED"}
+    hand = jobs_api.run_by_hand(301, "SUCCESS")
+    healed = heartbeat.tick()                                # hand success found; f2, f3 -> run C
+    jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "SUCCESS")
+    files.append(heartbeat.drop_trigger_file("sales", "f4"))
+    heartbeat.tick()                                         # C -> COMPLETED; f4 -> run D
+
+    # THEN the runs are A, B (both failed, same range), C and D; the hand success consumed A's range
+    assert healed.started == ["301"]
+    started: list[FakeRun] = jobs_api.started_runs(301)
+    ranges = [jobs_api.change_range(r)["upstreams"][0] for r in started]
+    assert len(started) == 4 and ranges[0] == ranges[1]
+    (manual,) = heartbeat.events("MANUAL_COMPLETE")
+    assert manual["run_id"] == str(hand)
+    consumed = [(None, json.loads(manual["watermark_after"]))] + [(r["from"], r["to"]) for r in ranges[2:]]
+    # consecutive successful ranges meet end to end, from no watermark at all ...
+    for (_, before_to), (after_from, _) in zip(consumed, consumed[1:]):
+        assert after_from == before_to
+    # ... and every file falls in exactly one of them
+    for path in files:
+        holders = [i for i, (lo, hi) in enumerate(consumed) if to_ns(lo) < ctime_ns(path) <= to_ns(hi)]
+        assert len(holders) == 1, (path.name, holders)
+    assert ranges[0]["from"] is None and ranges[2]["from"] == ranges[0]["to"]
+    assert jobs_api.token not in event_table_text(heartbeat)

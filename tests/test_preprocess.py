@@ -1,0 +1,39 @@
+"""preprocess_query confinement: one SELECT only; ?upstream_key becomes one quoted identifier."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from harness.errors import PreprocessQueryError
+from harness.preprocess import check_query, render
+
+
+@pytest.mark.parametrize("query, reason", [
+    ("DROP TABLE sales.orders", "must be a SELECT, found DROP"),
+    ("SELECT * FROM sensor_new_data; DROP TABLE sales.orders", "exactly one SELECT statement, found 2"),
+    ("INSERT INTO t SELECT * FROM sensor_new_data", "must be a SELECT, found INSERT"),
+    ("WITH x AS (SELECT 1) DELETE FROM t", "must"),
+])
+def test_preprocess_query_that_is_not_one_select_is_refused_with_a_reason(query: str, reason: str) -> None:
+    # GIVEN a query that would change data or run two statements, WHEN it is checked, THEN it is refused
+    problem = check_query(query)
+    assert problem is not None and reason in problem
+    with pytest.raises(PreprocessQueryError):
+        render(query, "id")
+
+
+def test_upstream_key_with_backticks_renders_as_one_identifier() -> None:
+    # GIVEN an upstream_key trying to close its quotes and add a condition
+    rendered = render("SELECT * FROM sensor_new_data WHERE ?upstream_key IS NULL", "id` IS NOT NULL OR `id")
+
+    # WHEN the rendered query is parsed, THEN the WHERE clause tests one column, named exactly as given
+    where = sqlglot.parse_one(rendered, read="spark").find(sqlglot.exp.Where)
+    columns = [c.name for c in where.find_all(sqlglot.exp.Column)]
+    assert columns == ["id` IS NOT NULL OR `id"] and where.find(sqlglot.exp.Or) is None
+
+
+def test_placeholder_without_upstream_key_is_refused() -> None:
+    # GIVEN ?upstream_key in a row without upstream_key, WHEN rendered, THEN refused with the reason
+    with pytest.raises(PreprocessQueryError, match="the row has no upstream_key"):
+        render("SELECT ?upstream_key FROM sensor_new_data", None)

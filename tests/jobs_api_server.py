@@ -81,6 +81,10 @@ class Fault:
     job_id: int | None = None  # only requests for this job (run-now body / query job_id)
 
 
+class DropRequest(Exception):
+    """Raised by a hook: the request is dropped unanswered and has no effect (as if it never arrived)."""
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     method: str
@@ -100,7 +104,8 @@ class JobsApiServer:
     requests: list[RecordedRequest] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     # Called with the request at "run-now:received" (before any run exists), "run-now:created"
-    # (the run exists, the answer is not sent yet) and "runs/get:received".
+    # (the run exists, the answer is not sent yet) and "runs/get:received". A hook may raise
+    # DropRequest to leave the request without effect and unanswered.
     hooks: dict[str, Callable[[RecordedRequest], None]] = field(default_factory=dict)
     # Runs of these jobs end at once with (result_state, message).
     auto_end: dict[int, tuple[str, str]] = field(default_factory=dict)
@@ -315,7 +320,11 @@ class _Handler(BaseHTTPRequestHandler):
             method, url.path, {k: v[-1] for k, v in parse_qs(url.query).items()},
             json.loads(raw) if raw else {}, self.headers.get("Authorization"), time.time(),
         )
-        status, body, headers = self.api.handle(req)
+        try:
+            status, body, headers = self.api.handle(req)
+        except DropRequest:
+            self.close_connection = True
+            return
         payload = json.dumps(body).encode()
         try:
             self.send_response(status)

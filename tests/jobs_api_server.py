@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 API = "/api/2.2/jobs"
@@ -114,7 +115,7 @@ class JobsApiServer:
     _httpd: ThreadingHTTPServer | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> "JobsApiServer":
+    def start(self) -> JobsApiServer:
         server = self
 
         class Handler(_Handler):
@@ -251,7 +252,7 @@ class JobsApiServer:
                                        f"Job parameters {undeclared} are not defined in job {job_id}.")
             if token is not None and len(token) > 64:
                 return 400, _error("INVALID_PARAMETER_VALUE", "idempotency_token is longer than 64 characters.")
-            run = self._create_run(job_id, token, {str(k): str(v) for k, v in params.items()})
+            run = self._create_run(job.job_id, token, {str(k): str(v) for k, v in params.items()})
         self._hook("run-now:created", req)
         return 200, {"run_id": run.run_id, "number_in_job": self._number(run)}
 
@@ -309,7 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
     api: JobsApiServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the server records requests itself."""
 
     def _serve(self, method: str) -> None:
@@ -338,8 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
             # The client went away (timed out, or the test killed its process): nothing to answer.
             self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self._serve("GET")
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         self._serve("POST")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import socket
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -251,7 +252,7 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(job
     b = backend(tmp_path)
     jobs_api.run_by_hand(123, "SUCCESS")
     time.sleep(0.01)
-    failed_at = datetime.now(timezone.utc)
+    failed_at = datetime.now(UTC)
     assert b.successful_run_after("123", failed_at - timedelta(seconds=1)) is not None
     for _ in range(3):
         jobs_api.run_by_hand(123, "FAILED")

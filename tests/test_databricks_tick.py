@@ -3,11 +3,12 @@ is tracked to its end, failed jobs wait for a later success, ranges heal, API er
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
     assert manual["run_id"] == str(hand)
     consumed = [(None, json.loads(manual["watermark_after"]))] + [(r["from"], r["to"]) for r in ranges[2:]]
     # consecutive successful ranges meet end to end, from no watermark at all ...
-    for (_, before_to), (after_from, _) in zip(consumed, consumed[1:]):
+    for (_, before_to), (after_from, _) in itertools.pairwise(consumed):
         assert after_from == before_to
     # ... and every file falls in exactly one of them
     for path in files:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import requests
 from databricks.sdk import WorkspaceClient
@@ -71,7 +72,7 @@ class JobParameterNames:
     change_range: str | None = DEFAULT_CHANGE_RANGE_PARAMETER
 
     @classmethod
-    def parse(cls, value: Any, where: str) -> "JobParameterNames":
+    def parse(cls, value: Any, where: str) -> JobParameterNames:
         """`true` (defaults), `false` (none), or a mapping {run_context_id: name|null, change_range: name|null}."""
         if value is None or value is True:
             return cls()
@@ -119,7 +120,7 @@ class DatabricksSettings:
     job_parameters: Mapping[str, JobParameterNames] | None = None
 
     @classmethod
-    def from_config(cls, config: Config) -> "DatabricksSettings":
+    def from_config(cls, config: Config) -> DatabricksSettings:
         raw = config.section("databricks")
         secrets = sorted(k for k in raw if k in ("token", "client_secret", "password"))
         if secrets:
@@ -317,7 +318,7 @@ class DatabricksBackend(JobBackend):
             numeric = _numeric(job_id, "job")
         except ValueError as exc:
             raise BackendError(f"Databricks job {job_id}: {exc}") from None
-        since_ms = int(since.astimezone(timezone.utc).timestamp() * 1000)
+        since_ms = int(since.astimezone(UTC).timestamp() * 1000)
 
         def find(c: WorkspaceClient) -> str | None:
             for run in c.jobs.list_runs(job_id=numeric, completed_only=True, start_time_from=since_ms):
@@ -340,15 +341,15 @@ def run_status(run: Run) -> RunStatus:
     life = state.life_cycle_state if state else None
     result = state.result_state if state else None
     message = (state.state_message or "").strip() if state else ""
-    ended = datetime.fromtimestamp(run.end_time / 1000, tz=timezone.utc) if run.end_time else None
+    ended = datetime.fromtimestamp(run.end_time / 1000, tz=UTC) if run.end_time else None
     if life is None or life in _ACTIVE:
         return RunStatus(RunState.RUNNING, message)
     if result in _SUCCESS:
         note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p),
-                         ended or datetime.now(timezone.utc))
+                         ended or datetime.now(UTC))
     label = result.value if result is not None else life.value
     if life is not RunLifeCycleState.TERMINATED and result is not None:
         label = f"{life.value}/{result.value}"
     return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label,
-                     ended or datetime.now(timezone.utc))
+                     ended or datetime.now(UTC))

@@ -121,7 +121,7 @@ def test_delta_missing_table_is_a_sensor_error_naming_the_path(sensor: DeltaSens
     upstream = Upstream(SensorSource.DELTA_TABLE, str(tmp_path / "nothing_here"))
 
     # WHEN it is checked, THEN the error names the upstream and what to check
-    with pytest.raises(SensorError, match=r"^delta_table:.*nothing_here: cannot read the Delta table .* check the path"):
+    with pytest.raises(SensorError, match=r"^delta_table:.*nothing_here: cannot read the Delta table: .* check the path"):
         sensor.read_position(upstream)
 
 

@@ -199,7 +199,7 @@ class DeltaSensor(Sensor):
             return DeltaTable(upstream.sensor_id, version=version, storage_options=self.storage_options or None)
         except (DeltaError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SensorError(f"{upstream.label}: cannot read the Delta table at {upstream.sensor_id}: {first}; "
+            raise SensorError(f"{upstream.label}: cannot read the Delta table: {first}; "
                               "check the path (sensor_id) and delta.storage_options") from exc
 
     def _path_position(self, upstream: Upstream) -> Position:

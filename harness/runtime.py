@@ -37,6 +37,7 @@ class Runtime:
     events: EventLog
     backend: JobBackend
     sensors: dict[SensorSource, Sensor]
+    views_built: bool = False  # the process's first dbt build (re)creates every view
 
     @classmethod
     def open(cls, config: Config) -> "Runtime":

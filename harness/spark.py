@@ -67,6 +67,8 @@ def get_spark(config: Config) -> SparkSession:
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return spark
 
 

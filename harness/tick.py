@@ -30,8 +30,10 @@ from harness.triggering import manual_events, open_runs, recover_failed_jobs, st
 
 log = logging.getLogger("harness.tick")
 
-MODELS_ONLY = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test",
-               "--exclude-resource-type", "seed"]
+# dbt unit tests check the rules themselves (run by the test suite), not the data: never in a tick.
+NO_UNIT_TESTS = ["--exclude-resource-type", "unit_test"]
+# Without a new CSV: refresh the models only (the seed and its data tests ran when it was loaded).
+MODELS_ONLY = NO_UNIT_TESTS + ["--exclude-resource-type", "test", "--exclude-resource-type", "seed"]
 
 
 @dataclass
@@ -123,8 +125,15 @@ def record_rejection(runtime: Runtime, message: str) -> None:
 
 
 def build(runtime: Runtime, report: TickReport, with_seed: bool) -> None:
-    args = ["build", "--select", "+heartbeat_trigger_set", "+heartbeat_sensing_eligibility"]
-    dbt_runner.invoke(runtime.config, runtime.table_format, args if with_seed else args + MODELS_ONLY)
+    """Refresh the heartbeat models. The views (staging, intermediate, eligibility, trigger set) are
+    created by the process's first build; after that only the control table, the one table, is rebuilt."""
+    if with_seed or not runtime.views_built:
+        select = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility"]
+    else:
+        select = ["heartbeat_control_table"]
+    args = ["build", "--select", *select, *(NO_UNIT_TESTS if with_seed else MODELS_ONLY)]
+    dbt_runner.invoke(runtime.config, runtime.table_format, args)
+    runtime.views_built = True
     report.dbt_builds += 1
 
 

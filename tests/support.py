@@ -89,6 +89,20 @@ class HeartbeatHarness:
     def with_config(self, **changes: Any) -> None:
         self.config = replace(self.config, **changes)
 
+    def write_config_file(self) -> Path:
+        """heartbeat.yml for this heartbeat, for tests that go through the command line."""
+        import yaml
+
+        path = self.root / "heartbeat.yml"
+        path.write_text(yaml.safe_dump({
+            "state_dir": str(self.config.state_dir),
+            "controls_csv": str(self.config.controls_csv),
+            "trigger_file": {"root": str(self.config.trigger_root)},
+            "local_runner": {"jobs": {j.job_id: {"name": j.name, "command": j.command}
+                                      for j in self.config.local_jobs.values()}},
+        }))
+        return path
+
     def set_exit_code(self, job_id: str, code: int) -> None:
         self.runs_dir.mkdir(exist_ok=True)
         (self.runs_dir / f"{job_id}.exit").write_text(str(code))

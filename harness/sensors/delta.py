@@ -34,7 +34,7 @@ from harness.model import SensorSource
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
-from harness.sensors.spark_access import harness_spark, spark_error_text
+from harness.sensors.spark_access import harness_spark, quoted_table_name, spark_error_text
 from harness.spark import table_format
 
 MAX_DETAILED_COMMITS = 100  # commits described in one event; older ones are counted, not described
@@ -77,7 +77,7 @@ def change_kind(operation: str, parameters: Mapping[str, Any], adds: int, remove
     return "APPEND" if adds else "DELETE"
 
 
-def _millis(value: Any) -> str | None:
+def _commit_time(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -103,7 +103,7 @@ def parse_commit(version: int, lines: Iterable[str]) -> Commit:
     partitions = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds + removes}
     return Commit(
         version=version,
-        timestamp=_millis(info.get("timestamp")),
+        timestamp=_commit_time(info.get("timestamp")),
         operation=str(info.get("operation", "UNKNOWN")),
         change=change_kind(str(info.get("operation", "")), parameters, len(adds), len(removes)),
         partitions=tuple(sorted(p for p in partitions if p)),
@@ -122,7 +122,7 @@ def commit_from_history(entry: Mapping[str, Any]) -> Commit:
         adds = max(adds, 1)
     if operation.startswith(("OPTIMIZE", "VACUUM")):
         adds = removes = 0  # rewrites files, never data
-    return Commit(version=int(entry["version"]), timestamp=_millis(entry.get("timestamp")), operation=operation,
+    return Commit(version=int(entry["version"]), timestamp=_commit_time(entry.get("timestamp")), operation=operation,
                   change=change_kind(operation, parameters, adds, removes))
 
 
@@ -244,7 +244,7 @@ class DeltaSensor(Sensor):
                 f"{upstream.label}: a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on "
                 "Spark's classpath (not found in this session); give the table's path or URI as sensor_id "
                 "instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)")
-        name = _quoted_name(upstream)
+        name = quoted_table_name(upstream.label, upstream.sensor_id)
         try:
             history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()]
             key_max = (spark.sql(f"SELECT max({quote_identifier(upstream.upstream_key)}) AS m FROM {name}").first()[0]
@@ -350,7 +350,7 @@ class DeltaSensor(Sensor):
     @staticmethod
     def _named_frame(spark: SparkSession, upstream: Upstream, state: TableState,
                      since: Watermark | None) -> DataFrame:
-        name = _quoted_name(upstream)
+        name = quoted_table_name(upstream.label, upstream.sensor_id)
         if upstream.upstream_key:
             key = quote_identifier(upstream.upstream_key)
             previous = since.get("max") if since else None
@@ -370,10 +370,3 @@ class DeltaSensor(Sensor):
 def _overall(data: list[Commit]) -> str | None:
     kinds = {c.change for c in data}
     return kinds.pop() if len(kinds) == 1 else ("UPDATE" if kinds else None)
-
-
-def _quoted_name(upstream: Upstream) -> str:
-    parts = [p.strip() for p in upstream.sensor_id.split(".")]
-    if not 1 <= len(parts) <= 3 or not all(parts):
-        raise SensorError(f"{upstream.label}: a named table is [catalog.]schema.table, got {upstream.sensor_id!r}")
-    return ".".join(quote_identifier(p) for p in parts)

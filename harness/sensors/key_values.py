@@ -47,10 +47,16 @@ def decode(stored: Mapping[str, Any]) -> KeyValue:
 
 
 def is_beyond(current: KeyValue, stored: Mapping[str, Any] | None) -> bool:
-    """True when `current` is beyond the stored max (no stored max: any value is beyond)."""
+    """True when `current` is beyond the stored max (no stored max: any value is beyond).
+
+    Strings are ordered by the source's collation, which Python does not know: a string max that
+    differs from the stored one counts as beyond (a max only moves when rows arrive or leave).
+    """
     if stored is None:
         return True
     previous = decode(stored)
+    if isinstance(previous, str) and isinstance(current, str):
+        return current != previous
     if type(previous) is not type(current) and not (
         isinstance(previous, (int, float, Decimal)) and isinstance(current, (int, float, Decimal))
     ):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
+from harness.preprocess import quote_identifier
 
 
 def harness_spark(label: str) -> SparkSession:
@@ -28,3 +29,11 @@ def spark_error_text(exc: BaseException) -> str:
         if line and not line.startswith("An error occurred while calling"):
             return line.lstrip(": ")
     return type(exc).__name__
+
+
+def quoted_table_name(label: str, name: str) -> str:
+    """`[catalog.]schema.table` with every part backtick-quoted for Spark SQL."""
+    parts = [p.strip() for p in name.split(".")]
+    if not 1 <= len(parts) <= 3 or not all(parts):
+        raise SensorError(f"{label}: a table name is [catalog.]schema.table, got {name!r}")
+    return ".".join(quote_identifier(p) for p in parts)

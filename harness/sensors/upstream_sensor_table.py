@@ -21,7 +21,7 @@ from harness.errors import ConfigError, SensorError
 from harness.model import SensorSource
 from harness.preprocess import quote_identifier
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
-from harness.sensors.spark_access import harness_spark, spark_error_text
+from harness.sensors.spark_access import harness_spark, quoted_table_name, spark_error_text
 
 COMPLETED_STATUSES = ("COMPLETED", "PROCESSED_NEW_DATA")
 DEFAULT_MATCH_COLUMN = "sensor_id"
@@ -42,7 +42,7 @@ class UpstreamSensorTableSensor(Sensor):
         if not isinstance(spec, dict) or not spec.get("table"):
             raise ConfigError(f"upstream_sensor_table.tables.{table}: needs a 'table' (a Spark table name)")
         column = str(spec.get("match_column", DEFAULT_MATCH_COLUMN))
-        return _quoted_name(upstream, str(spec["table"])), quote_identifier(column), upstream_id
+        return quoted_table_name(upstream.label, str(spec["table"])), quote_identifier(column), upstream_id
 
     def _completed(self, upstream: Upstream) -> tuple[str, dict[str, Any]]:
         """FROM ... WHERE for the upstream's completed loads, and its parameters."""
@@ -89,10 +89,3 @@ class UpstreamSensorTableSensor(Sensor):
             query += " AND status_change_timestamp > :lower"
             args["lower"] = datetime.fromisoformat(previous)
         return spark.sql(query, args=args)
-
-
-def _quoted_name(upstream: Upstream, name: str) -> str:
-    parts = [p.strip() for p in name.split(".")]
-    if not 1 <= len(parts) <= 3 or not all(parts):
-        raise SensorError(f"{upstream.label}: the table is [catalog.]schema.table, got {name!r}")
-    return ".".join(quote_identifier(p) for p in parts)

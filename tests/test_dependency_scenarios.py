@@ -1,0 +1,63 @@
+"""Jobs start exactly when SPEC §4 says, once per batch of new data, on the embedded default."""
+
+from __future__ import annotations
+
+from tests.support import HeartbeatHarness, control_row
+
+
+def test_mixed_hard_soft_and_paused_jobs_start_exactly_when_their_rules_hold(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN four jobs: hard+hard, hard+soft, soft+soft, and hard+hard with one hard row PAUSED
+    heartbeat.write_controls([
+        control_row("trigger_file", "a1", "hh"), control_row("trigger_file", "a2", "hh"),
+        control_row("trigger_file", "b1", "hs"), control_row("trigger_file", "b2", "hs", hard=False),
+        control_row("trigger_file", "c1", "ss", hard=False), control_row("trigger_file", "c2", "ss", hard=False),
+        control_row("trigger_file", "d1", "hp", paused=True), control_row("trigger_file", "d2", "hp"),
+    ])
+    heartbeat.define_jobs("hh", "hs", "ss", "hp")
+    for folder in ("a1", "a2", "b1", "b2", "c1", "c2", "d1", "d2"):
+        (heartbeat.config.trigger_root / folder).mkdir()  # type: ignore[operator]
+    assert heartbeat.tick().started == []
+
+    # WHEN one upstream of each job gets data (for hs: only the soft one)
+    for folder in ("a1", "b2", "c1", "d2"):
+        heartbeat.drop_trigger_file(folder, "batch1")
+    first = heartbeat.tick()
+    # THEN only the soft-only job starts; the others say why not
+    assert first.started == ["ss"]
+    reasons = {job: d.reason for job, d in heartbeat.decisions().items()}
+    assert reasons["hh"] == "waiting for hard dependency trigger_file:a2"
+    assert reasons["hs"] == "waiting for hard dependency trigger_file:b1"
+    assert reasons["hp"] == "hard dependency PAUSED: trigger_file:d1"
+
+    # WHEN the missing hard upstreams get data
+    heartbeat.wait_for_runs()
+    heartbeat.drop_trigger_file("a2", "batch1")
+    heartbeat.drop_trigger_file("b1", "batch1")
+    second = heartbeat.tick()
+    # THEN hh and hs start (hs carrying its soft row's new data); ss's run is recorded complete
+    assert sorted(second.started) == ["hh", "hs"] and second.runs_succeeded == 1
+    heartbeat.wait_for_runs()
+    third = heartbeat.tick()
+    assert third.started == [] and third.runs_succeeded == 2
+
+    # WHEN a second batch lands on one of hh's two hard upstreams, then on the other
+    heartbeat.drop_trigger_file("a1", "batch2")
+    assert heartbeat.tick().started == []
+    heartbeat.drop_trigger_file("a2", "batch2")
+    assert heartbeat.tick().started == ["hh"]
+    heartbeat.wait_for_runs()
+    heartbeat.tick()
+
+    # THEN every job ran once per batch, the paused one never, and hh's second range starts where the first ended
+    runs = {job: heartbeat.job_runs(job) for job in ("hh", "hs", "ss", "hp")}
+    assert {job: len(r) for job, r in runs.items()} == {"hh": 2, "hs": 1, "ss": 1, "hp": 0}
+    first_hh, second_hh = (
+        {u["sensor_id"]: u for u in run["range"]["upstreams"]} for run in runs["hh"]
+    )
+    for upstream in ("a1", "a2"):
+        assert first_hh[upstream]["from"] is None
+        assert second_hh[upstream]["from"] == first_hh[upstream]["to"]
+        assert second_hh[upstream]["to"]["recent"] == ["batch1", "batch2"]
+    hs_range = {u["sensor_id"]: u["dependency"] for u in runs["hs"][0]["range"]["upstreams"]}
+    assert hs_range == {"b1": "hard", "b2": "soft"}
+    assert heartbeat.job_status("hh") == {"COMPLETED"} and heartbeat.job_status("hp") == {None, "NEW_EVENT_AVAILABLE"}

@@ -1,0 +1,81 @@
+"""The local runner: one run per token, outcomes read from disk by any later process."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.backends.base import RunRequest, RunState, StartRefused
+from harness.backends.local import LocalBackend
+from harness.config import PROJECT_DIR, Config, LocalJob
+
+
+def backend(tmp_path: Path, **jobs: tuple[str, float | None]) -> LocalBackend:
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
+                    local_jobs={k: LocalJob(k, k, cmd, timeout) for k, (cmd, timeout) in jobs.items()})
+    return LocalBackend(config)
+
+
+def wait_until_ended(b: LocalBackend, job: str, run_id: str) -> RunState:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = b.poll(job, run_id)
+        if status.state is not RunState.RUNNING:
+            return status.state
+        time.sleep(0.05)
+    raise AssertionError("run did not end")
+
+
+def test_same_token_returns_the_same_run_and_runs_the_command_once(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    b = backend(tmp_path, j=(f"echo x >> {counter}", None))
+    request = RunRequest("j", "j", "hb-token-1", {"upstreams": []})
+    first = b.start(request)
+    second = b.start(request)
+    assert first == second
+    assert wait_until_ended(b, "j", first) is RunState.SUCCEEDED
+    assert counter.read_text() == "x\n"
+
+
+def test_a_later_process_reads_how_the_run_ended(tmp_path: Path) -> None:
+    b = backend(tmp_path, j=("echo 'bad input' >&2; exit 3", None))
+    run_id = b.start(RunRequest("j", "j", "hb-token-2"))
+    wait_until_ended(b, "j", run_id)
+    status = backend(tmp_path, j=("true", None)).poll("j", run_id)  # a fresh backend, as in a new process
+    assert status.state is RunState.FAILED
+    assert status.message == "exit code 3: bad input"
+
+
+def test_run_receives_its_change_range_in_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "env.json"
+    b = backend(tmp_path, j=(f"python3 -c \"import os,json; json.dump(dict(os.environ), open('{out}','w'))\"", None))
+    change_range = {"job_id": "j", "run_context_id": "hb-token-3", "upstreams": [{"from": None, "to": {"v": 2}}]}
+    run_id = b.start(RunRequest("j", "j", "hb-token-3", change_range))
+    wait_until_ended(b, "j", run_id)
+    env = json.loads(out.read_text())
+    assert json.loads(env["HEARTBEAT_CHANGE_RANGE"]) == change_range
+    assert env["HEARTBEAT_RUN_CONTEXT_ID"] == "hb-token-3" and env["HEARTBEAT_RUN_ID"] == run_id
+
+
+def test_run_past_its_timeout_is_killed_and_failed(tmp_path: Path) -> None:
+    b = backend(tmp_path, j=("sleep 30", 0.5))
+    run_id = b.start(RunRequest("j", "j", "hb-token-4"))
+    assert wait_until_ended(b, "j", run_id) is RunState.FAILED
+    assert "timed out after 0.5s" in b.poll("j", run_id).message
+
+
+def test_missing_command_fails_the_run_with_the_shells_message(tmp_path: Path) -> None:
+    b = backend(tmp_path, j=("no-such-command-for-heartbeat --now", None))
+    run_id = b.start(RunRequest("j", "j", "hb-token-5"))
+    assert wait_until_ended(b, "j", run_id) is RunState.FAILED
+    message = b.poll("j", run_id).message
+    assert message.startswith("exit code 127") and "no-such-command-for-heartbeat: command not found" in message
+
+
+def test_job_missing_from_the_config_is_refused_naming_the_defined_jobs(tmp_path: Path) -> None:
+    b = backend(tmp_path, known=("true", None))
+    with pytest.raises(StartRefused, match="job ghost is not defined in local_runner.jobs .* defined jobs: known"):
+        b.start(RunRequest("ghost", None, "hb-token-6"))

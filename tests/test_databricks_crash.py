@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,8 @@ class HeartbeatProcess:
     def __init__(self, root: Path, server: JobsApiServer) -> None:
         self.root, self.server = root, server
         self.config = root / "heartbeat.yml"
+        # dbt reads seeds from inside the project only (state/ is git-ignored); removed by `cleanup`.
+        self.seeds = PROJECT_DIR / "state" / "test-seeds" / f"crash_{root.name}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.killed_at: list[str] = []
         self.seconds: list[float] = []
@@ -55,8 +58,8 @@ class HeartbeatProcess:
                          "DATABRICKS_CONFIG_FILE": str(root / ".databrickscfg"), "NO_PROXY": "127.0.0.1"})
 
     def write_config(self) -> None:
-        (self.root / "seeds").mkdir()
-        with (self.root / "seeds" / "heartbeat_controls.csv").open("w", newline="") as handle:
+        self.seeds.mkdir(parents=True, exist_ok=True)
+        with (self.seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
             writer.writeheader()
             writer.writerow(control_row("trigger_file", "orders", str(JOB)))
@@ -64,10 +67,13 @@ class HeartbeatProcess:
             "state_dir": str(self.root / "state"),
             "backend": "databricks",
             "dbt_target": "local",
-            "controls_csv": str(self.root / "seeds" / "heartbeat_controls.csv"),
+            "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
             "trigger_file": {"root": str(self.root / "triggers")},
             "databricks": {"retry_timeout_seconds": 5, "http_timeout_seconds": 3},
         }))
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.seeds, ignore_errors=True)
 
     def drop(self, name: str) -> None:
         folder = self.root / "triggers" / "orders"
@@ -122,11 +128,12 @@ class HeartbeatProcess:
 
 
 def test_killed_between_intent_call_and_record_yields_one_run_per_batch_and_ends_completed(
-        tmp_path: Path, jobs_api: JobsApiServer) -> None:
+        tmp_path: Path, jobs_api: JobsApiServer, request: pytest.FixtureRequest) -> None:
     # GIVEN a Databricks job whose runs succeed at once, fed by a trigger folder with a first batch
     jobs_api.add_job(JOB)
     jobs_api.auto_end[JOB] = ("SUCCESS", "")
     heartbeat = HeartbeatProcess(tmp_path, jobs_api)
+    request.addfinalizer(heartbeat.cleanup)
     heartbeat.write_config()
     heartbeat.drop("batch-1.done")
 

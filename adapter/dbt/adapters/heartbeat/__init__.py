@@ -6,7 +6,7 @@ the same lock a heartbeat tick takes before Spark touches the metastore, and hol
   - between ticks, the command runs as usual (and a tick starting meanwhile waits for the next one);
   - while a heartbeat holds the state folder, the command stops at once with a message saying so,
     instead of a metastore stack trace.
-Inside the harness (a SparkSession already exists in the process) the lock is the harness's own.
+Inside the harness (Spark already runs in the process) the lock is the harness's own.
 Macros and materializations are dbt-spark's (`dependencies=["spark"]`).
 """
 
@@ -33,9 +33,11 @@ def _state_dir() -> Path:
 
 def guard_state() -> None:
     """Take the heartbeat's state lock for this dbt process, or stop with a clear message."""
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
-    if _held or SparkSession.getActiveSession() is not None:
+    # A Spark context already in this process is the harness's (it holds the lock); a session is
+    # per thread and dbt runs models on worker threads, so the context is what tells.
+    if _held or SparkContext._active_spark_context is not None:
         return
     from harness.errors import StateBusyError
     from harness.state_lock import StateLock

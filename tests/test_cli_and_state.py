@@ -1,0 +1,106 @@
+"""One process owns a state folder; what arrives meanwhile is queued or refused with a clear message."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import cli, tables
+from harness.config import PROJECT_DIR
+from harness.state_lock import StateLock
+from harness.tick import TickReport, build
+from tests.support import HeartbeatHarness, control_row
+
+
+def test_second_tick_while_state_is_held_says_so_and_touches_nothing(
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    config_file = heartbeat.write_config_file()
+    heartbeat.drop_trigger_file("in", "batch1")
+    with StateLock(heartbeat.config.state_dir, holder="heartbeat run (pid 1)"):
+        code = cli.main(["--config", str(config_file), "tick"])
+    assert code == 0
+    assert "tick skipped: another heartbeat process (heartbeat run (pid 1)) holds the state folder" in capsys.readouterr().err
+    assert not (heartbeat.config.state_dir / "local_runs").exists()
+    assert tables.control_rows(heartbeat.spark) == []
+
+
+def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a FAILED job
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.set_exit_code("j", 1)
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.tick_until_settled()
+    assert heartbeat.job_status("j") == {"FAILED"}
+    config_file = heartbeat.write_config_file()
+
+    # WHEN `complete` runs while another process holds the state
+    with StateLock(heartbeat.config.state_dir):
+        assert cli.main(["--config", str(config_file), "complete", "--job-id", "j"]) == 0
+    assert "the request is queued" in capsys.readouterr().out
+
+    # THEN the next tick applies it
+    report = heartbeat.tick()
+    assert report.requests_applied == 1
+    assert heartbeat.job_status("j") == {"COMPLETED"}
+    (event,) = heartbeat.events("MANUAL_COMPLETE")
+    assert event["message"].startswith("job j: completed by hand (requested at ")
+
+
+def test_status_shows_each_job_with_its_reason_and_rows(heartbeat: HeartbeatHarness,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat.write_controls([control_row("trigger_file", "a", "j"), control_row("trigger_file", "b", "j", hard=False)])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "a").mkdir()  # type: ignore[operator]
+    heartbeat.drop_trigger_file("b", "batch1")
+    heartbeat.tick()
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "job j (j-name): wait: waiting for hard dependency trigger_file:a" in out
+    assert "trigger_file:b" in out and "NEW_EVENT_AVAILABLE  soft UNPAUSED" in out
+
+
+def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a history: a run that succeeded, then new data detected
+    heartbeat.write_controls([control_row("trigger_file", "in", "j"), control_row("trigger_file", "x", "k")])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "x").mkdir()  # type: ignore[operator]
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.tick_until_settled()
+    heartbeat.drop_trigger_file("in", "batch2")
+    heartbeat.tick()
+    build(heartbeat.runtime(), TickReport("fold"), with_seed=False)  # fold the events this tick appended last
+    before = tables.control_table(heartbeat.spark)
+
+    # WHEN the table is dropped and the models are built again
+    heartbeat.spark.sql(f"DROP TABLE {tables.relation(tables.CONTROL_TABLE)}")
+    build(heartbeat.runtime(), TickReport("rebuild"), with_seed=False)
+
+    # THEN every row comes back exactly as it was
+    after = tables.control_table(heartbeat.spark)
+    for old, new in zip(before, after):
+        assert {k: v for k, v in new.items() if old[k] != v} == {}
+    assert after == before
+    assert {r["status"] for r in before} == {"IN_PROGRESS", None}
+
+
+def test_dbt_command_line_refuses_clearly_while_a_heartbeat_holds_the_state(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTBEAT_")}
+    env["HEARTBEAT_STATE_DIR"] = str(tmp_path / "state")
+    env["DBT_TARGET_PATH"] = str(tmp_path / "target")
+    env["DBT_LOG_PATH"] = str(tmp_path / "logs")
+    with StateLock(tmp_path / "state", holder="heartbeat run (pid 99)"):
+        result = subprocess.run([str(PROJECT_DIR / ".venv" / "bin" / "dbt"), "seed"], cwd=PROJECT_DIR, env=env,
+                                capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "another heartbeat process (heartbeat run (pid 99)) holds the state folder" in result.stdout
+    assert "the heartbeat validates and loads it at its next tick" in result.stdout
+    assert "Exception" not in result.stdout + result.stderr and "at org.apache" not in result.stdout + result.stderr

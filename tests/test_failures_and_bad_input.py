@@ -1,0 +1,120 @@
+"""A failed job waits for a success; bad input becomes a clear message and never stops the others."""
+
+from __future__ import annotations
+
+from harness import tables
+from harness.model import EventType
+from harness.tick import request_events
+from tests.support import HeartbeatHarness, control_row
+
+
+def complete_by_hand(heartbeat: HeartbeatHarness, job_id: str, command: str = "complete") -> None:
+    rows = tables.control_rows(heartbeat.spark)
+    heartbeat.runtime().events.append(request_events(rows, command, job_id, "by the test"))
+
+
+def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job whose command fails
+    heartbeat.write_controls([control_row("trigger_file", "in", "f")])
+    heartbeat.define_jobs("f")
+    heartbeat.set_exit_code("f", 1)
+    heartbeat.drop_trigger_file("in", "batch1")
+    assert heartbeat.tick().started == ["f"]
+    heartbeat.wait_for_runs()
+
+    # WHEN its run fails and more data arrives
+    failed = heartbeat.tick()
+    heartbeat.drop_trigger_file("in", "batch2")
+    blocked = heartbeat.tick()
+
+    # THEN it stays FAILED with the command's message, and the new file is not sensed nor the job started
+    assert failed.runs_failed == 1
+    assert heartbeat.job_status("f") == {"FAILED"}
+    assert blocked.upstreams_checked == 0 and blocked.started == []
+    reason = heartbeat.decisions()["f"].reason
+    assert reason.startswith("last run failed: job f: run local-") and "exit code 1" in reason
+
+    # WHEN it is completed by hand (`python -m harness complete --job-id f`) and the command is fixed
+    heartbeat.set_exit_code("f", 0)
+    complete_by_hand(heartbeat, "f")
+    resumed = heartbeat.tick()
+    heartbeat.wait_for_runs()
+    heartbeat.tick()
+
+    # THEN the next run covers only what came after the failed run's range
+    assert resumed.started == ["f"]
+    runs = heartbeat.job_runs("f")
+    assert len(runs) == 2
+    (first,), (second,) = runs[0]["range"]["upstreams"], runs[1]["range"]["upstreams"]
+    assert second["from"] == first["to"] and second["to"]["recent"] == ["batch1", "batch2"]
+    assert heartbeat.job_status("f") == {"COMPLETED"}
+
+
+def test_retry_hands_the_failed_range_to_the_next_run(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job whose first run failed
+    heartbeat.write_controls([control_row("trigger_file", "in", "g")])
+    heartbeat.define_jobs("g")
+    heartbeat.set_exit_code("g", 2)
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.tick_until_settled()
+    assert heartbeat.job_status("g") == {"FAILED"}
+
+    # WHEN a retry is requested (`python -m harness retry --job-id g`) once the command is fixed
+    heartbeat.set_exit_code("g", 0)
+    complete_by_hand(heartbeat, "g", "retry")
+    heartbeat.tick_until_settled()
+
+    # THEN the second run covers the failed run's range again, from the last success (none yet)
+    first, second = heartbeat.job_runs("g")
+    assert second["range"]["upstreams"][0]["from"] is None
+    assert second["range"]["upstreams"][0]["to"] == first["range"]["upstreams"][0]["to"]
+    assert heartbeat.job_status("g") == {"COMPLETED"}
+
+
+def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a working heartbeat
+    heartbeat.write_controls([control_row("trigger_file", "in", "ok")])
+    heartbeat.define_jobs("ok")
+    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    heartbeat.tick()
+
+    # WHEN the CSV is edited into a bad one and data arrives
+    heartbeat.write_controls([control_row("trigger_file", "in", "ok"),
+                              control_row("trigger_fil", "other", "new_job")])
+    heartbeat.drop_trigger_file("in", "batch1")
+    refused = heartbeat.tick()
+    again = heartbeat.tick()
+
+    # THEN the tick names the line and the problem, records it once, and the old controls still start jobs
+    assert refused.controls_error is not None
+    assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in refused.controls_error
+    assert refused.started == ["ok"] and refused.error is None
+    assert again.controls_error == refused.controls_error
+    assert len(heartbeat.events("CONFIG_REJECTED")) == 1
+    assert set(heartbeat.decisions()) == {"ok"}
+
+
+def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries_on(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job that is not defined for the local runner, and a trigger root that does not exist
+    heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.define_jobs("real")
+    real_root = heartbeat.config.trigger_root
+    heartbeat.with_config(trigger_root=heartbeat.root / "no-such-root")
+
+    # WHEN ticks run
+    missing_root = heartbeat.tick()
+    heartbeat.with_config(trigger_root=real_root)
+    refused = heartbeat.tick()
+
+    # THEN each problem is an error event with a message saying what to change, and no tick failed
+    assert missing_root.error is None and missing_root.check_errors == 1
+    (check_failed,) = heartbeat.events("CHECK_FAILED")
+    assert "trigger_file:in: trigger root" in check_failed["message"] and "does not exist" in check_failed["message"]
+    assert refused.error is None and refused.start_refused == ["ghost"]
+    (start_failed,) = heartbeat.events(EventType.RUN_START_FAILED.value)
+    assert "job ghost is not defined in local_runner.jobs" in start_failed["message"]
+    # the data is kept: the row is still waiting with its new data, and starts once the job exists
+    assert heartbeat.job_status("ghost") == {"NEW_EVENT_AVAILABLE"}
+    heartbeat.define_jobs("ghost")
+    assert heartbeat.tick().started == ["ghost"]

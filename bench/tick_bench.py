@@ -31,7 +31,7 @@ def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
             writer.writerow({
                 "sensor_source": "trigger_file", "sensor_id": f"up{i % upstreams:05d}", "sensor_read_type": "batch",
                 "asset_description": f"bench upstream {i % upstreams}", "upstream_key": "", "preprocess_query": "",
-                "trigger_job_id": f"job{i % jobs:05d}", "trigger_job_name": f"bench job {i % jobs}",
+                "trigger_job_id": f"job{i // 4 % jobs:05d}", "trigger_job_name": f"bench job {i // 4 % jobs}",
                 "job_state": "UNPAUSED", "dependency_flag": "FALSE" if i % 4 == 3 else "TRUE",
             })
 
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--upstreams", type=int, default=0, help="distinct upstreams (default rows/2)")
-    parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4)")
+    parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4: four rows a job)")
     parser.add_argument("--ticks", type=int, default=5)
     parser.add_argument("--state", default="/tmp/heartbeat-bench")
     args = parser.parse_args()

@@ -46,6 +46,7 @@ class EventType(str, Enum):
     RUN_STARTED = "RUN_STARTED"  # the backend accepted the run (run id known)
     RUN_START_FAILED = "RUN_START_FAILED"  # the backend refused the run; the rows go back as they were
     RUN_START_UNCONFIRMED = "RUN_START_UNCONFIRMED"  # no answer; the same token is re-sent next tick
+    RUN_POLL_FAILED = "RUN_POLL_FAILED"  # a started run's state could not be read; polled again next tick
     RUN_SUCCEEDED = "RUN_SUCCEEDED"
     RUN_FAILED = "RUN_FAILED"  # failed, timed out or cancelled
     RUN_STUCK = "RUN_STUCK"  # still running past the configured limit

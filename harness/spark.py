@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -42,6 +43,10 @@ def get_spark(config: Config) -> SparkSession:
     if active is not None:
         return active
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Timestamps are naive UTC everywhere; PySpark converts them with the process's local time zone,
+    # so the process runs in UTC (as Spark's session does).
+    os.environ["TZ"] = "UTC"
+    time.tzset()
     config.state_dir.mkdir(parents=True, exist_ok=True)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
     delta_jars = _delta_jars()

@@ -219,7 +219,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
         try:
             status = backend.poll(run.job_id, run.run_id)
         except BackendError as exc:
-            outcome.events.extend(_row_events(run, EventType.RUN_START_UNCONFIRMED, run_id=run.run_id,
+            outcome.events.extend(_row_events(run, EventType.RUN_POLL_FAILED, run_id=run.run_id,
                                               message=redact(f"job {run.job_id}: cannot read run {run.run_id}: {exc}")))
             continue
         if status.state is RunState.RUNNING:

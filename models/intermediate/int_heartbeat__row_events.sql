@@ -30,7 +30,7 @@ classified as (
         event_type in ('RUN_SUCCEEDED', 'MANUAL_COMPLETE') as is_success,
         -- RUN_START_FAILED restores the status the row had before the trigger, which may be NULL.
         status is not null or event_type = 'RUN_START_FAILED' as sets_status,
-        event_type in ('CHECK_FAILED', 'RUN_START_FAILED', 'RUN_START_UNCONFIRMED', 'RUN_FAILED', 'RUN_STUCK') as is_error
+        event_type in ('CHECK_FAILED', 'RUN_START_FAILED', 'RUN_START_UNCONFIRMED', 'RUN_POLL_FAILED', 'RUN_FAILED', 'RUN_STUCK') as is_error
     from events
 
 )

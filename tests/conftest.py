@@ -49,3 +49,4 @@ def heartbeat(spark: SparkSession, session_state: Path, tmp_path: Path, monkeypa
 
 # --- Source sensor fixtures (issue 3): PostgreSQL server, Kafka mock cluster --------------------
 from tests.fixtures_sources import kafka, pg_password, postgres  # noqa: E402,F401
+from tests.jobs_api_server import jobs_api  # noqa: E402,F401  (Databricks backend tests)

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+import pytest
 
 API = "/api/2.2/jobs"
 
@@ -344,3 +346,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._serve("POST")
+
+
+# Databricks client settings that keep tests quick: a 3 s retry budget, 1 s per HTTP attempt.
+FAST = {"retry_timeout_seconds": 3, "http_timeout_seconds": 1, "max_retry_wait_seconds": 0.5}
+
+
+@pytest.fixture
+def jobs_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsApiServer]:
+    """A Jobs API server on 127.0.0.1, with databricks-sdk's host and token pointed at it."""
+    server = JobsApiServer().start()
+    monkeypatch.setenv("DATABRICKS_HOST", server.url)
+    monkeypatch.setenv("DATABRICKS_TOKEN", server.token)
+    yield server
+    server.stop()

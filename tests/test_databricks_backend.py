@@ -17,19 +17,10 @@ from harness.backends.databricks import DatabricksBackend
 from harness.config import PROJECT_DIR, Config
 from harness.errors import BackendError, ConfigError
 from harness.redact import redact
-from tests.jobs_api_server import JobsApiServer
+from tests.jobs_api_server import FAST, JobsApiServer
 
-FAST = {"retry_timeout_seconds": 3, "http_timeout_seconds": 1, "max_retry_wait_seconds": 0.5}
 TOKEN_A = "hb-" + "a" * 48
 
-
-@pytest.fixture
-def jobs_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsApiServer]:
-    server = JobsApiServer().start()
-    monkeypatch.setenv("DATABRICKS_HOST", server.url)
-    monkeypatch.setenv("DATABRICKS_TOKEN", server.token)
-    yield server
-    server.stop()
 
 
 def backend(tmp_path: Path, **section: Any) -> DatabricksBackend:

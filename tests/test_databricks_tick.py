@@ -17,16 +17,7 @@ from harness.config import RunsConfig
 from tests.jobs_api_server import FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row
 
-FAST = {"retry_timeout_seconds": 3, "http_timeout_seconds": 1, "max_retry_wait_seconds": 0.5}
 
-
-@pytest.fixture
-def jobs_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsApiServer]:
-    server = JobsApiServer().start()
-    monkeypatch.setenv("DATABRICKS_HOST", server.url)
-    monkeypatch.setenv("DATABRICKS_TOKEN", server.token)
-    yield server
-    server.stop()
 
 
 def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 3600.0, **section: Any) -> None:

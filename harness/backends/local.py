@@ -18,17 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused
+from harness.backends.local_supervisor import write_atomic
 from harness.config import Config
 from harness.errors import BackendError
 from harness.model import dumps
 
 NEVER_STARTED_AFTER_SECONDS = 120.0
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _alive(pid: int) -> bool:
@@ -89,9 +84,9 @@ class LocalBackend(JobBackend):
             "cwd": str(self.config.config_path.parent if self.config.config_path else Path.cwd()),
             "requested_at": datetime.now(timezone.utc).isoformat(),
         }
-        _write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))
+        write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))
         # Recorded before the process exists: a crash from here on never yields a second run.
-        _write_atomic(token_file, run_id)
+        write_atomic(token_file, run_id)
         subprocess.Popen(
             [sys.executable, "-m", "harness.backends.local_supervisor", str(run_dir)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
+    """Readers see the old file or the whole new one, never a part."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -24,7 +25,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def supervise(run_dir: Path) -> int:
     meta = json.loads((run_dir / "meta.json").read_text())
-    _write_atomic(run_dir / "supervisor.pid", str(os.getpid()))
+    write_atomic(run_dir / "supervisor.pid", str(os.getpid()))
     env = {**os.environ, **meta["env"]}
     timeout = meta.get("timeout_seconds")
     started = datetime.now(timezone.utc)
@@ -52,7 +53,7 @@ def _last_line(path: Path) -> str:
 def _finish(run_dir: Path, started: datetime, code: int, message: str) -> int:
     result = {"exit_code": code, "message": message, "started_at": started.isoformat(),
               "ended_at": datetime.now(timezone.utc).isoformat()}
-    _write_atomic(run_dir / "result.json", json.dumps(result))
+    write_atomic(run_dir / "result.json", json.dumps(result))
     return 0
 
 

@@ -27,7 +27,7 @@ stamp=.venv/.requirements.sha256
 want=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing pinned Python packages (requirements.txt)"
-  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt 2> >(grep -v "^WARNING: Location" >&2)
   echo "$want" > "$stamp"
 fi
 # Heartbeat itself (editable) and its dbt adapter (`heartbeat`: dbt-spark guarded by the state lock).
@@ -35,7 +35,8 @@ stamp=.venv/.project.sha256
 want=$(cat pyproject.toml adapter/pyproject.toml adapter/dbt/adapters/heartbeat/*.py adapter/dbt/include/heartbeat/*.yml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing heartbeat and its dbt adapter"
-  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . ./adapter
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . ./adapter \
+    2> >(grep -v "^WARNING: Location" >&2)
   echo "$want" > "$stamp"
 fi
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

@@ -90,6 +90,10 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         from harness.tick import run_tick
 
         runtime = _runtime(config)
+        # After Spark started: PySpark installs its own SIGINT handler (cancel jobs, raise
+        # KeyboardInterrupt); this one lets the current step finish instead.
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
         ticks = 0
         while not stop.is_set():
             report = run_tick(runtime)
@@ -103,8 +107,6 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         log.info("stopped after %d ticks", ticks)
         return 0
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
     return _locked(config, action, lambda exc: (log.error("%s", exc), 1)[1])
 
 

@@ -69,7 +69,9 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         from harness.tick import run_tick
 
-        report = run_tick(_runtime(config))
+        runtime = _runtime(config)
+        report = run_tick(runtime)
+        _write_snapshot(config, runtime)  # what `status` shows while a later tick holds the state
         return 1 if report.error else 0
 
     def busy(exc: StateBusyError) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any

@@ -6,15 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from harness import inbox
 from harness.config import RunsConfig
-from tests.jobs_api_server import FakeRun, JobsApiServer
+from tests.jobs_api_server import FAST, FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row
 
 

@@ -109,7 +109,12 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         log.info("stopped after %d ticks", ticks)
         return 0
 
-    return _locked(config, action, lambda exc: (log.error("%s", exc), 1)[1])
+    return _locked(config, action, _refuse_busy)
+
+
+def _refuse_busy(exc: StateBusyError) -> int:
+    log.error("%s", exc)
+    return 1
 
 
 def _snapshot_path(config: Config) -> Path:
@@ -204,7 +209,7 @@ def cmd_docs(config: Config, args: argparse.Namespace) -> int:
         print(f"docs written to {config.state_dir / 'dbt_target'} (open index.html, or `dbt docs serve`)")
         return 0
 
-    return _locked(config, action, lambda exc: (print(exc), 1)[1])
+    return _locked(config, action, _refuse_busy)
 
 
 def parser() -> argparse.ArgumentParser:

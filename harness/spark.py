@@ -83,7 +83,8 @@ def table_format(spark: SparkSession) -> str:
     if forced:
         return forced
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None  # a live session always has its JVM
         loader = jvm.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(DELTA_CATALOG, False, loader)
         return "delta"

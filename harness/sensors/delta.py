@@ -247,7 +247,7 @@ class DeltaSensor(Sensor):
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         try:
             history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()]
-            key_max = (spark.sql(f"SELECT max({quote_identifier(upstream.upstream_key)}) AS m FROM {name}").first()[0]
+            key_max = (spark.sql(f"SELECT max({quote_identifier(upstream.upstream_key)}) AS m FROM {name}").collect()[0][0]
                        if upstream.upstream_key else None)
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
             raise SensorError(f"{upstream.label}: {spark_error_text(exc)}") from exc

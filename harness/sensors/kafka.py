@@ -60,8 +60,8 @@ class Offsets:
 
 def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
     """`product: topic` -> (product, topic); a bare topic -> (None, topic)."""
-    product, sep, topic = upstream.sensor_id.partition(":")
-    product, topic = (product.strip(), topic.strip()) if sep else (None, product.strip())
+    head, sep, tail = upstream.sensor_id.partition(":")
+    product, topic = (head.strip(), tail.strip()) if sep else (None, head.strip())
     if not _TOPIC.match(topic):
         raise SensorError(f"{upstream.label}: {topic!r} is not a Kafka topic name "
                           "(letters, digits, '.', '_', '-'); sensor_id is 'product: topic' or 'topic'")
@@ -195,18 +195,19 @@ class KafkaSensor(Sensor):
         deadline = time.monotonic() + self.config.sensing.check_timeout_seconds
         while open_partitions and len(rows) < limit and time.monotonic() < deadline:
             for message in consumer.consume(min(500, limit - len(rows)), timeout=1.0):
-                partition = message.partition()
-                if message.error() is not None:
-                    if message.error().code() == KafkaError._PARTITION_EOF:
+                partition, offset, error = message.partition(), message.offset(), message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         open_partitions.discard(partition)
                         continue
-                    raise SensorError(f"{upstream.label}: reading messages failed: {message.error().str()}")
-                if message.offset() >= wanted[partition][1]:
+                    raise SensorError(f"{upstream.label}: reading messages failed: {error.str()}")
+                assert partition is not None and offset is not None  # a message without error has both
+                if offset >= wanted[partition][1]:
                     open_partitions.discard(partition)
                     continue
                 millis = message.timestamp()[1]
                 stamp = datetime.fromtimestamp(millis / 1000, tz=timezone.utc) if millis >= 0 else None
-                rows.append((message.key(), message.value(), message.topic(), partition, message.offset(), stamp))
-                if message.offset() + 1 >= wanted[partition][1]:
+                rows.append((message.key(), message.value(), message.topic(), partition, offset, stamp))
+                if offset + 1 >= wanted[partition][1]:
                     open_partitions.discard(partition)
         return rows[:limit]

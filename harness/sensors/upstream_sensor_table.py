@@ -55,7 +55,7 @@ class UpstreamSensorTableSensor(Sensor):
         spark = harness_spark(upstream.label)
         where, args = self._completed(upstream)
         try:
-            newest = spark.sql(f"SELECT max(status_change_timestamp) AS newest {where}", args=args).first()[0]
+            newest = spark.sql(f"SELECT max(status_change_timestamp) AS newest {where}", args=args).collect()[0][0]
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
             raise SensorError(f"{upstream.label}: cannot read the upstream sensor table: "
                               f"{spark_error_text(exc)}") from exc

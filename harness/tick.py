@@ -185,6 +185,8 @@ def run_tick(runtime: Runtime) -> TickReport:
         for e in sensed.events:
             if e.event_type is EventType.CHECK_FAILED:
                 log.warning("%s", e.message)
+        for label, reason in sensed.nothing_new.items():
+            log.debug("%s: nothing new: %s", label, reason)
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
                   f"{sensed.errors} errors")
 

@@ -186,12 +186,9 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
     read_controls(config.controls_csv)
 
     def action() -> int:
-        from harness.tick import TickReport, applied_digest_path, build
-        from harness.controls import file_digest
+        from harness.tick import TickReport, build
 
-        runtime = _runtime(config)
-        build(runtime, TickReport(tick_id="seed"), with_seed=True)
-        applied_digest_path(runtime).write_text(file_digest(config.controls_csv))
+        build(_runtime(config), TickReport(tick_id="seed"), with_seed=True)
         print(f"{config.controls_csv}: loaded")
         return 0
 
@@ -206,7 +203,7 @@ def cmd_docs(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         runtime = _runtime(config)
         dbt_runner.invoke(config, runtime.table_format, ["docs", "generate"])
-        print(f"docs written to {config.state_dir / 'dbt_target'} (open index.html, or `dbt docs serve`)")
+        print(f"docs written to {config.dbt_target_path} (open index.html, or `dbt docs serve`)")
         return 0
 
     return _locked(config, action, _refuse_busy)

@@ -132,7 +132,12 @@ def build(runtime: Runtime, report: TickReport, with_seed: bool) -> None:
     else:
         select = ["heartbeat_control_table"]
     args = ["build", "--select", *select, *(NO_UNIT_TESTS if with_seed else MODELS_ONLY)]
+    # The digest of the file dbt is about to load: a file edited during the build is loaded next tick.
+    loaded = file_digest(runtime.config.controls_csv) if with_seed else None
     dbt_runner.invoke(runtime.config, runtime.table_format, args)
+    if loaded:
+        applied_digest_path(runtime).write_text(loaded)
+        report.controls_applied = True
     runtime.views_built = True
     report.dbt_builds += 1
 
@@ -172,9 +177,6 @@ def run_tick(runtime: Runtime) -> TickReport:
             report.error = str(exc)
             log.error("%s", exc)
             return report
-        if with_seed:
-            applied_digest_path(runtime).write_text(file_digest(config.controls_csv))
-            report.controls_applied = True
         step.done(f"control table refreshed{' with the new controls CSV' if with_seed else ''}")
 
     with Step(report, "sense") as step:

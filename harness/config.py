@@ -65,6 +65,10 @@ class Config:
         return self.state_dir / "warehouse"
 
     @property
+    def dbt_target_path(self) -> Path:
+        return self.dbt_target_dir or self.state_dir / "dbt_target"
+
+    @property
     def metastore_dir(self) -> Path:
         return self.state_dir / "metastore_db"
 

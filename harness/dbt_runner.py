@@ -37,7 +37,7 @@ def prepare_environment(config: Config, table_format: str) -> None:
     # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which an
     # absolute seed path would turn into the CSV itself.
     os.environ["HEARTBEAT_SEEDS_DIR"] = str(config.controls_csv.parent.relative_to(config.project_dir))
-    os.environ["DBT_TARGET_PATH"] = str(config.dbt_target_dir or config.state_dir / "dbt_target")
+    os.environ["DBT_TARGET_PATH"] = str(config.dbt_target_path)
     os.environ["DBT_LOG_PATH"] = str(config.state_dir / "dbt_logs")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 

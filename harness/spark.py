@@ -25,8 +25,8 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
-def metastore_url(state_dir: Path) -> str:
-    return f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+def metastore_url(config: Config) -> str:
+    return f"jdbc:derby:;databaseName={config.metastore_dir};create=true"
 
 
 def _delta_jars() -> list[str]:
@@ -54,7 +54,7 @@ def get_spark(config: Config) -> SparkSession:
         SparkSession.builder.master(os.environ.get("HEARTBEAT_SPARK_MASTER", "local[*]"))
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config.state_dir))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
         .config("spark.driver.extraJavaOptions",
                 f"-Dderby.system.home={config.state_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}")
         .config("spark.sql.session.timeZone", "UTC")

@@ -20,7 +20,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.errors import BackendError
@@ -89,8 +89,16 @@ def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow]) -> dict[
     }
 
 
-def _row_events(run: OpenRun, event_type: EventType, **fields: Any) -> list[Event]:
-    per_row_status = fields.pop("status_per_row", None)
+def _row_events(
+    run: OpenRun,
+    event_type: EventType,
+    *,
+    status: str | None | Callable[[TriggeredRow], str | None] = None,
+    run_id: str | None = None,
+    message: str | None = None,
+    details: Callable[[TriggeredRow], dict[str, Any]] | None = None,
+) -> list[Event]:
+    """One event per row of the run, carrying its token and range; `status` may depend on the row."""
     return [
         Event(
             event_type,
@@ -98,11 +106,22 @@ def _row_events(run: OpenRun, event_type: EventType, **fields: Any) -> list[Even
             idempotency_token=run.token,
             watermark_before=r.from_watermark,
             watermark_after=r.to_watermark,
-            status=per_row_status(r) if per_row_status else fields.get("status"),
-            **{k: v for k, v in fields.items() if k != "status"},
+            status=status(r) if callable(status) else status,
+            run_id=run_id,
+            message=message,
+            details=details(r) if details else {},
         )
         for r in run.rows
     ]
+
+
+def _intents(run: OpenRun) -> list[Event]:
+    """TRIGGER_REQUESTED per row, written before the backend is called; what a repair rebuilds from."""
+    return _row_events(
+        run, EventType.TRIGGER_REQUESTED, status=Status.IN_PROGRESS.value,
+        details=lambda r: {"job_name": run.job_name, "previous_status": r.previous_status,
+                           "dependency": "hard" if r.is_hard else "soft"},
+    )
 
 
 @dataclass
@@ -119,7 +138,7 @@ def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], str]:
     except StartRefused as exc:
         message = redact(f"job {run.job_id}: start refused by the {backend.name} backend: {exc}")
         return _row_events(run, EventType.RUN_START_FAILED, message=message,
-                           status_per_row=lambda r: r.previous_status), "refused"
+                           status=lambda r: r.previous_status), "refused"
     except (StartUncertain, BackendError) as exc:
         message = redact(f"job {run.job_id}: start not confirmed by the {backend.name} backend, "
                          f"the same request is re-sent next tick: {exc}")
@@ -147,14 +166,7 @@ def start_jobs(
             for r in rows
         ])
         runs.append(run)
-    intents = [
-        Event(EventType.TRIGGER_REQUESTED, row=r.key, status=Status.IN_PROGRESS.value,
-              idempotency_token=run.token, watermark_before=r.from_watermark, watermark_after=r.to_watermark,
-              details={"job_name": run.job_name, "previous_status": r.previous_status,
-                       "dependency": "hard" if r.is_hard else "soft"})
-        for run in runs for r in run.rows
-    ]
-    events.append(intents)
+    events.append([event for run in runs for event in _intents(run)])
     outcome = StartOutcome()
     recorded: list[Event] = []
     for run in runs:

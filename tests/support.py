@@ -141,6 +141,15 @@ class HeartbeatHarness:
         self.wait_for_runs()
         return self.tick()
 
+    def given_failed_job(self, job_id: str, exit_code: int = 1) -> None:
+        """One trigger folder `in` feeding `job_id`, whose first run exits with `exit_code`: FAILED."""
+        self.write_controls([control_row("trigger_file", "in", job_id)])
+        self.define_jobs(job_id)
+        self.set_exit_code(job_id, exit_code)
+        self.drop_trigger_file("in", "batch1")
+        self.tick_until_settled()
+        assert self.job_status(job_id) == {"FAILED"}
+
     # --- observing -----------------------------------------------------------------------------
     def statuses(self) -> dict[tuple[str, str, str], str | None]:
         return {(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): r["status"]

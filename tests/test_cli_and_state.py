@@ -34,12 +34,7 @@ def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
     heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a FAILED job
-    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
-    heartbeat.define_jobs("j")
-    heartbeat.set_exit_code("j", 1)
-    heartbeat.drop_trigger_file("in", "batch1")
-    heartbeat.tick_until_settled()
-    assert heartbeat.job_status("j") == {"FAILED"}
+    heartbeat.given_failed_job("j")
     config_file = heartbeat.write_config_file()
 
     # WHEN `complete` runs while another process holds the state

@@ -52,12 +52,7 @@ def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartb
 
 def test_retry_hands_the_failed_range_to_the_next_run(heartbeat: HeartbeatHarness) -> None:
     # GIVEN a job whose first run failed
-    heartbeat.write_controls([control_row("trigger_file", "in", "g")])
-    heartbeat.define_jobs("g")
-    heartbeat.set_exit_code("g", 2)
-    heartbeat.drop_trigger_file("in", "batch1")
-    heartbeat.tick_until_settled()
-    assert heartbeat.job_status("g") == {"FAILED"}
+    heartbeat.given_failed_job("g", exit_code=2)
 
     # WHEN a retry is requested (`python -m harness retry --job-id g`) once the command is fixed
     heartbeat.set_exit_code("g", 0)

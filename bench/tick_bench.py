@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shutil
 import statistics
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from harness.cli import setup_logging
-from harness.config import PROJECT_DIR, Config, LocalJob, SensingConfig
+from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings
 from harness.controls import USER_COLUMNS
 from harness.runtime import Runtime
 from harness.tick import TickReport, run_tick
@@ -60,12 +58,11 @@ def main() -> None:
     for u in range(upstreams):
         (triggers / f"up{u:05d}").mkdir(parents=True)
     write_controls(seeds / "heartbeat_controls.csv", args.rows, upstreams, jobs)
-    os.environ["HEARTBEAT_STATE_DIR"] = str(state)
     setup_logging("text", False)
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state,
                     controls_csv=seeds / "heartbeat_controls.csv", trigger_root=triggers,
-                    sensing=SensingConfig(check_timeout_seconds=120, max_parallel_checks=8),
-                    local_jobs={f"job{j:05d}": LocalJob(f"job{j:05d}", "bench", "true") for j in range(jobs)})
+                    sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8),
+                    local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)})
     print(f"bench: {args.rows} rows, {upstreams} upstreams, {jobs} jobs, state {state}")
 
     started = time.monotonic()
@@ -89,7 +86,6 @@ def main() -> None:
     new = run_tick(runtime)
     print(line(f"tick with new data on {changed} upstreams", [new], [time.monotonic() - started]))
     print(f"  -> {new.new_data} rows with new data, {len(new.started)} jobs started")
-    runtime.config = replace(config)
     shutil.rmtree(seeds, ignore_errors=True)
 
 

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from harness import dbt_runner, inbox, status, tables
+from harness import dbt_runner, inbox, status
 from harness.config import Config, load_config
 from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
@@ -69,9 +69,7 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         from harness.tick import run_tick
 
-        runtime = _runtime(config)
-        report = run_tick(runtime)
-        _write_snapshot(config, runtime)  # what `status` shows while a later tick holds the state
+        report = run_tick(_runtime(config))
         return 1 if report.error else 0
 
     def busy(exc: StateBusyError) -> int:
@@ -100,7 +98,6 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         while not stop.is_set():
             report = run_tick(runtime)
             ticks += 1
-            _write_snapshot(config, runtime)
             if report.error:
                 log.error("tick %s ended with an error; retrying at the next tick", report.tick_id)
             if args.max_ticks and ticks >= args.max_ticks:
@@ -117,49 +114,32 @@ def _refuse_busy(exc: StateBusyError) -> int:
     return 1
 
 
-def _snapshot_path(config: Config) -> Path:
-    return config.state_dir / "status.txt"
-
-
-def _write_snapshot(config: Config, runtime) -> str:  # type: ignore[no-untyped-def]
-    text = status.render(tables.job_decisions(runtime.spark), tables.control_table(runtime.spark))
-    _snapshot_path(config).write_text(text + "\n")
-    return text
-
-
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
-    def action() -> int:
-        print(_write_snapshot(config, _runtime(config)))
-        return 0
-
-    def busy(exc: StateBusyError) -> int:
-        snapshot = _snapshot_path(config)
-        print(f"({exc}; showing its last snapshot)", file=sys.stderr)
-        print(snapshot.read_text() if snapshot.exists() else "no snapshot yet")
-        return 0
-
-    return _locked(config, action, busy)
+    """The snapshot the last tick left and the health of recent ticks; never starts Spark."""
+    state = config.state_dir
+    print(status.render(status.read_json(state / status.SNAPSHOT_FILE), status.read_json(state / status.HEALTH_FILE),
+                        StateLock(state).current_holder()))
+    return 0
 
 
 def _manual(config: Config, command: str, job_id: str) -> int:
+    request = inbox.new_request(command, job_id)
+
     def action() -> int:
-        from harness.tick import build, TickReport, request_events
+        from harness.tick import record_manual
 
         runtime = _runtime(config)
-        rows = tables.control_rows(runtime.spark)
-        if not any(r.key.trigger_job_id == job_id for r in rows):
+        if not any(r.key.trigger_job_id == job_id for r in runtime.tables.control_rows()):
             raise HeartbeatError(f"job {job_id} is not in the control table; check trigger_job_id in the controls CSV")
-        events = request_events(rows, command, job_id, "from the command line")
+        events = record_manual(runtime, request)
         if not events:
             print(f"job {job_id} has no run IN_PROGRESS or FAILED: nothing to {command}")
-            return 0
-        runtime.events.append(events)
-        build(runtime, TickReport(tick_id="manual"), with_seed=False)
-        print(f"job {job_id}: {len(events)} rows moved to {events[0].status}")
+        else:
+            print(f"job {job_id}: {len(events)} rows moved to {events[0].status}")
         return 0
 
     def busy(exc: StateBusyError) -> int:
-        path = inbox.submit(config.state_dir, command, job_id=job_id)
+        path = inbox.submit(config.state_dir, request)
         print(f"{exc}: the request is queued ({path.name}) and applied at its next tick")
         return 0
 
@@ -175,10 +155,19 @@ def cmd_retry(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
+    """The configuration (already parsed by main) and the controls CSV, touching nothing."""
+    from harness.sensors import build_registry
+
+    build_registry(config)  # source settings are checked when the sensors are built
     path = Path(args.csv) if args.csv else config.controls_csv
     specs = read_controls(path)
     jobs = {s.trigger_job_id for s in specs}
+    print(f"{config.config_path or 'configuration (defaults)'}: OK")
     print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")
+    if config.backend == "local":
+        undefined = sorted(jobs - set(config.local_jobs))
+        if undefined:
+            print(f"note: jobs not defined in local_runner.jobs (their starts will be refused): {', '.join(undefined)}")
     return 0
 
 
@@ -186,9 +175,9 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
     read_controls(config.controls_csv)
 
     def action() -> int:
-        from harness.tick import TickReport, build
+        from harness import fold
 
-        build(_runtime(config), TickReport(tick_id="seed"), with_seed=True)
+        fold.fold(_runtime(config), with_seed=True)
         print(f"{config.controls_csv}: loaded")
         return 0
 
@@ -201,8 +190,8 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_docs(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
-        runtime = _runtime(config)
-        dbt_runner.invoke(config, runtime.table_format, ["docs", "generate"])
+        _runtime(config)
+        dbt_runner.invoke(config, ["docs", "generate"])
         print(f"docs written to {config.dbt_target_path} (open index.html, or `dbt docs serve`)")
         return 0
 

@@ -1,162 +1,442 @@
-"""Configuration: `heartbeat.yml` plus environment variables. Secrets come only from the environment.
+"""Configuration: `heartbeat.yml` parsed into typed settings, plus a few environment overrides.
 
-Lookup order for the file: `--config`, then `HEARTBEAT_CONFIG`, then `./heartbeat.yml`. Paths in the
-file are relative to the file's folder. Environment variables override the file:
-`HEARTBEAT_STATE_DIR`, `HEARTBEAT_TRIGGER_ROOT`, `HEARTBEAT_BACKEND`.
+The one definition of every key. Lookup order for the file: `--config`, then `HEARTBEAT_CONFIG`, then
+`./heartbeat.yml`. Paths in the file are relative to the file's folder. An unknown key is refused with
+the closest valid one, so a typo never passes silently. Secrets never go in the file: a section names
+the environment variable that holds one (`password_env: SALES_DB_PASSWORD`).
+
+The harness, dbt (through `harness.dbt_runner.dbt_args`) and the `heartbeat` dbt adapter (which loads
+this same file when dbt runs from the command line) all read their settings from `Config`.
 """
 
 from __future__ import annotations
 
+import difflib
+import glob
 import os
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from harness.errors import ConfigError
 from harness.redact import register_secret
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
+
+# Environment variables that override a key of the file (deployment-specific values).
+ENV_OVERRIDES = {
+    "state_dir": "HEARTBEAT_STATE_DIR",
+    "backend": "HEARTBEAT_BACKEND",
+    "catalog": "HEARTBEAT_CATALOG",
+    "schema": "HEARTBEAT_SCHEMA",
+    "trigger_file.root": "HEARTBEAT_TRIGGER_ROOT",
+}
+CONFIG_ENV = "HEARTBEAT_CONFIG"
+DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)
 
 
-@dataclass(frozen=True)
-class LocalJob:
+class Settings(BaseModel):
+    """A section of heartbeat.yml: typed, immutable, unknown keys refused."""
+
+    # Numbers are accepted where text is expected: YAML reads `123:` (a job id) as a number.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, coerce_numbers_to_str=True)
+
+
+# --- the heartbeat's own behaviour -----------------------------------------------------------------
+class SensingSettings(Settings):
+    check_timeout_seconds: PositiveFloat = 60.0  # a check slower than this becomes an error event for its rows
+    max_parallel_checks: PositiveInt = 8
+
+
+class RunsSettings(Settings):
+    stuck_after_seconds: float = Field(6 * 3600.0, ge=0)  # a run still going after this is flagged RUN_STUCK
+    # A refused start is retried after a wait that doubles from this, up to the maximum.
+    refused_start_retry_seconds: PositiveFloat = 60.0
+    refused_start_retry_max_seconds: PositiveFloat = 3600.0
+
+    @property
+    def track_days(self) -> float:
+        """How far back open runs are looked for: well beyond the time a run may take."""
+        return max(30.0, self.stuck_after_seconds * 4 / 86400)
+
+
+class TriggerFileSettings(Settings):
+    root: Path | None = None  # trigger files land in <root>/<sensor_id>/
+
+
+class LocalJob(Settings):
     """A job of the local runner: a shell command run as a subprocess."""
 
-    job_id: str
-    name: str
-    command: str
-    timeout_seconds: float | None = None
+    name: str | None = None
+    command: str = Field(min_length=1)
+    timeout_seconds: PositiveFloat | None = None
 
 
-@dataclass(frozen=True)
-class SensingConfig:
-    check_timeout_seconds: float = 60.0
-    max_parallel_checks: int = 8
+class LocalRunnerSettings(Settings):
+    jobs: dict[str, LocalJob] = {}
 
 
-@dataclass(frozen=True)
-class RunsConfig:
-    stuck_after_seconds: float = 6 * 3600.0
+# --- source connections ----------------------------------------------------------------------------
+class KafkaClientSettings(Settings):
+    """Broker settings; every key optional so a product can override only some of them."""
+
+    bootstrap_servers: str | None = None
+    security_protocol: Annotated[Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None,
+                                 BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v)] = None
+    sasl_mechanism: str | None = None
+    username: str | None = None
+    username_env: str | None = None
+    password_env: str | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password_env: str | None = None
+    ssl_endpoint_identification_algorithm: str | None = None
+    properties: dict[str, str] = {}  # further librdkafka properties
+    max_messages: PositiveInt | None = None  # bound of sensor_new_data for preprocess_query
+    timeout_seconds: PositiveFloat | None = None
+
+
+class KafkaSettings(KafkaClientSettings):
+    products: dict[str, KafkaClientSettings] = {}  # a product on its own cluster or account
+
+    def for_product(self, product: str | None) -> KafkaClientSettings:
+        """The section with `products.<product>` laid over it."""
+        base = KafkaClientSettings(**self.model_dump(exclude={"products"}, exclude_unset=True))
+        if product is None or product not in self.products:
+            return base
+        override = self.products[product].model_dump(exclude_unset=True)
+        return base.model_copy(update=override)
+
+
+class JdbcConnectionSettings(Settings):
+    url: str
+    driver: str
+    user: str | None = None
+    user_env: str | None = None
+    password_env: str | None = None
+    identifier_quote: Literal['"', "`", "["] = '"'
+    backslash_escapes: bool = False  # MySQL/MariaDB string literals
+    properties: dict[str, str] = {}  # further JDBC reader options
+    schema_: str | None = Field(None, alias="schema")  # SAP: the schema of the chain log table
+    log_table: str | None = None  # SAP: the chain log table
+
+
+_SECTION_KEYS = {"connections", "schema", "log_table"}  # keys of the section itself, beside the connections
+
+
+def _single_connection(value: Any) -> Any:
+    """A section may give one connection directly (`url:`, `driver:`, ...): it becomes `default`."""
+    if isinstance(value, Mapping) and "url" in value and "connections" not in value:
+        direct = {k: v for k, v in value.items() if k not in _SECTION_KEYS}
+        rest = {k: v for k, v in value.items() if k in _SECTION_KEYS}
+        return {**rest, "connections": {"default": direct}}
+    return value
+
+
+class JdbcSettings(Settings):
+    connections: dict[str, JdbcConnectionSettings] = {}
+
+
+class SapSettings(JdbcSettings):
+    schema_: str | None = Field(None, alias="schema")
+    log_table: str = "RSPCLOGCHAIN"
+
+
+class DeltaSettings(Settings):
+    storage_options: dict[str, str] = {}  # object store settings for delta-rs
+    storage_options_env: dict[str, str] = {}  # option -> the environment variable holding its secret value
+
+
+class UpstreamTableAlias(Settings):
+    table: str
+    match_column: str = "sensor_id"
+
+
+class UpstreamSensorTableSettings(Settings):
+    tables: dict[str, UpstreamTableAlias] = {}
+
+
+# --- Databricks ------------------------------------------------------------------------------------
+DEFAULT_RUN_CONTEXT_PARAMETER = "heartbeat_run_context_id"
+DEFAULT_CHANGE_RANGE_PARAMETER = "heartbeat_change_range"
+
+
+class JobParameterNames(Settings):
+    """The job parameters a run receives; None for one the job does not get."""
+
+    run_context_id: str | None = DEFAULT_RUN_CONTEXT_PARAMETER
+    change_range: str | None = DEFAULT_CHANGE_RANGE_PARAMETER
+
+
+def _parameter_names(value: Any) -> Any:
+    """`true` (the defaults), `false` (none), or a mapping of names."""
+    if value is None or value is True:
+        return JobParameterNames()
+    if value is False:
+        return JobParameterNames(run_context_id=None, change_range=None)
+    return value
+
+
+ParameterNames = Annotated[JobParameterNames, BeforeValidator(_parameter_names)]
+
+
+class DatabricksJob(Settings):
+    job_parameters: ParameterNames = JobParameterNames()
+
+
+class DatabricksSettings(Settings):
+    host: str | None = None  # else DATABRICKS_HOST / the profile / the job's own identity
+    profile: str | None = None
+    token_env: str | None = None  # the NAME of the variable holding a token, never the token
+    http_timeout_seconds: PositiveFloat = 15.0  # one HTTP attempt
+    retry_timeout_seconds: PositiveInt = 30  # one API call with all its retries
+    max_retry_wait_seconds: PositiveFloat = 10.0  # cap on a single Retry-After wait
+    unreachable_cooldown_seconds: float = Field(60.0, ge=0)  # after a call ran out of budget
+    job_parameters: ParameterNames = JobParameterNames()
+    jobs: dict[str, DatabricksJob] = {}
+
+    def parameters_for(self, job_id: str) -> JobParameterNames:
+        job = self.jobs.get(job_id)
+        return job.job_parameters if job is not None else self.job_parameters
+
+
+# --- the file ----------------------------------------------------------------------------------------
+class HeartbeatFile(Settings):
+    """Every key heartbeat.yml may hold."""
+
+    state_dir: Path = Path("state")  # metastore, warehouse, local runs, lock, inbox
+    backend: Literal["local", "databricks"] = "local"
+    dbt_target: Literal["local", "databricks"] | None = None  # default: databricks with that backend
+    catalog: str | None = None  # Unity Catalog catalog (databricks target); spark_catalog locally
+    schema_: str = Field("heartbeat", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    project_dir: Path = PROJECT_DIR
+    controls_csv: Path = DEFAULT_CONTROLS_CSV
+    dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
+    sensing: SensingSettings = SensingSettings()
+    runs: RunsSettings = RunsSettings()
+    trigger_file: TriggerFileSettings = TriggerFileSettings()
+    local_runner: LocalRunnerSettings = LocalRunnerSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    jdbc: Annotated[JdbcSettings, BeforeValidator(_single_connection)] = JdbcSettings()
+    sap_bw: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    sap_b4: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    delta: DeltaSettings = DeltaSettings()
+    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
+    databricks: DatabricksSettings = DatabricksSettings()
+
+
+LOCAL_CATALOG = "spark_catalog"
 
 
 @dataclass(frozen=True)
 class Config:
+    """The resolved configuration of one heartbeat: paths absolute, environment overrides applied."""
+
     config_path: Path | None
     project_dir: Path
     state_dir: Path
     backend: str = "local"
     dbt_target: str = "local"
-    controls_csv: Path = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
+    catalog: str = LOCAL_CATALOG
+    schema: str = "heartbeat"
+    controls_csv: Path = DEFAULT_CONTROLS_CSV
     trigger_root: Path | None = None
-    sensing: SensingConfig = SensingConfig()
-    runs: RunsConfig = RunsConfig()
+    sensing: SensingSettings = SensingSettings()
+    runs: RunsSettings = RunsSettings()
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
-    dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
-    # Source- and backend-specific sections, read by the module that needs them.
-    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    def section(self, name: str) -> Mapping[str, Any]:
-        return self.sections.get(name) or {}
+    dbt_target_dir: Path | None = None
+    kafka: KafkaSettings = KafkaSettings()
+    jdbc: JdbcSettings = JdbcSettings()
+    sap_bw: SapSettings = SapSettings()
+    sap_b4: SapSettings = SapSettings()
+    delta: DeltaSettings = DeltaSettings()
+    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
+    databricks: DatabricksSettings = DatabricksSettings()
+    delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
 
     @property
     def warehouse_dir(self) -> Path:
         return self.state_dir / "warehouse"
 
     @property
+    def metastore_dir(self) -> Path:
+        return self.state_dir / "metastore_db"
+
+    @property
     def dbt_target_path(self) -> Path:
         return self.dbt_target_dir or self.state_dir / "dbt_target"
 
     @property
-    def metastore_dir(self) -> Path:
-        return self.state_dir / "metastore_db"
+    def dbt_log_path(self) -> Path:
+        return self.state_dir / "dbt_logs"
+
+    @property
+    def table_format(self) -> str:
+        """Delta on Databricks and wherever Delta's jars are on local Spark's classpath, else parquet.
+        Decided from the configuration alone: no Spark session (nor its JVM) is asked."""
+        return "delta" if self.dbt_target == "databricks" or self.delta_jars else "parquet"
+
+    def table(self, name: str) -> str:
+        """A table of the heartbeat's schema as a three-part name: `catalog.schema.name`."""
+        return f"{self.catalog}.{self.schema}.{name}"
 
 
-def secret_from_env(section: Mapping[str, Any], key: str, what: str) -> str | None:
-    """Read a secret named by `<key>_env` in the config (the file holds the variable's name, never the value)."""
-    var = section.get(f"{key}_env")
-    if not var:
+def env_secret(variable: str | None, where: str) -> str | None:
+    """The value of the environment variable a config key names (`password_env: VAR`), registered so it
+    is masked wherever the harness writes text."""
+    if not variable:
         return None
-    value = os.environ.get(str(var))
+    value = os.environ.get(variable)
     if value is None:
-        raise ConfigError(f"{what}: environment variable {var} is not set (named by {key}_env in the config)")
+        raise ConfigError(f"{where}: environment variable {variable} is not set")
     register_secret(value)
     return value
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Load the configuration; a missing default file means all defaults (the embedded demo)."""
-    explicit = path or os.environ.get("HEARTBEAT_CONFIG")
+    explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
-    raw: dict[str, Any] = {}
-    if config_path.exists():
-        try:
-            loaded = yaml.safe_load(config_path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{config_path}: expected a mapping at the top level")
-        raw = loaded
-    elif explicit:
-        raise ConfigError(f"config file {config_path} does not exist")
-    base = config_path.parent.resolve() if config_path.exists() else Path.cwd()
-    return _build(raw, base, config_path if config_path.exists() else None)
+    if not config_path.exists():
+        if explicit:
+            raise ConfigError(f"config file {config_path} does not exist")
+        return config_from_mapping({}, base=Path.cwd())
+    try:
+        raw = yaml.safe_load(config_path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
+    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve())
 
 
-def _path(value: Any, base: Path) -> Path:
+def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None) -> Config:
+    """Parse a heartbeat.yml's content (with the environment overrides) into a Config."""
+    where = str(config_path or "heartbeat.yml")
+    merged = _with_env_overrides(dict(raw))
+    try:
+        parsed = HeartbeatFile.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: refused:\n  " + "\n  ".join(_problems(exc))) from None
+    return _resolve(parsed, base, config_path, where)
+
+
+def _with_env_overrides(raw: dict[str, Any]) -> dict[str, Any]:
+    for dotted, variable in ENV_OVERRIDES.items():
+        value = os.environ.get(variable)
+        if not value:
+            continue
+        section, _, key = dotted.rpartition(".")
+        if section:
+            raw[section] = {**(raw.get(section) or {}), key: value}
+        else:
+            raw[key] = value
+    return raw
+
+
+def _path(value: Path, base: Path) -> Path:
     p = Path(os.path.expandvars(str(value))).expanduser()
     return p if p.is_absolute() else (base / p).resolve()
 
 
-def _build(raw: dict[str, Any], base: Path, config_path: Path | None) -> Config:
-    state_dir = _path(os.environ.get("HEARTBEAT_STATE_DIR") or raw.get("state_dir", "state"), base)
-    trigger_raw = os.environ.get("HEARTBEAT_TRIGGER_ROOT") or (raw.get("trigger_file") or {}).get("root")
-    backend = os.environ.get("HEARTBEAT_BACKEND") or raw.get("backend", "local")
-    if backend not in ("local", "databricks"):
-        raise ConfigError(f"backend must be 'local' or 'databricks', got {backend!r}")
-    sensing_raw = raw.get("sensing") or {}
-    runs_raw = raw.get("runs") or {}
-    try:
-        sensing = SensingConfig(
-            check_timeout_seconds=float(sensing_raw.get("check_timeout_seconds", 60)),
-            max_parallel_checks=int(sensing_raw.get("max_parallel_checks", 8)),
-        )
-        runs = RunsConfig(stuck_after_seconds=float(runs_raw.get("stuck_after_seconds", 6 * 3600)))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"sensing/runs: expected numbers: {exc}") from exc
-    controls_csv = _path(raw.get("controls_csv", PROJECT_DIR / "seeds" / "heartbeat_controls.csv"), base)
-    project_dir = _path(raw.get("project_dir", PROJECT_DIR), base)
+def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where: str) -> Config:
+    project_dir = _path(parsed.project_dir, base)
+    controls_csv = _path(parsed.controls_csv, base)
     if controls_csv.name != "heartbeat_controls.csv" or project_dir not in controls_csv.parents:
         raise ConfigError(
-            f"controls_csv must be a file named heartbeat_controls.csv inside the dbt project {project_dir} "
-            f"(it is dbt's seed), got {controls_csv}"
-        )
+            f"{where}: controls_csv must be a file named heartbeat_controls.csv inside the dbt project "
+            f"{project_dir} (it is dbt's seed), got {controls_csv}")
+    dbt_target = parsed.dbt_target or ("databricks" if parsed.backend == "databricks" else "local")
+    if dbt_target == "databricks" and not parsed.catalog:
+        raise ConfigError(
+            f"{where}: catalog: is required with the databricks target: the Unity Catalog catalog that holds "
+            f"the heartbeat's schema {parsed.schema_!r} (the harness and dbt both address its tables as "
+            "catalog.schema.table); or set HEARTBEAT_CATALOG")
+    root = parsed.trigger_file.root
     return Config(
         config_path=config_path,
         project_dir=project_dir,
-        state_dir=state_dir,
-        backend=backend,
-        dbt_target=str(raw.get("dbt_target", "databricks" if backend == "databricks" else "local")),
+        state_dir=_path(parsed.state_dir, base),
+        backend=parsed.backend,
+        dbt_target=dbt_target,
+        catalog=parsed.catalog or LOCAL_CATALOG,
+        schema=parsed.schema_,
         controls_csv=controls_csv,
-        trigger_root=_path(trigger_raw, base) if trigger_raw else None,
-        sensing=sensing,
-        runs=runs,
-        local_jobs=_local_jobs(raw.get("local_runner") or {}),
-        sections={k: v for k, v in raw.items() if isinstance(v, dict)},
+        trigger_root=_path(root, base) if root else None,
+        sensing=parsed.sensing,
+        runs=parsed.runs,
+        local_jobs=parsed.local_runner.jobs,
+        dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
+        kafka=parsed.kafka,
+        jdbc=parsed.jdbc,
+        sap_bw=parsed.sap_bw,
+        sap_b4=parsed.sap_b4,
+        delta=parsed.delta,
+        upstream_sensor_table=parsed.upstream_sensor_table,
+        databricks=parsed.databricks,
+        delta_jars=delta_jars(),
     )
 
 
-def _local_jobs(section: Mapping[str, Any]) -> dict[str, LocalJob]:
-    jobs: dict[str, LocalJob] = {}
-    for job_id, spec in (section.get("jobs") or {}).items():
-        if not isinstance(spec, dict) or not spec.get("command"):
-            raise ConfigError(f"local_runner.jobs.{job_id}: needs a 'command'")
-        timeout = spec.get("timeout_seconds")
-        jobs[str(job_id)] = LocalJob(
-            job_id=str(job_id),
-            name=str(spec.get("name", job_id)),
-            command=str(spec["command"]),
-            timeout_seconds=float(timeout) if timeout is not None else None,
-        )
-    return jobs
+def delta_jars() -> tuple[str, ...]:
+    """Delta's jars when the machine has them: named by HEARTBEAT_DELTA_JARS, or under $SPARK_HOME/jars."""
+    named = [p for p in os.environ.get(DELTA_JARS_ENV, "").split(",") if p]
+    spark_home = os.environ.get("SPARK_HOME")
+    found = sorted(glob.glob(os.path.join(spark_home, "jars", "delta-spark*.jar"))) if spark_home else []
+    return tuple(named + found)
+
+
+# --- messages --------------------------------------------------------------------------------------
+_SECRET_KEYS = {"password", "token", "secret", "client_secret", "ssl_key_password"}
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    """One line per problem: the dotted key, what is wrong, and for an unknown key the closest valid one."""
+    lines = []
+    for error in exc.errors():
+        loc = tuple(str(p) for p in error["loc"] if not str(p).startswith("function-"))
+        dotted = ".".join(loc) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            key = loc[-1]
+            if key in _SECRET_KEYS:
+                lines.append(f"{dotted}: secrets never go in heartbeat.yml; name the environment variable that "
+                             f"holds it instead ({key}_env: MY_VARIABLE)")
+                continue
+            valid = _keys_at(HeartbeatFile, loc[:-1])
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys here: {', '.join(sorted(valid))}"
+            lines.append(f"{dotted}: unknown key{hint}")
+        else:
+            lines.append(f"{dotted}: {error['msg']} (got {error.get('input')!r})")
+    return lines
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[str, ...]) -> list[str]:
+    """The keys valid at `loc` inside `model` (following sub-models and mappings of sub-models)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            fields = {(f.alias or name): f for name, f in current.model_fields.items()}
+            current = fields[part].annotation if part in fields else None
+        elif get_origin(current) is dict:
+            current = get_args(current)[1]
+        current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [f.alias or name for name, f in current.model_fields.items()]
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The model inside Optional[...] / Annotated[...]."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        models = [a for a in get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+        return models[0] if models else annotation
+    return annotation

@@ -1,7 +1,9 @@
-"""The controls CSV (`seeds/heartbeat_controls.csv`): reading and validation.
+"""The controls CSV (`seeds/heartbeat_controls.csv`): reading and validation, the one validator.
 
-`python -m harness validate` and every tick run these checks before the CSV reaches a table; the dbt
-seed runs the same rules as a pre-hook and as data tests, so a bad file is refused on every path.
+`python -m harness validate`, every tick, and the seed's pre-hook in dbt (through the `heartbeat`
+adapter) all call `read_controls`, so a bad file is refused on every path with the same message and
+never reaches a table. A loaded seed records the digest of the file it holds (table property
+`heartbeat.controls_sha256`); a tick reloads the seed whenever the file's digest differs.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import csv
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import ControlsError
 from harness.model import JobState, ReadType, SensorSource
@@ -24,6 +27,8 @@ HARNESS_COLUMNS = (
     "latest_event_fetched_timestamp", "status", "status_change_timestamp",
     "job_start_timestamp", "job_end_timestamp",
 )
+SEED = "heartbeat_controls"
+DIGEST_PROPERTY = "heartbeat.controls_sha256"
 REQUIRED = ("sensor_source", "sensor_id", "trigger_job_id", "job_state", "dependency_flag", "sensor_read_type")
 
 
@@ -131,3 +136,15 @@ def read_controls(path: Path) -> list[ControlSpec]:
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))
     return specs
+
+
+def check_loaded_seed(path: Path, loaded_keys: list[list[Any]]) -> str:
+    """The seed pre-hook's check: validate the file, and that the rows dbt read (their keys) are the
+    file's rows, so a file edited while dbt loads it is refused too. Returns the validated file's digest."""
+    digest = file_digest(path)
+    specs = read_controls(path)
+    loaded = sorted((str(s or "").strip().lower(), str(i or "").strip(), str(j or "").strip())
+                    for s, i, j in loaded_keys)
+    if loaded != sorted((s.sensor_source, s.sensor_id, s.trigger_job_id) for s in specs) or file_digest(path) != digest:
+        raise ControlsError(f"{path}: the file changed while dbt was loading it; nothing was changed, run it again")
+    return digest

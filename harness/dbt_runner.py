@@ -1,15 +1,22 @@
 """dbt, invoked in-process on the harness's SparkSession (dbt-spark `method: session`).
 
+`dbt_args` is the one place the configuration reaches dbt: its flags and the vars profiles.yml and the
+models read. While an invocation runs, the harness's Config is registered here, so the `heartbeat`
+adapter uses it (from the command line, the adapter loads heartbeat.yml itself).
+
 One invocation at a time. `dbtRunner.invoke` returns rather than raises: success, the exception and
 each failed node are checked and turned into one DbtError whose message names what failed.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import os
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Iterator
+from contextlib import contextmanager
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
@@ -18,50 +25,75 @@ from harness.errors import DbtError
 
 log = logging.getLogger(__name__)
 
-# The heartbeat's own models, in the order the tick needs them.
-HEARTBEAT_MODELS = "stg_heartbeat__controls stg_heartbeat__events int_heartbeat__row_events heartbeat_control_table heartbeat_sensing_eligibility heartbeat_trigger_set"
+_active: Config | None = None
+_invocation = threading.Lock()
 
 
 @dataclass(frozen=True)
 class DbtOutcome:
     seconds: float
     nodes: int
-    failures: list[str]
 
 
-def prepare_environment(config: Config, table_format: str) -> None:
-    """The environment profiles.yml and dbt_project.yml read; set before every invocation."""
-    os.environ["HEARTBEAT_STATE_DIR"] = str(config.state_dir)
-    os.environ["HEARTBEAT_FILE_FORMAT"] = table_format
-    os.environ["HEARTBEAT_DBT_TARGET"] = config.dbt_target
-    # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which an
-    # absolute seed path would turn into the CSV itself.
-    os.environ["HEARTBEAT_SEEDS_DIR"] = str(config.controls_csv.parent.relative_to(config.project_dir))
-    os.environ["DBT_TARGET_PATH"] = str(config.dbt_target_path)
-    os.environ["DBT_LOG_PATH"] = str(config.state_dir / "dbt_logs")
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+def active_config() -> Config | None:
+    """The Config of the harness invocation running now, if any (read by the `heartbeat` adapter)."""
+    return _active
 
 
-def invoke(config: Config, table_format: str, args: list[str], *, quiet: bool = True) -> DbtOutcome:
-    """Run one dbt command; raise DbtError with the failing nodes' messages when it does not succeed."""
-    prepare_environment(config, table_format)
-    full = [
-        *args,
+def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
+    """The vars profiles.yml, dbt_project.yml and the models read."""
+    return {
+        "heartbeat_catalog": config.catalog,
+        "heartbeat_schema": config.schema,
+        # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which
+        # an absolute seed path would turn into the CSV itself.
+        "heartbeat_seeds_dir": str(config.controls_csv.parent.relative_to(config.project_dir)),
+        "heartbeat_open_run_days": config.runs.track_days,
+        "heartbeat_refused_start_retry_seconds": config.runs.refused_start_retry_seconds,
+        "heartbeat_refused_start_retry_max_seconds": config.runs.refused_start_retry_max_seconds,
+        **extra,
+    }
+
+
+def dbt_args(config: Config, command: list[str], **extra_vars: Any) -> list[str]:
+    """The whole dbt command line for `command` (e.g. ["build", "--select", ...]) under `config`."""
+    return [
+        *command,
         "--project-dir", str(config.project_dir),
         "--profiles-dir", str(config.project_dir),
         "--target", config.dbt_target,
+        "--target-path", str(config.dbt_target_path),
+        "--log-path", str(config.dbt_log_path),
+        "--vars", json.dumps(dbt_vars(config, **extra_vars)),
     ]
+
+
+@contextmanager
+def _registered(config: Config) -> Iterator[None]:
+    global _active
+    with _invocation:
+        _active = config
+        try:
+            yield
+        finally:
+            _active = None
+
+
+def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_vars: Any) -> DbtOutcome:
+    """Run one dbt command; raise DbtError with the failing nodes' messages when it does not succeed."""
+    full = dbt_args(config, command, **extra_vars)
     if quiet:
-        full = ["--quiet", "--no-use-colors", *full]
+        full = ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *full]
     started = time.monotonic()
-    result: dbtRunnerResult = dbtRunner().invoke(full)
+    with _registered(config):
+        result: dbtRunnerResult = dbtRunner().invoke(full)
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
         detail = "; ".join(failures) or str(result.exception) or "dbt reported failure"
-        raise DbtError(f"dbt {' '.join(args[:1])} failed: {detail}")
+        raise DbtError(f"dbt {' '.join(command[:1])} failed: {detail}")
     nodes = len(result.result) if result.result is not None and hasattr(result.result, "__len__") else 0
-    return DbtOutcome(seconds=seconds, nodes=nodes, failures=failures)
+    return DbtOutcome(seconds=seconds, nodes=nodes)
 
 
 def _failures(result: dbtRunnerResult) -> list[str]:

@@ -1,20 +1,24 @@
 """The append-only event log. Every detection, trigger, run start/end, error and manual action is a row.
 
 Rows are only ever appended; the control table is derived from the controls CSV and these rows.
+An append is one file (one task, committed by one rename), so a kill leaves all of it or none of it.
+Before each append a marker (`<state>/events.unfolded`) says the control table lags the log; a
+successful fold removes it, so a tick knows whether it must fold, even after a kill in between.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Sequence
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from harness.config import Config
 from harness.model import EventType, RowKey, dumps
 
 EVENT_SCHEMA = StructType(
@@ -86,37 +90,61 @@ class Event:
         )
 
 
-def schema_name() -> str:
-    return os.environ.get("HEARTBEAT_SCHEMA", "heartbeat")
+EVENTS_TABLE = "heartbeat_events"
 
 
-def events_table() -> str:
-    return f"{schema_name()}.heartbeat_events"
+def unfolded_marker(state_dir: Path) -> Path:
+    """Exists while events were (or may have been) appended that the control table has not folded."""
+    return state_dir / "events.unfolded"
 
 
 class EventLog:
-    """Appends events to the event table (created on first use, Delta or parquet)."""
+    """Appends events to the event table (created on first use) and reads them back by type, job and time."""
 
-    def __init__(self, spark: SparkSession, table_format: str, tick_id: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, config: Config, tick_id: str | None = None) -> None:
         self.spark = spark
-        self.table = events_table()
+        self.config = config
+        self.table = config.table(EVENTS_TABLE)
         self.tick_id = tick_id
-        self._ensure(table_format)
+        self.marker = unfolded_marker(config.state_dir)
+        self._ensure()
 
-    def _ensure(self, table_format: str) -> None:
+    def _ensure(self) -> None:
         cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
-        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema_name()}")
-        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table} ({cols}) USING {table_format}")
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.config.catalog}.{self.config.schema}")
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table} ({cols}) USING {self.config.table_format}")
+
+    @property
+    def unfolded(self) -> bool:
+        return self.marker.exists()
+
+    def mark_folded(self) -> None:
+        self.marker.unlink(missing_ok=True)
 
     def append(self, events: Sequence[Event]) -> int:
         """Append in one write; returns how many rows were written."""
         if not events:
             return 0
+        self.marker.touch()  # before the write: a kill after it still leaves the marker
         df = self.spark.createDataFrame([e.as_tuple(self.tick_id) for e in events], EVENT_SCHEMA)
-        df.write.insertInto(self.table)
+        df.coalesce(1).write.insertInto(self.table)
         return len(events)
 
-    def rows(self, where: str = "true", params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Events matching a SQL predicate, oldest first (for the harness's own bookkeeping)."""
-        df = self.spark.sql(f"SELECT * FROM {self.table} WHERE {where} ORDER BY event_time", args=params or {})
-        return [r.asDict() for r in df.collect()]
+    def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
+                since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Events, oldest first, filtered by type, job and time (newest `limit` when given)."""
+        conditions: list[str] = ["true"]
+        args: dict[str, Any] = {}
+        if event_types:
+            conditions.append("array_contains(:types, event_type)")
+            args["types"] = list(event_types)
+        if job_id is not None:
+            conditions.append("trigger_job_id = :job_id")
+            args["job_id"] = job_id
+        if since is not None:
+            conditions.append("event_time >= :since")
+            args["since"] = since.astimezone(timezone.utc).replace(tzinfo=None) if since.tzinfo else since
+        frame = self.spark.sql(f"SELECT * FROM {self.table} WHERE {' AND '.join(conditions)}", args=args)
+        if limit is not None:
+            frame = frame.orderBy("event_time", ascending=False).limit(limit)
+        return sorted((r.asDict() for r in frame.collect()), key=lambda r: r["event_time"])

@@ -1,5 +1,9 @@
-"""Requests made while another process holds the state folder (`complete`, `retry`, a new CSV):
-written as files to `<state>/inbox/` and applied by the holder at the start of its next tick."""
+"""Manual requests (`complete`, `retry`): turned into events at once when the state folder is free, or
+written as files to `<state>/inbox/` while a heartbeat holds it and applied at the start of its next tick.
+
+The events of a request carry ids derived from the request, so a request applied twice (a kill between
+appending its events and deleting its file) is recorded once.
+"""
 
 from __future__ import annotations
 
@@ -9,29 +13,61 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+from harness.errors import HeartbeatError
+from harness.events import Event
+from harness.model import ControlRow, EventType
+from harness.triggering import manual_events
+
+COMMANDS = ("complete", "retry")
 
 
 @dataclass(frozen=True)
 class Request:
-    path: Path
+    path: Path | None  # None: made while the state folder was free, applied at once
     request_id: str
     command: str
-    args: dict[str, Any]
+    job_id: str
     requested_at: datetime
+
+    def events(self, rows: Sequence[ControlRow], where: str) -> list[Event]:
+        """The request's events: it closes the job's latest run (only rows IN_PROGRESS or FAILED move).
+        `complete` counts the run's range as consumed; `retry` hands it to the next run."""
+        job_rows = [r for r in rows if r.key.trigger_job_id == self.job_id]
+        if self.command == "complete":
+            events = manual_events(job_rows, EventType.MANUAL_COMPLETE, f"job {self.job_id}: completed by hand ({where})")
+        elif self.command == "retry":
+            events = manual_events(job_rows, EventType.RETRY_REQUESTED,
+                                   f"job {self.job_id}: retry requested ({where}); the next run covers the failed range")
+        else:
+            raise HeartbeatError(f"unknown request {self.command!r}; expected one of {', '.join(COMMANDS)}")
+        namespace = uuid.UUID(hex=self.request_id)
+        return [Event(e.event_type, row=e.row, status=e.status, watermark_before=e.watermark_before,
+                      watermark_after=e.watermark_after, run_id=e.run_id, idempotency_token=e.idempotency_token,
+                      message=e.message, event_id=uuid.uuid5(namespace, _row_name(e)).hex)
+                for e in events]
+
+
+def _row_name(event: Event) -> str:
+    row = event.row
+    return "|".join((row.sensor_source, row.sensor_id, row.trigger_job_id)) if row else ""
+
+
+def new_request(command: str, job_id: str) -> Request:
+    return Request(None, uuid.uuid4().hex, command, job_id, datetime.now(timezone.utc))
 
 
 def inbox_dir(state_dir: Path) -> Path:
     return state_dir / "inbox"
 
 
-def submit(state_dir: Path, command: str, **args: Any) -> Path:
+def submit(state_dir: Path, request: Request) -> Path:
     folder = inbox_dir(state_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc)
-    request_id = uuid.uuid4().hex
-    body = {"request_id": request_id, "command": command, "args": args, "requested_at": now.isoformat()}
-    path = folder / f"{now:%Y%m%dT%H%M%S%f}-{request_id}.json"
+    body = {"request_id": request.request_id, "command": request.command, "args": {"job_id": request.job_id},
+            "requested_at": request.requested_at.isoformat()}
+    path = folder / f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
     tmp = folder / f".{path.name}"
     tmp.write_text(json.dumps(body))
     os.replace(tmp, path)
@@ -44,11 +80,12 @@ def pending(state_dir: Path) -> list[Request]:
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
-        body = json.loads(path.read_text())
-        out.append(Request(path, body["request_id"], body["command"], body.get("args", {}),
+        body: dict[str, Any] = json.loads(path.read_text())
+        out.append(Request(path, body["request_id"], body["command"], str(body["args"]["job_id"]),
                            datetime.fromisoformat(body["requested_at"])))
     return out
 
 
 def done(request: Request) -> None:
-    request.path.unlink(missing_ok=True)
+    if request.path is not None:
+        request.path.unlink(missing_ok=True)

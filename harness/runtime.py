@@ -1,9 +1,8 @@
-"""What a heartbeat process holds while it owns the state folder: Spark, the event log, the backend,
-the sensors. Opened once per process, after the state lock is taken."""
+"""What a heartbeat process holds while it owns the state folder: Spark, the event log, the tables dbt
+builds, the backend, the sensors. Opened once per process, after the state lock is taken."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -14,9 +13,8 @@ from harness.events import EventLog
 from harness.model import SensorSource
 from harness.sensors import build_registry
 from harness.sensors.base import Sensor
-from harness.spark import get_spark, table_format
-
-log = logging.getLogger(__name__)
+from harness.spark import get_spark
+from harness.tables import Tables
 
 
 def build_backend(config: Config) -> JobBackend:
@@ -33,8 +31,8 @@ def build_backend(config: Config) -> JobBackend:
 class Runtime:
     config: Config
     spark: SparkSession
-    table_format: str
     events: EventLog
+    tables: Tables
     backend: JobBackend
     sensors: dict[SensorSource, Sensor]
     views_built: bool = False  # the process's first dbt build (re)creates every view
@@ -42,5 +40,5 @@ class Runtime:
     @classmethod
     def open(cls, config: Config) -> "Runtime":
         spark = get_spark(config)
-        fmt = table_format(spark)
-        return cls(config, spark, fmt, EventLog(spark, fmt), build_backend(config), build_registry(config))
+        return cls(config, spark, EventLog(spark, config), Tables(spark, config), build_backend(config),
+                   build_registry(config))

@@ -1,13 +1,13 @@
 """The harness's one SparkSession, shared in-process with dbt (dbt-spark `method: session`).
 
 Embedded default: `local[*]`, Hive support with a Derby metastore and the warehouse inside the state
-folder, so tables survive between processes. Delta is used when its classes are on the classpath,
-otherwise Spark's own parquet tables. On Databricks the existing session is reused as it is.
+folder, so tables survive between processes. Delta is used when its jars are found (Config.table_format),
+otherwise Spark's own parquet tables. On Databricks the existing session is reused as it is. Nothing
+here touches the SparkContext or the JVM, so the same code runs on Spark Connect.
 """
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import time
@@ -29,14 +29,6 @@ def metastore_url(config: Config) -> str:
     return f"jdbc:derby:;databaseName={config.metastore_dir};create=true"
 
 
-def _delta_jars() -> list[str]:
-    """Delta's jars when the machine has them: under SPARK_HOME/jars or named by HEARTBEAT_DELTA_JARS."""
-    named = [p for p in os.environ.get("HEARTBEAT_DELTA_JARS", "").split(",") if p]
-    spark_home = os.environ.get("SPARK_HOME")
-    found = glob.glob(os.path.join(spark_home, "jars", "delta-spark*.jar")) if spark_home else []
-    return named + found
-
-
 def get_spark(config: Config) -> SparkSession:
     """Create (or reuse) the session; idempotent within a process."""
     active = SparkSession.getActiveSession()
@@ -49,7 +41,7 @@ def get_spark(config: Config) -> SparkSession:
     time.tzset()
     config.state_dir.mkdir(parents=True, exist_ok=True)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
-    delta_jars = _delta_jars()
+    delta_jars = list(config.delta_jars)
     builder = (
         SparkSession.builder.master(os.environ.get("HEARTBEAT_SPARK_MASTER", "local[*]"))
         .appName("heartbeat")
@@ -71,22 +63,6 @@ def get_spark(config: Config) -> SparkSession:
             "spark.sql.catalog.spark_catalog", DELTA_CATALOG
         )
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return spark
-
-
-def table_format(spark: SparkSession) -> str:
-    """`delta` when Delta's classes are loaded in this session, else `parquet`. Decided once per process."""
-    forced = os.environ.get("HEARTBEAT_FILE_FORMAT")
-    if forced:
-        return forced
-    try:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None  # a live session always has its JVM
-        loader = jvm.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(DELTA_CATALOG, False, loader)
-        return "delta"
-    except Exception:  # noqa: BLE001 - py4j raises its own error types for a missing class
-        return "parquet"

@@ -39,6 +39,19 @@ class StateLock:
         self._fd = fd
         return self
 
+    def current_holder(self) -> str | None:
+        """Who holds the lock now, or None when nobody does (probed without keeping it)."""
+        if not self.path.exists():
+            return None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return self.holder()
+        finally:
+            os.close(fd)
+        return None
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

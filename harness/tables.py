@@ -1,19 +1,22 @@
-"""Reading what dbt built: the control table, the sensing eligibility and the trigger set."""
+"""Reading what dbt built: the control table, the sensing eligibility, the trigger set, the open runs,
+and the digest of the controls CSV the seed holds. Every table by its three-part name."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from harness.events import schema_name
+from harness.config import Config
+from harness.controls import DIGEST_PROPERTY, SEED
 from harness.model import ControlRow, RowKey
 
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
+OPEN_RUNS = "heartbeat_open_runs"
 
 
 @dataclass(frozen=True)
@@ -24,16 +27,81 @@ class JobDecision:
     reason: str
 
 
-def relation(name: str) -> str:
-    return f"{schema_name()}.{name}"
+@dataclass(frozen=True)
+class OpenRunRow:
+    """A row of heartbeat_open_runs: one control row of a run request without a recorded outcome."""
+
+    token: str
+    job_id: str
+    job_name: str | None
+    requested_at: datetime
+    run_id: str | None
+    is_flagged_stuck: bool
+    last_poll_error: str | None
+    last_poll_error_at: datetime | None
+    key: RowKey
+    watermark_before: str | None
+    watermark_after: str | None
+    previous_status: str | None
+    is_hard_dependency: bool
 
 
-def exists(spark: SparkSession, name: str) -> bool:
-    return bool(spark.catalog.tableExists(relation(name)))
+def utc(value: Any) -> Any:
+    """Spark returns naive UTC timestamps (the session and the process run in UTC)."""
+    return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) else value
 
 
-def _utc(value: Any) -> Any:
-    return value.replace(tzinfo=timezone.utc) if value is not None else None
+class Tables:
+    def __init__(self, spark: SparkSession, config: Config) -> None:
+        self.spark, self.config = spark, config
+
+    def exists(self, name: str) -> bool:
+        return bool(self.spark.catalog.tableExists(self.config.table(name)))
+
+    def _rows(self, name: str, *order: str) -> list[dict[str, Any]]:
+        if not self.exists(name):
+            return []
+        frame = self.spark.table(self.config.table(name))
+        return [r.asDict() for r in (frame.orderBy(*order) if order else frame).collect()]
+
+    def control_table(self) -> list[dict[str, Any]]:
+        return self._rows(CONTROL_TABLE, "trigger_job_id", "sensor_source", "sensor_id")
+
+    def control_rows(self) -> list[ControlRow]:
+        return [_control_row(r) for r in self._rows(CONTROL_TABLE)]
+
+    def sensed_rows(self) -> list[ControlRow]:
+        """Rows to sense this tick (the eligibility model), with their control-table state."""
+        if not self.exists(ELIGIBILITY):
+            return []
+        frame = self.spark.sql(
+            f"SELECT c.* FROM {self.config.table(CONTROL_TABLE)} c JOIN {self.config.table(ELIGIBILITY)} e "
+            "USING (sensor_source, sensor_id, trigger_job_id) WHERE e.is_sensed")
+        return [_control_row(r.asDict()) for r in frame.collect()]
+
+    def job_decisions(self) -> list[JobDecision]:
+        return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
+                for r in self._rows(TRIGGER_SET, "trigger_job_id")]
+
+    def open_runs(self) -> list[OpenRunRow]:
+        return [
+            OpenRunRow(
+                token=r["idempotency_token"], job_id=r["trigger_job_id"], job_name=r["trigger_job_name"],
+                requested_at=utc(r["requested_at"]), run_id=r["run_id"], is_flagged_stuck=bool(r["is_flagged_stuck"]),
+                last_poll_error=r["last_poll_error"], last_poll_error_at=utc(r["last_poll_error_at"]),
+                key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
+                watermark_before=r["watermark_before"], watermark_after=r["watermark_after"],
+                previous_status=r["previous_status"], is_hard_dependency=bool(r["is_hard_dependency"]),
+            )
+            for r in self._rows(OPEN_RUNS, "requested_at", "idempotency_token")
+        ]
+
+    def controls_digest(self) -> str | None:
+        """The digest of the controls CSV the seed table holds; None when it holds none (or no complete load)."""
+        if not self.exists(SEED):
+            return None
+        properties = self.spark.sql(f"SHOW TBLPROPERTIES {self.config.table(SEED)}").collect()
+        return next((str(r["value"]) for r in properties if r["key"] == DIGEST_PROPERTY), None)
 
 
 def _control_row(r: dict[str, Any]) -> ControlRow:
@@ -50,36 +118,5 @@ def _control_row(r: dict[str, Any]) -> ControlRow:
         trigger_watermark=r["trigger_watermark"],
         latest_trigger_token=r["latest_trigger_token"],
         latest_run_id=r["latest_run_id"],
-        job_start_timestamp=_utc(r["job_start_timestamp"]),
+        job_start_timestamp=utc(r["job_start_timestamp"]),
     )
-
-
-def control_rows(spark: SparkSession) -> list[ControlRow]:
-    if not exists(spark, CONTROL_TABLE):
-        return []
-    return [_control_row(r.asDict()) for r in spark.table(relation(CONTROL_TABLE)).collect()]
-
-
-def control_table(spark: SparkSession) -> list[dict[str, Any]]:
-    if not exists(spark, CONTROL_TABLE):
-        return []
-    df = spark.table(relation(CONTROL_TABLE)).orderBy("trigger_job_id", "sensor_source", "sensor_id")
-    return [r.asDict() for r in df.collect()]
-
-
-def sensed_rows(spark: SparkSession) -> list[ControlRow]:
-    """Rows to sense this tick (the eligibility model), with their control-table state."""
-    if not exists(spark, ELIGIBILITY):
-        return []
-    df = spark.sql(
-        f"SELECT c.* FROM {relation(CONTROL_TABLE)} c JOIN {relation(ELIGIBILITY)} e "
-        "USING (sensor_source, sensor_id, trigger_job_id) WHERE e.is_sensed"
-    )
-    return [_control_row(r.asDict()) for r in df.collect()]
-
-
-def job_decisions(spark: SparkSession) -> list[JobDecision]:
-    if not exists(spark, TRIGGER_SET):
-        return []
-    df = spark.table(relation(TRIGGER_SET)).orderBy("trigger_job_id")
-    return [JobDecision(r.trigger_job_id, r.trigger_job_name, bool(r.should_start), r.reason) for r in df.collect()]

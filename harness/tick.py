@@ -1,13 +1,15 @@
 """The tick: the one place that orders the steps.
 
-  1. apply requests queued in the inbox (`complete`, `retry`);
+  1. requests: apply `complete` / `retry` requests queued in the inbox;
   2. track runs: re-send unconfirmed starts, poll started runs, record their ends, find hand-made
      successes of failed jobs;
-  3. dbt build of the heartbeat models (with the controls seed when the CSV changed);
+  3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
-  5. dbt build again when step 4 found something;
-  6. start the jobs the trigger set marks ready.
-Runs ended in step 2 are visible to this tick's sensing; jobs started in step 6 are polled next tick.
+  5. fold again when step 4 found new data;
+  6. start the jobs the trigger set marks ready;
+  7. fold what this tick appended, and write the status snapshot: what `status` shows is the state
+     this tick left. A tick with nothing new does no dbt work at all.
+Every tick's outcome goes to the health record (`status` shows failing ticks).
 """
 
 from __future__ import annotations
@@ -17,23 +19,19 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
+from datetime import datetime, timezone
 
-from harness import dbt_runner, inbox, tables
-from harness.controls import file_digest, read_controls
-from harness.errors import ControlsError, DbtError, HeartbeatError
+from harness import fold, inbox
+from harness.errors import DbtError
 from harness.events import Event
+from harness.faults import crash_point
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
-from harness.triggering import manual_events, open_runs, recover_failed_jobs, start_jobs, track_runs
+from harness.status import TickResult, record_tick, write_snapshot
+from harness.triggering import open_runs, recover_failed_jobs, start_jobs, track_runs
 
 log = logging.getLogger("harness.tick")
-
-# dbt unit tests check the rules themselves (run by the test suite), not the data: never in a tick.
-NO_UNIT_TESTS = ["--exclude-resource-type", "unit_test"]
-# Without a new CSV: refresh the models only (the seed and its data tests ran when it was loaded).
-MODELS_ONLY = NO_UNIT_TESTS + ["--exclude-resource-type", "test", "--exclude-resource-type", "seed"]
 
 
 @dataclass
@@ -68,14 +66,11 @@ class Step:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.report.seconds[self.name] = round(time.monotonic() - self.started, 2)
+        self.report.seconds[self.name] = round(self.report.seconds.get(self.name, 0.0)
+                                               + time.monotonic() - self.started, 2)
 
     def done(self, summary: str) -> None:
         log.info("%-15s %s (%.1fs)", self.name, summary, time.monotonic() - self.started)
-
-
-def applied_digest_path(runtime: Runtime) -> Path:
-    return runtime.config.state_dir / "controls.applied.sha256"
 
 
 def apply_requests(runtime: Runtime) -> int:
@@ -83,68 +78,40 @@ def apply_requests(runtime: Runtime) -> int:
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
         return 0
-    rows = tables.control_rows(runtime.spark)
+    rows = runtime.tables.control_rows()
     for request in requests:
-        events = request_events(rows, request.command, str(request.args.get("job_id")),
-                                f"requested at {request.requested_at.isoformat()}")
-        runtime.events.append(events)
+        runtime.events.append(request.events(rows, f"requested at {request.requested_at.isoformat()}"))
         inbox.done(request)
     return len(requests)
 
 
-def request_events(rows: list[ControlRow], command: str, job_id: str, when: str) -> list[Event]:
-    job_rows = [r for r in rows if r.key.trigger_job_id == job_id]
-    if command == "complete":
-        return manual_events(job_rows, EventType.MANUAL_COMPLETE, f"job {job_id}: completed by hand ({when})")
-    if command == "retry":
-        return manual_events(job_rows, EventType.RETRY_REQUESTED,
-                             f"job {job_id}: retry requested ({when}); the next run covers the failed range")
-    raise HeartbeatError(f"unknown request {command!r}")
-
-
-def controls_changed(runtime: Runtime) -> bool:
-    """Validate a changed CSV; True when it must be (re)loaded. A bad file keeps the last good one."""
-    path = runtime.config.controls_csv
-    digest = file_digest(path) if path.exists() else ""
-    applied = applied_digest_path(runtime)
-    seeded = tables.exists(runtime.spark, "heartbeat_controls")
-    if seeded and applied.exists() and applied.read_text().strip() == digest:
-        return False
-    read_controls(path)  # raises ControlsError naming every bad row
-    return True
-
-
-def record_rejection(runtime: Runtime, message: str) -> None:
-    """One CONFIG_REJECTED event per refused version of the CSV, not one per tick."""
-    marker = runtime.config.state_dir / "controls.rejected.sha256"
-    digest = file_digest(runtime.config.controls_csv) if runtime.config.controls_csv.exists() else "missing"
-    if marker.exists() and marker.read_text().strip() == digest:
-        return
-    runtime.events.append([Event(EventType.CONFIG_REJECTED, message=message)])
-    marker.write_text(digest)
-
-
-def build(runtime: Runtime, report: TickReport, with_seed: bool) -> None:
-    """Refresh the heartbeat models. The views (staging, intermediate, eligibility, trigger set) are
-    created by the process's first build; after that only the control table, the one table, is rebuilt."""
-    if with_seed or not runtime.views_built:
-        select = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility"]
-    else:
-        select = ["heartbeat_control_table"]
-    args = ["build", "--select", *select, *(NO_UNIT_TESTS if with_seed else MODELS_ONLY)]
-    # The digest of the file dbt is about to load: a file edited during the build is loaded next tick.
-    loaded = file_digest(runtime.config.controls_csv) if with_seed else None
-    dbt_runner.invoke(runtime.config, runtime.table_format, args)
-    if loaded:
-        applied_digest_path(runtime).write_text(loaded)
-        report.controls_applied = True
-    runtime.views_built = True
+def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:
+    seconds = fold.fold(runtime, with_seed=with_seed)
     report.dbt_builds += 1
+    report.controls_applied = report.controls_applied or with_seed
+    step.done(f"control table refreshed{' with the new controls CSV' if with_seed else ''} "
+              f"(dbt {seconds:.1f}s)")
 
 
 def run_tick(runtime: Runtime) -> TickReport:
     report = TickReport(tick_id=uuid.uuid4().hex[:12])
     runtime.events.tick_id = report.tick_id
+    started_at, started = datetime.now(timezone.utc), time.monotonic()
+    try:
+        _steps(runtime, report)
+    except DbtError as exc:
+        report.error = str(exc)
+        log.error("%s", exc)
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
+        report.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        log.exception("tick %s failed", report.tick_id)
+    finally:
+        record_tick(runtime.config.state_dir,
+                    TickResult(report.tick_id, started_at, time.monotonic() - started, report.error))
+    return report
+
+
+def _steps(runtime: Runtime, report: TickReport) -> None:
     config = runtime.config
 
     with Step(report, "requests") as step:
@@ -152,9 +119,9 @@ def run_tick(runtime: Runtime) -> TickReport:
         step.done(f"{report.requests_applied} applied")
 
     with Step(report, "track runs") as step:
-        runs = open_runs(runtime.events, track_days=max(30.0, config.runs.stuck_after_seconds / 86400 * 4))
+        runs = open_runs(runtime.tables.open_runs())
         tracked = track_runs(runs, runtime.backend, config.runs.stuck_after_seconds)
-        recovered = recover_failed_jobs(tables.control_rows(runtime.spark), runtime.backend)
+        recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
         runtime.events.append(tracked.events + recovered)
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
@@ -162,27 +129,19 @@ def run_tick(runtime: Runtime) -> TickReport:
                   f"{tracked.failed} failed, {tracked.repaired} starts repaired, "
                   f"{len(recovered)} rows recovered by a later success")
 
-    with Step(report, "dbt build") as step:
-        try:
-            with_seed = controls_changed(runtime)
-        except ControlsError as exc:
-            with_seed = False
-            report.controls_error = str(exc)
-            record_rejection(runtime, str(exc))
-            log.error("%s", exc)
-            log.error("the control table keeps the last valid controls CSV until the file is fixed")
-        try:
-            build(runtime, report, with_seed)
-        except DbtError as exc:
-            report.error = str(exc)
-            log.error("%s", exc)
-            return report
-        step.done(f"control table refreshed{' with the new controls CSV' if with_seed else ''}")
+    with Step(report, "fold") as step:
+        planned = fold.plan(runtime)
+        report.controls_error = planned.controls_error
+        if planned.needed:
+            fold_now(runtime, report, step, with_seed=planned.with_seed)
+        else:
+            step.done(f"skipped: {planned.reason}")
 
     with Step(report, "sense") as step:
-        rows = tables.sensed_rows(runtime.spark)
+        rows = runtime.tables.sensed_rows()
         sensed = sense(rows, runtime.sensors, runtime.spark, config)
         runtime.events.append(sensed.events)
+        crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = sensed.upstreams, sensed.new_data, sensed.errors
         for e in sensed.events:
             if e.event_type is EventType.CHECK_FAILED:
@@ -193,25 +152,39 @@ def run_tick(runtime: Runtime) -> TickReport:
                   f"{sensed.errors} errors")
 
     if sensed.new_data:
-        with Step(report, "dbt rebuild") as step:
-            try:
-                build(runtime, report, with_seed=False)
-            except DbtError as exc:
-                report.error = str(exc)
-                log.error("%s", exc)
-                return report
-            step.done("control table refreshed with the new data")
+        with Step(report, "fold") as step:
+            fold_now(runtime, report, step)
 
     with Step(report, "start jobs") as step:
-        decisions = tables.job_decisions(runtime.spark)
+        decisions = runtime.tables.job_decisions()
         ready = [(d.job_id, d.job_name) for d in decisions if d.should_start]
         rows_by_job: dict[str, list[ControlRow]] = defaultdict(list)
         if ready:
-            for row in tables.control_rows(runtime.spark):
+            for row in runtime.tables.control_rows():
                 rows_by_job[row.key.trigger_job_id].append(row)
         started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events)
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
-        step.done(f"{len(decisions)} jobs, {len(ready)} ready: {len(started.started)} started, "
-                  f"{len(started.refused)} refused, {len(started.unconfirmed)} unconfirmed")
-    return report
+        step.done(f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
+                  f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}")
+
+    if runtime.events.unfolded:
+        with Step(report, "fold") as step:
+            fold_now(runtime, report, step)
+    write_snapshot(config.state_dir, report.tick_id, runtime.tables.job_decisions(), runtime.tables.control_table())
+
+
+def _named(job_ids: list[str], what: str) -> str:
+    return f"{len(job_ids)} {what}" + (f" ({', '.join(job_ids)})" if job_ids else "")
+
+
+def record_manual(runtime: Runtime, request: inbox.Request) -> list[Event]:
+    """Apply a `complete` / `retry` made while no heartbeat held the state, fold it, and refresh the
+    snapshot; returns its events (none when the job had no run to close)."""
+    events = request.events(runtime.tables.control_rows(), "from the command line")
+    if events:
+        runtime.events.append(events)
+        fold.fold(runtime)
+        write_snapshot(runtime.config.state_dir, f"manual-{request.command}", runtime.tables.job_decisions(),
+                       runtime.tables.control_table())
+    return events

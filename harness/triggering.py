@@ -20,17 +20,21 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from enum import Enum
 from typing import Any, Callable, Iterable, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.errors import BackendError
 from harness.events import Event, EventLog, now
+from harness.faults import crash_point
 from harness.model import ControlRow, EventType, JobState, RowKey, Status, dumps
 from harness.redact import redact
+from harness.tables import OpenRunRow
 
 log = logging.getLogger(__name__)
 
-CLOSING = ("RUN_SUCCEEDED", "RUN_FAILED", "RUN_START_FAILED", "MANUAL_COMPLETE", "RETRY_REQUESTED")
+# An identical poll failure of the same run is recorded again only after this long.
+POLL_FAILURE_REPEAT = timedelta(hours=1)
 
 
 def make_token(job_id: str, rows: Sequence[ControlRow], previous_token: str | None) -> str:
@@ -67,6 +71,8 @@ class OpenRun:
     rows: list[TriggeredRow] = field(default_factory=list)
     run_id: str | None = None
     flagged_stuck: bool = False
+    last_poll_error: str | None = None
+    last_poll_error_at: datetime | None = None
 
     def request(self) -> RunRequest:
         return RunRequest(self.job_id, self.job_name, self.token, change_range(self.job_id, self.token, self.rows))
@@ -124,27 +130,39 @@ def _intents(run: OpenRun) -> list[Event]:
     )
 
 
+class StartResult(str, Enum):
+    STARTED = "started"
+    REFUSED = "refused"
+    UNCONFIRMED = "unconfirmed"
+
+
 @dataclass
 class StartOutcome:
     started: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)
 
+    def add(self, result: StartResult, job_id: str) -> None:
+        {StartResult.STARTED: self.started, StartResult.REFUSED: self.refused,
+         StartResult.UNCONFIRMED: self.unconfirmed}[result].append(job_id)
 
-def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], str]:
-    """Send the request; return the outcome's events and 'started' / 'refused' / 'unconfirmed'."""
+
+def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], StartResult]:
+    """Send the request; return the outcome's events and what the backend said."""
     try:
         run_id = backend.start(run.request())
     except StartRefused as exc:
         message = redact(f"job {run.job_id}: start refused by the {backend.name} backend: {exc}")
         return _row_events(run, EventType.RUN_START_FAILED, message=message,
-                           status=lambda r: r.previous_status), "refused"
+                           status=lambda r: r.previous_status), StartResult.REFUSED
     except (StartUncertain, BackendError) as exc:
         message = redact(f"job {run.job_id}: start not confirmed by the {backend.name} backend, "
                          f"the same request is re-sent next tick: {exc}")
-        return _row_events(run, EventType.RUN_START_UNCONFIRMED, message=message), "unconfirmed"
+        return _row_events(run, EventType.RUN_START_UNCONFIRMED, message=message), StartResult.UNCONFIRMED
+    finally:
+        crash_point("start:backend-called")
     run.run_id = run_id
-    return _row_events(run, EventType.RUN_STARTED, run_id=run_id, status=Status.IN_PROGRESS.value), "started"
+    return _row_events(run, EventType.RUN_STARTED, run_id=run_id, status=Status.IN_PROGRESS.value), StartResult.STARTED
 
 
 def start_jobs(
@@ -167,46 +185,27 @@ def start_jobs(
         ])
         runs.append(run)
     events.append([event for run in runs for event in _intents(run)])
+    crash_point("start:intent-recorded")
     outcome = StartOutcome()
     recorded: list[Event] = []
     for run in runs:
         run_events, result = _call_start(backend, run)
         recorded.extend(run_events)
-        getattr(outcome, result).append(run.job_id)
+        outcome.add(result, run.job_id)
     events.append(recorded)
+    crash_point("start:outcome-recorded")
     return outcome
 
 
-def open_runs(events: EventLog, track_days: float) -> list[OpenRun]:
-    """Run requests without a recorded outcome, rebuilt from the event log."""
-    since = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=track_days)
-    closing = ", ".join(f"'{c}'" for c in CLOSING)
-    rows = events.rows(
-        f"""event_time >= :since
-        AND event_type IN ('TRIGGER_REQUESTED', 'RUN_STARTED', 'RUN_STUCK')
-        AND idempotency_token IN (
-            SELECT idempotency_token FROM {events.table}
-            WHERE idempotency_token IS NOT NULL AND event_time >= :since
-            GROUP BY idempotency_token
-            HAVING max(CASE WHEN event_type IN ({closing}) THEN 1 ELSE 0 END) = 0)""",
-        {"since": since},
-    )
+def open_runs(rows: Sequence[OpenRunRow]) -> list[OpenRun]:
+    """Run requests without a recorded outcome (the heartbeat_open_runs model), one per token."""
     runs: dict[str, OpenRun] = {}
-    for e in rows:
-        token = e["idempotency_token"]
-        if e["event_type"] == "TRIGGER_REQUESTED":
-            details = _json(e["details"]) or {}
-            run = runs.setdefault(token, OpenRun(token, e["trigger_job_id"], details.get("job_name"),
-                                                 e["event_time"].replace(tzinfo=timezone.utc)))
-            run.rows.append(TriggeredRow(
-                RowKey(e["sensor_source"], e["sensor_id"], e["trigger_job_id"]),
-                e["watermark_before"], e["watermark_after"], details.get("previous_status"),
-                details.get("dependency") == "hard",
-            ))
-        elif token in runs and e["event_type"] == "RUN_STARTED":
-            runs[token].run_id = e["run_id"]
-        elif token in runs and e["event_type"] == "RUN_STUCK":
-            runs[token].flagged_stuck = True
+    for r in rows:
+        run = runs.setdefault(r.token, OpenRun(
+            r.token, r.job_id, r.job_name, r.requested_at, run_id=r.run_id, flagged_stuck=r.is_flagged_stuck,
+            last_poll_error=r.last_poll_error, last_poll_error_at=r.last_poll_error_at))
+        run.rows.append(TriggeredRow(r.key, r.watermark_before, r.watermark_after, r.previous_status,
+                                     r.is_hard_dependency))
     return list(runs.values())
 
 
@@ -226,13 +225,14 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
         if run.run_id is None:
             run_events, result = _call_start(backend, run)
             outcome.events.extend(run_events)
-            outcome.repaired += result == "started"
+            outcome.repaired += result is StartResult.STARTED
             continue
         try:
             status = backend.poll(run.job_id, run.run_id)
         except BackendError as exc:
-            outcome.events.extend(_row_events(run, EventType.RUN_POLL_FAILED, run_id=run.run_id,
-                                              message=redact(f"job {run.job_id}: cannot read run {run.run_id}: {exc}")))
+            message = redact(f"job {run.job_id}: cannot read run {run.run_id}: {exc}") or ""
+            if _is_new_poll_failure(run, message):
+                outcome.events.extend(_row_events(run, EventType.RUN_POLL_FAILED, run_id=run.run_id, message=message))
             continue
         if status.state is RunState.RUNNING:
             outcome.running += 1
@@ -253,6 +253,13 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
                 run, EventType.RUN_FAILED, run_id=run.run_id, status=Status.FAILED.value,
                 message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}")))
     return outcome
+
+
+def _is_new_poll_failure(run: OpenRun, message: str) -> bool:
+    """An identical failure to read the same run is recorded once an hour, not on every tick."""
+    if run.last_poll_error != message or run.last_poll_error_at is None:
+        return True
+    return datetime.now(timezone.utc) - run.last_poll_error_at >= POLL_FAILURE_REPEAT
 
 
 def manual_events(

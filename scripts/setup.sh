@@ -32,7 +32,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 # Heartbeat itself (editable) and its dbt adapter (`heartbeat`: dbt-spark guarded by the state lock).
 stamp=.venv/.project.sha256
-want=$(cat pyproject.toml adapter/pyproject.toml adapter/dbt/adapters/heartbeat/*.py adapter/dbt/include/heartbeat/*.yml | sha256sum | cut -d' ' -f1)
+# The adapter installs as a copy (dbt is a namespace package): any change to its files reinstalls it.
+want=$( (cat pyproject.toml adapter/pyproject.toml; find adapter/dbt -type f \( -name '*.py' -o -name '*.yml' -o -name '*.sql' \) \
+         | sort | xargs cat) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing heartbeat and its dbt adapter"
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . ./adapter \

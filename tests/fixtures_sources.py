@@ -7,7 +7,7 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-from harness.config import PROJECT_DIR, Config, SensingConfig
+from harness.config import Config, config_from_mapping
 from tests.kafka_mock import MockKafka
 from tests.postgres import PASSWORD as PG_PASSWORD
 from tests.postgres import USER as PG_USER
@@ -35,9 +35,9 @@ PG_PASSWORD_ENV = "HB_TEST_PG_PASSWORD"
 
 def sensor_config(tmp_path: Path, timeout: float = 20.0, **sections: Mapping[str, Any]) -> Config:
     """A Config for direct sensor calls: only the given heartbeat.yml sections."""
-    return Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
-                  sensing=SensingConfig(check_timeout_seconds=timeout, max_parallel_checks=4),
-                  sections=dict(sections))
+    raw = {"state_dir": str(tmp_path / "state"),
+           "sensing": {"check_timeout_seconds": timeout, "max_parallel_checks": 4}, **sections}
+    return config_from_mapping(raw, base=tmp_path)
 
 
 def pg_connection(server: PostgresServer, **extra: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness import tables
-from harness.config import PROJECT_DIR, Config, LocalJob, SensingConfig
+from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import USER_COLUMNS
 from harness.runtime import Runtime
 from harness.tick import TickReport, run_tick
@@ -48,13 +48,13 @@ class HeartbeatHarness:
     runs_dir: Path
     monkeypatch: pytest.MonkeyPatch
     reports: list[TickReport] = field(default_factory=list)
+    _runtime: Runtime | None = None
 
     @classmethod
     def create(cls, spark: SparkSession, session_state: Path, tmp_path: Path,
                monkeypatch: pytest.MonkeyPatch, test_name: str) -> "HeartbeatHarness":
         schema = "hb_" + hashlib.sha1(test_name.encode()).hexdigest()[:10]
-        monkeypatch.setenv("HEARTBEAT_SCHEMA", schema)
-        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+        spark.sql(f"DROP DATABASE IF EXISTS spark_catalog.{schema} CASCADE")
         runs_dir = tmp_path / "job_runs"
         monkeypatch.setenv("RUNS_DIR", str(runs_dir))
         (tmp_path / "triggers").mkdir()
@@ -65,9 +65,10 @@ class HeartbeatHarness:
             config_path=None,
             project_dir=PROJECT_DIR,
             state_dir=tmp_path / "state",
+            schema=schema,
             controls_csv=seeds / "heartbeat_controls.csv",
             trigger_root=tmp_path / "triggers",
-            sensing=SensingConfig(check_timeout_seconds=30, max_parallel_checks=4),
+            sensing=SensingSettings(check_timeout_seconds=30, max_parallel_checks=4),
             dbt_target_dir=session_state / "dbt_target",
         )
         config.state_dir.mkdir()
@@ -83,11 +84,16 @@ class HeartbeatHarness:
     def define_jobs(self, *job_ids: str, command: str = RECORDING_JOB, timeout: float | None = None) -> None:
         jobs = dict(self.config.local_jobs)
         for job_id in job_ids:
-            jobs[job_id] = LocalJob(job_id, f"{job_id}-name", command, timeout)
+            jobs[job_id] = LocalJob(name=f"{job_id}-name", command=command, timeout_seconds=timeout)
         self.config = replace(self.config, local_jobs=jobs)
 
     def with_config(self, **changes: Any) -> None:
         self.config = replace(self.config, **changes)
+
+    def with_sections(self, **sections: Mapping[str, Any]) -> None:
+        """Sections of heartbeat.yml (kafka, jdbc, databricks, ...), parsed as the file's would be."""
+        parsed = HeartbeatFile.model_validate(sections)
+        self.with_config(**{name: getattr(parsed, name) for name in sections})
 
     def write_config_file(self) -> Path:
         """heartbeat.yml for this heartbeat, for tests that go through the command line."""
@@ -98,8 +104,9 @@ class HeartbeatHarness:
             "state_dir": str(self.config.state_dir),
             "controls_csv": str(self.config.controls_csv),
             "trigger_file": {"root": str(self.config.trigger_root)},
-            "local_runner": {"jobs": {j.job_id: {"name": j.name, "command": j.command}
-                                      for j in self.config.local_jobs.values()}},
+            "schema": self.config.schema,
+            "local_runner": {"jobs": {job_id: {"name": j.name, "command": j.command}
+                                      for job_id, j in self.config.local_jobs.items()}},
         }))
         return path
 
@@ -117,7 +124,10 @@ class HeartbeatHarness:
 
     # --- driving -------------------------------------------------------------------------------
     def runtime(self) -> Runtime:
-        return Runtime.open(self.config)
+        """One runtime per configuration, as one `python -m harness run` process keeps its own."""
+        if self._runtime is None or self._runtime.config is not self.config:
+            self._runtime = Runtime.open(self.config)
+        return self._runtime
 
     def tick(self) -> TickReport:
         report = run_tick(self.runtime())
@@ -151,15 +161,19 @@ class HeartbeatHarness:
         assert self.job_status(job_id) == {"FAILED"}
 
     # --- observing -----------------------------------------------------------------------------
+    @property
+    def tables(self) -> tables.Tables:
+        return tables.Tables(self.spark, self.config)
+
     def statuses(self) -> dict[tuple[str, str, str], str | None]:
         return {(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): r["status"]
-                for r in tables.control_table(self.spark)}
+                for r in self.tables.control_table()}
 
     def job_status(self, job_id: str) -> set[str | None]:
         return {s for (_, _, job), s in self.statuses().items() if job == job_id}
 
     def decisions(self) -> dict[str, tables.JobDecision]:
-        return {d.job_id: d for d in tables.job_decisions(self.spark)}
+        return {d.job_id: d for d in self.tables.job_decisions()}
 
     def job_runs(self, job_id: str | None = None) -> list[dict[str, Any]]:
         """Runs the recording job saw, oldest first."""
@@ -170,5 +184,4 @@ class HeartbeatHarness:
         return [r for r in runs if job_id is None or r["job"] == job_id]
 
     def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
-        where = "true" if event_type is None else "event_type = :t"
-        return self.runtime().events.rows(where, {"t": event_type} if event_type else None)
+        return self.runtime().events.history(event_types=[event_type] if event_type else [])

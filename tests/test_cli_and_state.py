@@ -11,7 +11,7 @@ import pytest
 from harness import cli, tables
 from harness.config import PROJECT_DIR
 from harness.state_lock import StateLock
-from harness.tick import TickReport, build
+from harness.fold import fold
 from tests.support import HeartbeatHarness, control_row
 
 
@@ -27,7 +27,7 @@ def test_second_tick_while_state_is_held_says_so_and_touches_nothing(
     assert code == 0
     assert "tick skipped: another heartbeat process (heartbeat run (pid 1)) holds the state folder" in capsys.readouterr().err
     assert not (heartbeat.config.state_dir / "local_runs").exists()
-    assert tables.control_rows(heartbeat.spark) == []
+    assert heartbeat.tables.control_rows() == []
 
 
 def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
@@ -72,15 +72,14 @@ def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heart
     heartbeat.tick_until_settled()
     heartbeat.drop_trigger_file("in", "batch2")
     heartbeat.tick()
-    build(heartbeat.runtime(), TickReport("fold"), with_seed=False)  # fold the events this tick appended last
-    before = tables.control_table(heartbeat.spark)
+    before = heartbeat.tables.control_table()
 
     # WHEN the table is dropped and the models are built again
-    heartbeat.spark.sql(f"DROP TABLE {tables.relation(tables.CONTROL_TABLE)}")
-    build(heartbeat.runtime(), TickReport("rebuild"), with_seed=False)
+    heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(tables.CONTROL_TABLE)}")
+    fold(heartbeat.runtime())
 
     # THEN every row comes back exactly as it was
-    after = tables.control_table(heartbeat.spark)
+    after = heartbeat.tables.control_table()
     for old, new in zip(before, after):
         assert {k: v for k, v in new.items() if old[k] != v} == {}
     assert after == before

@@ -13,7 +13,7 @@ import pytest
 
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import DatabricksBackend
-from harness.config import PROJECT_DIR, Config
+from harness.config import PROJECT_DIR, Config, config_from_mapping
 from harness.errors import BackendError, ConfigError
 from harness.redact import redact
 from tests.jobs_api_server import FAST, JobsApiServer
@@ -23,8 +23,8 @@ TOKEN_A = "hb-" + "a" * 48
 
 
 def backend(tmp_path: Path, **section: Any) -> DatabricksBackend:
-    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, backend="databricks",
-                    sections={"databricks": {**FAST, **section}})
+    config = config_from_mapping({"state_dir": str(tmp_path), "backend": "databricks", "catalog": "main",
+                                  "databricks": {**FAST, **section}}, base=tmp_path)
     return DatabricksBackend(config)
 
 

@@ -13,13 +13,14 @@ The whole process group goes (the Python process and its Spark JVM), as when a n
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,13 +33,6 @@ from tests.support import control_row
 
 JOB = 501
 PROCESS_TIMEOUT_SECONDS = 300
-
-
-@pytest.fixture
-def jobs_api() -> Iterator[JobsApiServer]:
-    server = JobsApiServer().start()
-    yield server
-    server.stop()
 
 
 class HeartbeatProcess:
@@ -121,10 +115,10 @@ class HeartbeatProcess:
         os.killpg(pgid, signal.SIGKILL)
 
     def row_status(self) -> str:
-        """The row's status in the snapshot `python -m harness run` writes after each tick."""
-        lines = (self.root / "state" / "status.txt").read_text().splitlines()
-        (line,) = [ln for ln in lines if ln.strip().startswith("trigger_file:orders ")]
-        return line.split()[1]
+        """The row's status in the snapshot each tick of `python -m harness run` leaves."""
+        snapshot = json.loads((self.root / "state" / "status.json").read_text())
+        (row,) = [r for r in snapshot["rows"] if r["upstream_label"] == "trigger_file:orders"]
+        return str(row["status"])
 
 
 def test_killed_between_intent_call_and_record_yields_one_run_per_batch_and_ends_completed(

@@ -11,7 +11,6 @@ from typing import Any
 
 
 from harness import inbox
-from harness.config import RunsConfig
 from tests.jobs_api_server import FAST, FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row
 
@@ -19,14 +18,13 @@ from tests.support import HeartbeatHarness, control_row
 
 
 def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 3600.0, **section: Any) -> None:
-    heartbeat.with_config(backend="databricks", sections={"databricks": {**FAST, **section}},
-                          runs=RunsConfig(stuck_after_seconds=stuck_after_seconds))
+    heartbeat.with_sections(databricks={**FAST, **section}, runs={"stuck_after_seconds": stuck_after_seconds})
+    heartbeat.with_config(backend="databricks")
 
 
 def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
-    (row,) = [r for r in heartbeat.spark.table(f"{os.environ['HEARTBEAT_SCHEMA']}.heartbeat_control_table")
-              .collect() if r["trigger_job_id"] == job_id]
-    return row.asDict()
+    (row,) = [r for r in heartbeat.tables.control_table() if r["trigger_job_id"] == job_id]
+    return row
 
 
 def event_table_text(heartbeat: HeartbeatHarness) -> str:
@@ -73,7 +71,7 @@ def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_
     assert {job: len(jobs_api.runs_of(int(job))) for job in jobs} == {"101": 2, "102": 1, "103": 1, "104": 1}
 
     # WHEN 102 is reported complete (as a job's last task would) and 103 succeeds by hand in the workspace
-    inbox.submit(heartbeat.config.state_dir, "complete", job_id="102")
+    inbox.submit(heartbeat.config.state_dir, inbox.new_request("complete", "102"))
     by_hand = jobs_api.run_by_hand(103, "SUCCESS")
     third = heartbeat.tick()
 
@@ -94,7 +92,7 @@ def test_api_errors_become_events_naming_the_job_and_the_tick_stays_bounded(
     jobs_api.add_job(203)
     jobs_api.add_job(204)
     heartbeat.write_controls([control_row("trigger_file", "orders", job) for job in ("201", "202", "203")])
-    use_databricks(heartbeat)
+    use_databricks(heartbeat, unreachable_cooldown_seconds=0)  # the next tick may call the workspace at once
     heartbeat.drop_trigger_file("orders", "batch-1.done")
     jobs_api.fail("/run-now", 403, job_id=202, error_code="PERMISSION_DENIED", message="User may not run job 202")
     jobs_api.fail("/run-now", 429, job_id=203, times=10_000, retry_after=60, error_code="TOO_MANY_REQUESTS")
@@ -138,7 +136,7 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
     files.append(heartbeat.drop_trigger_file("sales", "f2"))
     failed = heartbeat.tick()                                # A -> FAILED; the job waits
     assert failed.runs_failed == 1 and failed.started == [] and len(jobs_api.runs_of(301)) == 1
-    inbox.submit(heartbeat.config.state_dir, "retry", job_id="301")
+    inbox.submit(heartbeat.config.state_dir, inbox.new_request("retry", "301"))
     heartbeat.tick()                                         # run B, handed the failed range
     jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "TIMEDOUT", "B timed out")
     files.append(heartbeat.drop_trigger_file("sales", "f3"))

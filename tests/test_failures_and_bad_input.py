@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from harness import tables
+import time
+
 from harness.model import EventType
-from harness.tick import request_events
+from harness.inbox import new_request
 from tests.support import HeartbeatHarness, control_row
 
 
 def complete_by_hand(heartbeat: HeartbeatHarness, job_id: str, command: str = "complete") -> None:
-    rows = tables.control_rows(heartbeat.spark)
-    heartbeat.runtime().events.append(request_events(rows, command, job_id, "by the test"))
+    rows = heartbeat.tables.control_rows()
+    heartbeat.runtime().events.append(new_request(command, job_id).events(rows, "by the test"))
 
 
 def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartbeat: HeartbeatHarness) -> None:
@@ -109,7 +110,34 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
     assert refused.error is None and refused.start_refused == ["ghost"]
     (start_failed,) = heartbeat.events(EventType.RUN_START_FAILED.value)
     assert "job ghost is not defined in local_runner.jobs" in start_failed["message"]
-    # the data is kept: the row is still waiting with its new data, and starts once the job exists
+    # the data is kept: the row is still waiting with its new data
     assert heartbeat.job_status("ghost") == {"NEW_EVENT_AVAILABLE"}
+
+
+def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_every_tick(
+        heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job the local runner does not know, refused at its first start; refusals retried after 12 s
+    heartbeat.with_sections(runs={"refused_start_retry_seconds": 12, "refused_start_retry_max_seconds": 12})
+    heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
+    heartbeat.drop_trigger_file("in", "batch1")
+    assert heartbeat.tick().start_refused == ["ghost"]
+
+    # WHEN the next tick comes within the wait
+    waiting = heartbeat.tick()
+
+    # THEN it does not try again, and the reason (what `status` prints) names the refusal and the next attempt
+    assert waiting.start_refused == [] and waiting.started == [] and waiting.dbt_builds == 0
+    decision = heartbeat.decisions()["ghost"]
+    assert not decision.should_start
+    assert decision.reason.startswith("start refused at ")
+    assert "job ghost is not defined in local_runner.jobs" in decision.reason and "; next attempt after " in decision.reason
+    assert len(heartbeat.events(EventType.RUN_START_FAILED.value)) == 1
+
+    # WHEN the cause is fixed and the wait has passed
     heartbeat.define_jobs("ghost")
+    time.sleep(12.5)
+    assert heartbeat.decisions()["ghost"].reason.startswith("ready: new data on trigger_file:in; retrying the start")
+
+    # THEN the next tick starts it, and the reason no longer mentions the refusal
     assert heartbeat.tick().started == ["ghost"]
+    assert heartbeat.decisions()["ghost"].reason == "a run is in progress"

@@ -15,7 +15,8 @@ from harness.config import PROJECT_DIR, Config, LocalJob
 
 def backend(tmp_path: Path, **jobs: tuple[str, float | None]) -> LocalBackend:
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
-                    local_jobs={k: LocalJob(k, k, cmd, timeout) for k, (cmd, timeout) in jobs.items()})
+                    local_jobs={k: LocalJob(name=k, command=cmd, timeout_seconds=timeout)
+                                for k, (cmd, timeout) in jobs.items()})
     return LocalBackend(config)
 
 

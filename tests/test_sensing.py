@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import Config, SensingConfig
+from harness.config import Config, SensingSettings
 from harness.events import Event
 from harness.model import ControlRow, EventType, RowKey, SensorSource
 from harness.sensing import sense
@@ -122,7 +122,7 @@ def test_slow_upstream_times_out_without_delaying_the_others(spark: SparkSession
     rows = [control("jdbc", "public.sensing_slow", "job_slow", upstream_key="id"),
             control("jdbc", "public.sensing_orders", "job_fast", upstream_key="id")]
 
-    config = replace(config, sensing=SensingConfig(check_timeout_seconds=3, max_parallel_checks=4))
+    config = replace(config, sensing=SensingSettings(check_timeout_seconds=3, max_parallel_checks=4))
 
     # WHEN they are sensed
     started = time.monotonic()

@@ -48,11 +48,11 @@ def test_mixed_sources_one_read_per_upstream_errors_isolated_and_nothing_lost(
     delta = tmp_path / "delta_sales"
     write_deltalake(str(delta), pa.table({"id": [1]}))
     heartbeat.drop_trigger_file("scn", "a.done")
-    heartbeat.with_config(sections={
-        "jdbc": {"connections": {"pg": pg_connection(postgres)}},
-        "sap_bw": {"schema": "SCN", "connections": {"bw": pg_connection(postgres)}},
-        "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
-    })
+    heartbeat.with_sections(
+        jdbc={"connections": {"pg": pg_connection(postgres)}},
+        sap_bw={"schema": "SCN", "connections": {"bw": pg_connection(postgres)}},
+        kafka={"bootstrap_servers": kafka.bootstrap_servers},
+    )
     heartbeat.write_controls([
         control_row("jdbc", "pg: public.scn_orders", "job_a", upstream_key="id"),
         control_row("kafka", "shop: scn.events", "job_a"),

@@ -23,8 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -43,17 +42,14 @@ from databricks.sdk.errors import (
 from databricks.sdk.service.jobs import Run, RunLifeCycleState, RunResultState
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
-from harness.config import Config, secret_from_env
-from harness.errors import BackendError, ConfigError
+from harness.config import Config, JobParameterNames, env_secret
+from harness.errors import BackendError
 from harness.model import dumps
 from harness.redact import redact, register_secret
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-DEFAULT_RUN_CONTEXT_PARAMETER = "heartbeat_run_context_id"
-DEFAULT_CHANGE_RANGE_PARAMETER = "heartbeat_change_range"
 
 # 4xx answers: the service looked at the request and did not start a run.
 _REFUSALS: tuple[type[DatabricksError], ...] = (BadRequest, Unauthenticated, PermissionDenied, NotFound,
@@ -64,97 +60,14 @@ _ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleStat
 _SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
 
 
-@dataclass(frozen=True)
-class JobParameterNames:
-    """The job parameters a job receives; None for a parameter the job does not get."""
-
-    run_context_id: str | None = DEFAULT_RUN_CONTEXT_PARAMETER
-    change_range: str | None = DEFAULT_CHANGE_RANGE_PARAMETER
-
-    @classmethod
-    def parse(cls, value: Any, where: str) -> JobParameterNames:
-        """`true` (defaults), `false` (none), or a mapping {run_context_id: name|null, change_range: name|null}."""
-        if value is None or value is True:
-            return cls()
-        if value is False:
-            return cls(None, None)
-        if isinstance(value, Mapping):
-            unknown = set(value) - {"run_context_id", "change_range"}
-            if unknown:
-                raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; expected run_context_id, change_range")
-            return cls(
-                _name(value.get("run_context_id", DEFAULT_RUN_CONTEXT_PARAMETER), f"{where}.run_context_id"),
-                _name(value.get("change_range", DEFAULT_CHANGE_RANGE_PARAMETER), f"{where}.change_range"),
-            )
-        raise ConfigError(f"{where}: expected true, false or a mapping of parameter names, got {value!r}")
-
-    def values(self, request: RunRequest) -> dict[str, str] | None:
-        params: dict[str, str] = {}
-        if self.run_context_id:
-            params[self.run_context_id] = request.idempotency_token
-        if self.change_range:
-            params[self.change_range] = dumps(request.change_range)
-        return params or None
-
-
-def _name(value: Any, where: str) -> str | None:
-    if value is None or value is False:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: expected a job parameter name or null, got {value!r}")
-    return value.strip()
-
-
-@dataclass(frozen=True)
-class DatabricksSettings:
-    """The `databricks:` section of heartbeat.yml."""
-
-    host: str | None = None
-    profile: str | None = None
-    token_env: str | None = None
-    http_timeout_seconds: float = 15.0
-    retry_timeout_seconds: int = 30
-    max_retry_wait_seconds: float = 10.0
-    unreachable_cooldown_seconds: float = 60.0
-    default_parameters: JobParameterNames = JobParameterNames()
-    job_parameters: Mapping[str, JobParameterNames] | None = None
-
-    @classmethod
-    def from_config(cls, config: Config) -> DatabricksSettings:
-        raw = config.section("databricks")
-        secrets = sorted(k for k in raw if k in ("token", "client_secret", "password"))
-        if secrets:
-            raise ConfigError(
-                f"databricks.{secrets[0]}: secrets never go in heartbeat.yml; put the token in the "
-                "DATABRICKS_TOKEN environment variable (or name another variable with databricks.token_env)"
-            )
-        jobs_raw = raw.get("jobs") or {}
-        if not isinstance(jobs_raw, Mapping):
-            raise ConfigError("databricks.jobs: expected a mapping of job id -> settings")
-        jobs: dict[str, JobParameterNames] = {}
-        for job_id, spec in jobs_raw.items():
-            if not isinstance(spec, Mapping):
-                raise ConfigError(f"databricks.jobs.{job_id}: expected a mapping (e.g. job_parameters: false)")
-            jobs[str(job_id)] = JobParameterNames.parse(spec.get("job_parameters"),
-                                                        f"databricks.jobs.{job_id}.job_parameters")
-        try:
-            return cls(
-                host=str(raw["host"]) if raw.get("host") else None,
-                profile=str(raw["profile"]) if raw.get("profile") else None,
-                token_env=str(raw["token_env"]) if raw.get("token_env") else None,
-                http_timeout_seconds=float(raw.get("http_timeout_seconds", cls.http_timeout_seconds)),
-                retry_timeout_seconds=int(raw.get("retry_timeout_seconds", cls.retry_timeout_seconds)),
-                max_retry_wait_seconds=float(raw.get("max_retry_wait_seconds", cls.max_retry_wait_seconds)),
-                unreachable_cooldown_seconds=float(
-                    raw.get("unreachable_cooldown_seconds", cls.unreachable_cooldown_seconds)),
-                default_parameters=JobParameterNames.parse(raw.get("job_parameters"), "databricks.job_parameters"),
-                job_parameters=jobs,
-            )
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"databricks: timeouts must be numbers: {exc}") from exc
-
-    def parameters_for(self, job_id: str) -> JobParameterNames:
-        return (self.job_parameters or {}).get(job_id, self.default_parameters)
+def parameter_values(names: JobParameterNames, request: RunRequest) -> dict[str, str] | None:
+    """The job parameters a run request carries under the job's configured names."""
+    params: dict[str, str] = {}
+    if names.run_context_id:
+        params[names.run_context_id] = request.idempotency_token
+    if names.change_range:
+        params[names.change_range] = dumps(request.change_range)
+    return params or None
 
 
 class _BoundedClock(RealClock):
@@ -194,7 +107,7 @@ class DatabricksBackend(JobBackend):
 
     def __init__(self, config: Config, client: WorkspaceClient | None = None) -> None:
         self.config = config
-        self.settings = DatabricksSettings.from_config(config)
+        self.settings = config.databricks
         self._client = client
         self._lock = threading.Lock()
         self._unreachable_until = 0.0
@@ -211,7 +124,7 @@ class DatabricksBackend(JobBackend):
 
     def _sdk_config(self) -> SdkConfig:
         s = self.settings
-        token = secret_from_env({"token_env": s.token_env}, "token", "databricks.token_env") if s.token_env else None
+        token = env_secret(s.token_env, "databricks.token_env")
         kwargs: dict[str, Any] = {
             "host": s.host,
             "profile": s.profile,
@@ -265,7 +178,7 @@ class DatabricksBackend(JobBackend):
         except ValueError as exc:
             raise StartRefused(f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
                                "(Workflows > the job > Job details)") from None
-        parameters = self.settings.parameters_for(request.job_id).values(request)
+        parameters = parameter_values(self.settings.parameters_for(request.job_id), request)
         try:
             waiter = self._call(lambda c: c.jobs.run_now(
                 job_id=job_id, idempotency_token=request.idempotency_token, job_parameters=parameters))

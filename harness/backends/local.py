@@ -2,8 +2,13 @@
 
 Jobs come from `local_runner.jobs` in heartbeat.yml (id -> name, command, optional timeout). Each run
 lives in `<state>/local_runs/<run_id>/`; a detached supervisor process (harness.backends.local_supervisor)
-runs the command, enforces its timeout and writes `result.json`, so a later tick, in any process,
-records how it ended. A token already used returns the run it started: no second run.
+claims the run, runs the command, enforces its timeout and writes `result.json`, so a later tick, in
+any process, records how it ended.
+
+A start is: the run's folder and meta.json, then the token file (token -> run id), then the
+supervisor. A token already used returns its run: no second run. A run whose supervisor never claimed
+it (the heartbeat was killed before launching it) provably never started: it is launched now, the same
+run under the same token, by the next start with that token or the next poll.
 """
 
 from __future__ import annotations
@@ -12,18 +17,17 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused
-from harness.backends.local_supervisor import write_atomic
+from harness.backends.local_supervisor import LAUNCHED
 from harness.config import Config
 from harness.errors import BackendError
+from harness.faults import crash_point
+from harness.files import write_atomic
 from harness.model import dumps
-
-NEVER_STARTED_AFTER_SECONDS = 120.0
 
 
 def _alive(pid: int) -> bool:
@@ -56,7 +60,9 @@ class LocalBackend(JobBackend):
         self.tokens_dir.mkdir(parents=True, exist_ok=True)
         token_file = self.tokens_dir / request.idempotency_token
         if token_file.exists():
-            return token_file.read_text().strip()
+            run_id = token_file.read_text().strip()
+            self._ensure_launched(self.run_dir(run_id))
+            return run_id
         job = self.config.local_jobs.get(request.job_id)
         if job is None:
             known = ", ".join(sorted(self.config.local_jobs)) or "none"
@@ -87,13 +93,23 @@ class LocalBackend(JobBackend):
         write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))
         # Recorded before the process exists: a crash from here on never yields a second run.
         write_atomic(token_file, run_id)
+        crash_point("local:token-recorded")
+        self._launch(run_dir)
+        return run_id
+
+    def _launch(self, run_dir: Path) -> None:
         subprocess.Popen(
             [sys.executable, "-m", "harness.backends.local_supervisor", str(run_dir)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
             cwd=str(Path(__file__).resolve().parents[2]),
         )
-        return run_id
+
+    def _ensure_launched(self, run_dir: Path) -> None:
+        """Launch a run no supervisor claimed: its start provably never happened. Should the first
+        supervisor still be starting, it and this one race for the claim and only one runs."""
+        if run_dir.is_dir() and not (run_dir / LAUNCHED).exists():
+            self._launch(run_dir)
 
     def poll(self, job_id: str, run_id: str) -> RunStatus:
         run_dir = self.run_dir(run_id)
@@ -106,16 +122,14 @@ class LocalBackend(JobBackend):
             if result.get("exit_code") == 0:
                 return RunStatus(RunState.SUCCEEDED, "exit code 0", ended)
             return RunStatus(RunState.FAILED, result.get("message") or f"exit code {result.get('exit_code')}", ended)
-        pid_file = run_dir / "supervisor.pid"
-        if pid_file.exists():
-            if _alive(int(pid_file.read_text())):
-                return RunStatus(RunState.RUNNING)
-            if result_file.exists():  # finished between the two reads
-                return self.poll(job_id, run_id)
-            return RunStatus(RunState.FAILED, "the local runner's supervisor process died without a result",
-                             datetime.now(timezone.utc))
-        age = time.time() - (run_dir / "meta.json").stat().st_mtime
-        if age > NEVER_STARTED_AFTER_SECONDS:
-            return RunStatus(RunState.FAILED, "the run never started (the heartbeat stopped while starting it)",
-                             datetime.now(timezone.utc))
-        return RunStatus(RunState.RUNNING)
+        launched = run_dir / LAUNCHED
+        if not launched.exists():
+            self._ensure_launched(run_dir)
+            return RunStatus(RunState.RUNNING, "launched again: the heartbeat stopped before launching it")
+        pid_text = launched.read_text().strip()
+        if pid_text and _alive(int(pid_text)):
+            return RunStatus(RunState.RUNNING)
+        if result_file.exists():  # finished between the two reads
+            return self.poll(job_id, run_id)
+        return RunStatus(RunState.FAILED, "the local runner's supervisor process died without a result",
+                         datetime.now(timezone.utc))

@@ -1,6 +1,8 @@
-"""Supervises one local run: runs the job's command, enforces its timeout, writes result.json.
+"""Supervises one local run: claims it, runs the job's command, enforces its timeout, writes result.json.
 
-Started detached by LocalBackend.start; outlives the heartbeat process that started it.
+Started detached by LocalBackend; outlives the heartbeat process that started it. The claim (creating
+`launched` exclusively) is what makes a run started: if two supervisors of one run ever start (the
+heartbeat re-launching a run whose start it cannot prove), only the first to claim runs the command.
 Usage: python -m harness.backends.local_supervisor RUN_DIR
 """
 
@@ -11,21 +13,32 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.files import write_atomic
 
-def write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+
+LAUNCHED = "launched"
+
+
+def claim(run_dir: Path) -> bool:
+    """Mark the run launched by this process; False when another supervisor already did."""
+    try:
+        fd = os.open(run_dir / LAUNCHED, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+    return True
 
 
 def supervise(run_dir: Path) -> int:
+    if not claim(run_dir):
+        return 0
     meta = json.loads((run_dir / "meta.json").read_text())
-    write_atomic(run_dir / "supervisor.pid", str(os.getpid()))
     env = {**os.environ, **meta["env"]}
     timeout = meta.get("timeout_seconds")
     started = datetime.now(timezone.utc)

@@ -28,14 +28,13 @@ from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.config import secret_from_env
+from harness.config import env_secret
 from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.spark_access import harness_spark, quoted_table_name, spark_error_text
-from harness.spark import table_format
 
 MAX_DETAILED_COMMITS = 100  # commits described in one event; older ones are counted, not described
 _DATA_OPERATIONS = {"DELETE": "DELETE", "UPDATE": "UPDATE", "MERGE": "UPDATE", "RESTORE": "UPDATE",
@@ -181,11 +180,10 @@ class DeltaSensor(Sensor):
     @property
     def storage_options(self) -> dict[str, str]:
         """`delta.storage_options` (object store settings) plus secrets named in `storage_options_env`."""
-        section = self.config.section("delta")
-        options = {str(k): str(v) for k, v in (section.get("storage_options") or {}).items()}
-        for key, var in (section.get("storage_options_env") or {}).items():
-            where = f"delta.storage_options_env.{key}"
-            options[str(key)] = secret_from_env({"value_env": var}, "value", where) or ""
+        settings = self.config.delta
+        options = dict(settings.storage_options)
+        for key, variable in settings.storage_options_env.items():
+            options[key] = env_secret(variable, f"delta.storage_options_env.{key}") or ""
         return options
 
     # --- position --------------------------------------------------------------------------------
@@ -239,7 +237,7 @@ class DeltaSensor(Sensor):
 
     def _named_position(self, upstream: Upstream) -> Position:
         spark = harness_spark(upstream.label)
-        if table_format(spark) != "delta":
+        if self.config.table_format != "delta":
             raise SensorError(
                 f"{upstream.label}: a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on "
                 "Spark's classpath (not found in this session); give the table's path or URI as sensor_id "

@@ -15,16 +15,14 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from harness.config import Config, secret_from_env
-from harness.errors import ConfigError, SensorError
+from harness.config import JdbcConnectionSettings, JdbcSettings, env_secret
+from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.spark_access import harness_spark, spark_error_text
 
 DEFAULT_CONNECTION = "default"
-_CONNECTION_KEYS = {"url", "driver", "user", "user_env", "password_env", "identifier_quote",
-                    "backslash_escapes", "properties", "schema", "log_table"}
 
 
 @dataclass(frozen=True)
@@ -65,38 +63,17 @@ class JdbcConnection:
         return options
 
 
-def connections_from(section: Mapping[str, Any], section_name: str) -> dict[str, JdbcConnection]:
-    """Named connections of a config section: `connections: {name: {...}}`, or one given directly."""
-    if "connections" in section:
-        named = section.get("connections") or {}
-        if not isinstance(named, Mapping):
-            raise ConfigError(f"{section_name}.connections: expected a mapping of connection names")
-    elif "url" in section:
-        named = {DEFAULT_CONNECTION: section}
-    else:
-        return {}
-    return {str(name): _connection(str(name), spec, f"{section_name}.connections.{name}")
-            for name, spec in named.items()}
-
-
-def _connection(name: str, spec: Any, where: str) -> JdbcConnection:
-    if not isinstance(spec, Mapping) or not spec.get("url") or not spec.get("driver"):
-        raise ConfigError(f"{where}: needs 'url' and 'driver' (e.g. org.postgresql.Driver)")
-    unknown = set(spec) - _CONNECTION_KEYS
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; passwords go in password_env")
-    quote = str(spec.get("identifier_quote", '"'))
-    if quote not in ('"', "`", "["):
-        raise ConfigError(f'{where}.identifier_quote: one of ", ` or [')
-    user = secret_from_env(spec, "user", where) if spec.get("user_env") else spec.get("user")
+def connection_from(name: str, spec: JdbcConnectionSettings, where: str) -> JdbcConnection:
+    """A connection of a config section, with its secrets read from the environment."""
+    user = env_secret(spec.user_env, f"{where}.user_env") if spec.user_env else spec.user
     return JdbcConnection(
-        name=name, url=str(spec["url"]), driver=str(spec["driver"]),
-        user=str(user) if user else None,
-        password=secret_from_env(spec, "password", where),
-        identifier_quote=quote,
-        backslash_escapes=bool(spec.get("backslash_escapes", False)),
-        properties={str(k): str(v) for k, v in (spec.get("properties") or {}).items()},
-        extra={k: spec[k] for k in ("schema", "log_table") if k in spec},
+        name=name, url=spec.url, driver=spec.driver,
+        user=user,
+        password=env_secret(spec.password_env, f"{where}.password_env"),
+        identifier_quote=spec.identifier_quote,
+        backslash_escapes=spec.backslash_escapes,
+        properties=spec.properties,
+        extra={k: v for k, v in (("schema", spec.schema_), ("log_table", spec.log_table)) if v is not None},
     )
 
 
@@ -110,16 +87,16 @@ def split_connection(upstream: Upstream) -> tuple[str, str]:
     return prefix.strip(), rest.strip()
 
 
-def find_connection(config: Config, section_name: str, upstream: Upstream) -> tuple[JdbcConnection, str]:
+def find_connection(section: JdbcSettings, section_name: str, upstream: Upstream) -> tuple[JdbcConnection, str]:
     name, rest = split_connection(upstream)
-    connections = connections_from(config.section(section_name), section_name)
-    if name not in connections:
-        known = ", ".join(sorted(connections)) or "none"
+    if name not in section.connections:
+        known = ", ".join(sorted(section.connections)) or "none"
         raise SensorError(
             f"{upstream.label}: no connection {name!r} in the {section_name}: section of heartbeat.yml "
             f"(configured: {known}); add {section_name}.connections.{name} with url, driver, user, password_env"
         )
-    return connections[name], rest
+    spec = section.connections[name]
+    return connection_from(name, spec, f"{section_name}.connections.{name}"), rest
 
 
 def jdbc_frame(spark: SparkSession, connection: JdbcConnection, query: str, timeout: float,
@@ -161,7 +138,7 @@ class JdbcSensor(Sensor):
         if not upstream.upstream_key:
             raise SensorError(f"{upstream.label}: jdbc rows need an upstream_key (the column whose max "
                               "value is the watermark, e.g. an id or an updated_at column)")
-        connection, name = find_connection(self.config, "jdbc", upstream)
+        connection, name = find_connection(self.config.jdbc, "jdbc", upstream)
         table = connection.quote_path(table_parts(upstream, name))
         return connection, table, connection.quote(upstream.upstream_key)
 

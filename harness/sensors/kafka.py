@@ -23,15 +23,14 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from harness.config import secret_from_env
-from harness.errors import ConfigError, SensorError
+from harness.config import KafkaClientSettings, env_secret
+from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 
 log = logging.getLogger(__name__)
 
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _PLAIN_KEYS = {  # heartbeat.yml key -> librdkafka property
     "bootstrap_servers": "bootstrap.servers", "security_protocol": "security.protocol",
     "sasl_mechanism": "sasl.mechanism", "username": "sasl.username",
@@ -39,9 +38,10 @@ _PLAIN_KEYS = {  # heartbeat.yml key -> librdkafka property
     "ssl_key_location": "ssl.key.location", "ssl_endpoint_identification_algorithm":
         "ssl.endpoint.identification.algorithm",
 }
-_SECRET_KEYS = {"username": "sasl.username", "password": "sasl.password", "ssl_key_password": "ssl.key.password"}
-_OTHER_KEYS = {"products", "max_messages", "timeout_seconds", "properties"} | {f"{k}_env" for k in _SECRET_KEYS}
+_SECRET_KEYS = {"username_env": "sasl.username", "password_env": "sasl.password",
+                "ssl_key_password_env": "ssl.key.password"}
 DEFAULT_MAX_MESSAGES = 10_000
+DEFAULT_TIMEOUT_SECONDS = 10.0
 
 MESSAGE_SCHEMA = StructType([
     StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
@@ -71,39 +71,30 @@ def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
 class KafkaSensor(Sensor):
     sources = (SensorSource.KAFKA,)
 
-    def settings(self, product: str | None) -> dict[str, Any]:
+    def settings(self, product: str | None) -> KafkaClientSettings:
         """The `kafka:` section, with `kafka.products.<product>` laid over it."""
-        section = dict(self.config.section("kafka"))
-        products = section.pop("products", None) or {}
-        if product and product in products:
-            section.update(products[product] or {})
-        return section
+        return self.config.kafka.for_product(product)
 
     def client_config(self, upstream: Upstream, product: str | None) -> dict[str, Any]:
         section = self.settings(product)
-        overridden = product is not None and product in (self.config.section("kafka").get("products") or {})
-        where = f"kafka.products.{product}" if overridden else "kafka"
-        unknown = set(section) - set(_PLAIN_KEYS) - _OTHER_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; secrets go in *_env keys")
-        if not section.get("bootstrap_servers"):
+        where = f"kafka.products.{product}" if product in self.config.kafka.products else "kafka"
+        if not section.bootstrap_servers:
             raise SensorError(f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
                               f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml")
-        protocol = str(section.get("security_protocol", "PLAINTEXT")).upper()
-        if protocol not in _PROTOCOLS:
-            raise ConfigError(f"{where}.security_protocol: one of {', '.join(_PROTOCOLS)}, got {protocol!r}")
-        conf: dict[str, Any] = {prop: str(section[key]) for key, prop in _PLAIN_KEYS.items() if key in section}
-        conf["security.protocol"] = protocol
+        values = section.model_dump()
+        conf: dict[str, Any] = {prop: str(values[key]) for key, prop in _PLAIN_KEYS.items()
+                                if values.get(key) is not None}
+        conf["security.protocol"] = section.security_protocol or "PLAINTEXT"
         for key, prop in _SECRET_KEYS.items():
-            value = secret_from_env(section, key, where)
+            value = env_secret(values.get(key), f"{where}.{key}")
             if value is not None:
                 conf[prop] = value
-        conf.update({str(k): str(v) for k, v in (section.get("properties") or {}).items()})
+        conf.update(section.properties)
         conf["logger"] = log
         return conf
 
     def timeout(self, product: str | None) -> float:
-        configured = float(self.settings(product).get("timeout_seconds", 10))
+        configured = self.settings(product).timeout_seconds or DEFAULT_TIMEOUT_SECONDS
         return min(configured, self.config.sensing.check_timeout_seconds)
 
     def read_position(self, upstream: Upstream) -> Position:
@@ -118,7 +109,7 @@ class KafkaSensor(Sensor):
             )
         except KafkaException as exc:
             raise SensorError(f"{upstream.label}: cannot read offsets of {topic} from "
-                              f"{self.settings(product).get('bootstrap_servers')}: {exc.args[0].str()}") from exc
+                              f"{self.settings(product).bootstrap_servers}: {exc.args[0].str()}") from exc
         return Position(watermark={"offsets": {str(p): o for p, o in sorted(offsets.end.items())}},
                         observed=offsets)
 
@@ -170,7 +161,7 @@ class KafkaSensor(Sensor):
     def new_data_frame(self, spark: SparkSession, upstream: Upstream, position: Position,
                        since: Watermark | None) -> DataFrame:
         product, topic = parse_sensor_id(upstream)
-        limit = int(self.settings(product).get("max_messages", DEFAULT_MAX_MESSAGES))
+        limit = self.settings(product).max_messages or DEFAULT_MAX_MESSAGES
         messages = self._consume(upstream, product, topic, self.ranges(position.observed, since), limit)
         return spark.createDataFrame(messages, MESSAGE_SCHEMA)
 
@@ -197,7 +188,7 @@ class KafkaSensor(Sensor):
             for message in consumer.consume(min(500, limit - len(rows)), timeout=1.0):
                 partition, offset, error = message.partition(), message.offset(), message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
+                    if error.code() == KafkaError._PARTITION_EOF and partition is not None:
                         open_partitions.discard(partition)
                         continue
                     raise SensorError(f"{upstream.label}: reading messages failed: {error.str()}")

@@ -13,13 +13,13 @@ import re
 
 from pyspark.sql import DataFrame, SparkSession
 
+from harness.config import SapSettings
 from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.jdbc import JdbcConnection, find_connection, jdbc_frame, jdbc_rows, split_connection
 from harness.sensors.spark_access import harness_spark
 
-DEFAULT_LOG_TABLE = "RSPCLOGCHAIN"
 GREEN = "G"
 _SAP_TIME = re.compile(r"^\d{14}$")
 
@@ -33,10 +33,10 @@ class SapChainSensor(Sensor):
 
     def _target(self, upstream: Upstream) -> tuple[JdbcConnection, str, str]:
         """(connection, quoted log table, chain id)."""
-        connection, chain_id = find_connection(self.config, upstream.source.value, upstream)
-        section = self.config.section(upstream.source.value)
-        schema = connection.extra.get("schema", section.get("schema"))
-        log_table = str(connection.extra.get("log_table", section.get("log_table", DEFAULT_LOG_TABLE)))
+        section: SapSettings = getattr(self.config, upstream.source.value)
+        connection, chain_id = find_connection(section, upstream.source.value, upstream)
+        schema = connection.extra.get("schema", section.schema_)
+        log_table = str(connection.extra.get("log_table", section.log_table))
         parts = (str(schema), log_table) if schema else (log_table,)
         return connection, connection.quote_path(parts), chain_id
 

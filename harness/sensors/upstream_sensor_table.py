@@ -17,14 +17,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.errors import ConfigError, SensorError
+from harness.config import UpstreamTableAlias
+from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.preprocess import quote_identifier
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.spark_access import harness_spark, quoted_table_name, spark_error_text
 
 COMPLETED_STATUSES = ("COMPLETED", "PROCESSED_NEW_DATA")
-DEFAULT_MATCH_COLUMN = "sensor_id"
 
 
 class UpstreamSensorTableSensor(Sensor):
@@ -37,12 +37,8 @@ class UpstreamSensorTableSensor(Sensor):
         if not sep or not table or not upstream_id:
             raise SensorError(f"{upstream.label}: sensor_id must look like '<table>: <upstream sensor_id>', "
                               "e.g. 'sales_prod.heartbeat_control_table: orders'")
-        aliases = self.config.section("upstream_sensor_table").get("tables") or {}
-        spec: Any = aliases.get(table, {"table": table})
-        if not isinstance(spec, dict) or not spec.get("table"):
-            raise ConfigError(f"upstream_sensor_table.tables.{table}: needs a 'table' (a Spark table name)")
-        column = str(spec.get("match_column", DEFAULT_MATCH_COLUMN))
-        return quoted_table_name(upstream.label, str(spec["table"])), quote_identifier(column), upstream_id
+        spec = self.config.upstream_sensor_table.tables.get(table, UpstreamTableAlias(table=table))
+        return quoted_table_name(upstream.label, spec.table), quote_identifier(spec.match_column), upstream_id
 
     def _completed(self, upstream: Upstream) -> tuple[str, dict[str, Any]]:
         """FROM ... WHERE for the upstream's completed loads, and its parameters."""

@@ -1,4 +1,7 @@
-{#- Events that concern one control-table row, each flagged with the facet of the row it sets. -#}
+{#-
+  Events that concern one control-table row, each flagged with the parts of the row's state it sets.
+  The flags come from the event-type vocabulary in dbt_project.yml (var heartbeat_event_types).
+-#}
 with events as (
 
     select * from {{ ref('stg_heartbeat__events') }}
@@ -23,14 +26,17 @@ classified as (
         run_id,
         idempotency_token,
         message,
-        event_type = 'DATA_CHANGED' as is_detection,
-        event_type = 'TRIGGER_REQUESTED' as is_trigger,
-        event_type = 'RUN_STARTED' as is_run_start,
-        event_type in ('RUN_SUCCEEDED', 'RUN_FAILED', 'MANUAL_COMPLETE') as is_run_end,
-        event_type in ('RUN_SUCCEEDED', 'MANUAL_COMPLETE') as is_success,
-        -- RUN_START_FAILED restores the status the row had before the trigger, which may be NULL.
-        status is not null or event_type = 'RUN_START_FAILED' as sets_status,
-        event_type in ('CHECK_FAILED', 'RUN_START_FAILED', 'RUN_START_UNCONFIRMED', 'RUN_POLL_FAILED', 'RUN_FAILED', 'RUN_STUCK') as is_error
+        details,
+        event_type in ({{ heartbeat_event_types_with('detection') }}) as is_detection,
+        event_type in ({{ heartbeat_event_types_with('trigger') }}) as is_trigger,
+        event_type in ({{ heartbeat_event_types_with('run_start') }}) as is_run_start,
+        event_type in ({{ heartbeat_event_types_with('run_end') }}) as is_run_end,
+        event_type in ({{ heartbeat_event_types_with('success') }}) as is_success,
+        event_type in ({{ heartbeat_event_types_with('error') }}) as is_error,
+        event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as is_start_refusal,
+        event_type in ({{ heartbeat_event_types_with('closes_run') }}) as closes_run,
+        -- A refused start restores the status the row had before the trigger, which may be NULL.
+        status is not null or event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as sets_status
     from events
 
 )

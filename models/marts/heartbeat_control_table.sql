@@ -5,7 +5,6 @@
         incremental_strategy=heartbeat_incremental_strategy(),
         not_matched_by_source_action='delete',
         on_schema_change='append_new_columns',
-        post_hook="{{ heartbeat_drop_staging() }}",
     )
 }}
 
@@ -23,6 +22,7 @@
     {'timestamp': 'job_end_timestamp', 'condition': 'is_run_end', 'values': {}},
     {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {'last_success_watermark': 'watermark_after'}},
     {'timestamp': 'last_error_timestamp', 'condition': 'is_error', 'values': {'last_error': 'message'}},
+    {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -131,6 +131,8 @@ final as (
         folded.last_success_timestamp,
         folded.last_error,
         folded.last_error_timestamp,
+        folded.last_start_refusal,
+        folded.last_start_refused_at,
         folded.last_event_time
     from controls
     inner join folded

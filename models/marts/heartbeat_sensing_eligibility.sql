@@ -36,14 +36,14 @@ evaluated as (
         watermark,
         case
             when job_state <> 'UNPAUSED' then false
-            when sensor_source not in ({{ "'" ~ var('heartbeat_supported_sources') | join("', '") ~ "'" }}) then false
+            when sensor_source not in ({{ "'" ~ var('heartbeat_source_kinds') | join("', '") ~ "'" }}) then false
             when is_job_failed then false
             when status is null or status = 'COMPLETED' then true
             else false
         end as is_sensed,
         case
             when job_state <> 'UNPAUSED' then 'row is PAUSED'
-            when sensor_source not in ({{ "'" ~ var('heartbeat_supported_sources') | join("', '") ~ "'" }})
+            when sensor_source not in ({{ "'" ~ var('heartbeat_source_kinds') | join("', '") ~ "'" }})
                 then concat('no sensor for source ', sensor_source)
             when is_job_failed
                 then concat('job ', trigger_job_id, ' FAILED: waiting for a successful run or `python -m harness complete --job-id ', trigger_job_id, '`')

@@ -1,59 +1,80 @@
-"""The `heartbeat` dbt adapter: dbt-spark's `method: session`, guarded by Heartbeat's state lock.
+"""The `heartbeat` dbt adapter: dbt-spark's `method: session` on Heartbeat's own Spark session, guarded
+by Heartbeat's state lock, with the table writes of the embedded default made safe against a kill.
 
-The embedded default keeps its metastore in an embedded Derby database, which admits one process at
-a time. Run from the command line (`dbt seed`, `dbt build`, `dbt docs generate`), this adapter takes
-the same lock a heartbeat tick takes before Spark touches the metastore, and holds it until dbt exits:
-  - between ticks, the command runs as usual (and a tick starting meanwhile waits for the next one);
-  - while a heartbeat holds the state folder, the command stops at once with a message saying so,
-    instead of a metastore stack trace.
-Inside the harness (Spark already runs in the process) the lock is the harness's own.
-Macros and materializations are dbt-spark's (`dependencies=["spark"]`).
+Configuration: inside the harness, dbt uses the harness's `Config`; run from the command line (`dbt
+seed`, `dbt build`, `dbt docs generate`), the adapter loads the same `heartbeat.yml` the harness does
+(`HEARTBEAT_CONFIG` or `./heartbeat.yml`), so the state folder, the metastore and the schema are one.
+
+The state lock: the embedded metastore is a Derby database that admits one process at a time. From the
+command line the adapter takes the heartbeat's state lock before Spark touches the metastore and holds
+it until dbt exits; while a heartbeat holds it, the command stops at once with a message saying so.
+
+Safe writes (the macros in `dbt/include/heartbeat/macros`): every table the adapter creates lives in a
+folder of its own (`<schema folder>/<table>__v<time>_<id>`), and an incremental overwrite writes the
+new version to a fresh folder, then switches the table to it with one metastore operation (`ALTER
+TABLE ... SET LOCATION`). A kill at any instant leaves the old version or the new one, never a mix;
+an interrupted write leaves only a folder no table points at, removed at the start of the next write.
 """
 
 from __future__ import annotations
 
-import os
+import re
+import shutil
+import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from dbt.adapters.base import AdapterPlugin
+from dbt.adapters.base import AdapterPlugin, available
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark import SparkAdapter, SparkConnectionManager, SparkCredentials
-from dbt_common.exceptions import DbtRuntimeError
+from dbt.adapters.spark.relation import SparkRelation
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.include import heartbeat as heartbeat_include
 
-_held: list[Any] = []  # the lock of this dbt process, kept until it exits
+_held: list[Any] = []  # the state lock of this dbt process, kept until it exits
+_VERSION = re.compile(r"__v\d{8}T\d{6}_[0-9a-f]{8}")  # the suffix of a version folder
 
 
-def _state_dir() -> Path:
-    return Path(os.environ.get("HEARTBEAT_STATE_DIR", "state")).resolve()
+def heartbeat_config() -> Any:
+    """The harness's Config when the harness runs dbt in-process, else heartbeat.yml's."""
+    from harness import dbt_runner
+    from harness.config import load_config
+
+    return dbt_runner.active_config() or load_config()
 
 
 def guard_state() -> None:
-    """Take the heartbeat's state lock for this dbt process, or stop with a clear message."""
-    from pyspark import SparkContext
-
-    # A Spark context already in this process is the harness's (it holds the lock); a session is
-    # per thread and dbt runs models on worker threads, so the context is what tells.
-    if _held or SparkContext._active_spark_context is not None:
-        return
+    """From the command line: take the heartbeat's state lock and open its Spark session, or stop with
+    a clear message. Inside the harness, the lock and the session are the harness's own."""
+    from harness import dbt_runner
     from harness.errors import StateBusyError
+    from harness.spark import get_spark
     from harness.state_lock import StateLock
 
+    if _held or dbt_runner.active_config() is not None:
+        return
+    config = heartbeat_config()
     try:
-        _held.append(StateLock(_state_dir(), holder=f"dbt (pid {os.getpid()})").acquire())
+        _held.append(StateLock(config.state_dir, holder="dbt").acquire())
     except StateBusyError as exc:
         raise DbtRuntimeError(
             f"{exc}. dbt cannot open the embedded metastore while it runs. A changed controls CSV "
             "needs no `dbt seed`: the heartbeat validates and loads it at its next tick. For other dbt "
             "commands, stop `python -m harness run` (Ctrl-C) or run them between ticks."
         ) from None
+    get_spark(config)  # the harness's session: its metastore, warehouse and jars
 
 
 @dataclass
 class HeartbeatCredentials(SparkCredentials):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.schema = heartbeat_config().schema  # heartbeat.yml's schema, wherever dbt runs
+
     @property
     def type(self) -> str:
         return "heartbeat"
@@ -70,6 +91,92 @@ class HeartbeatConnectionManager(SparkConnectionManager):
 
 class HeartbeatAdapter(SparkAdapter):
     ConnectionManager = HeartbeatConnectionManager
+
+    @available
+    def heartbeat_table_format(self) -> str:
+        """`delta` or `parquet`, decided by the heartbeat's configuration (the harness uses the same)."""
+        return str(heartbeat_config().table_format)
+
+    @available
+    def heartbeat_fresh_location(self, relation: SparkRelation) -> str:
+        """A new folder for the next version of `relation`'s data. Leftovers of earlier versions and of
+        interrupted writes (folders no table points at) are removed first."""
+        schema_location = self._describe(f"describe schema extended {relation.schema}", "Location")
+        current = self._table_location(relation)
+        self._collect_garbage(relation, schema_location, current)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        return f"{schema_location.rstrip('/')}/{relation.identifier}__v{stamp}_{uuid.uuid4().hex[:8]}"
+
+    @available
+    def heartbeat_crash_point(self, name: str) -> str:
+        """A named point where fault-injection tests stop the process (see harness.faults)."""
+        from harness.faults import crash_point
+
+        crash_point(name)
+        return ""
+
+    @available
+    def heartbeat_check_controls(self, csv_path: str, loaded_keys: list[list[Any]]) -> str:
+        """Validate the controls CSV dbt is loading with the harness's own validator (the one `validate`
+        and every tick run); return the digest of the validated file. `loaded_keys` are the key columns
+        of the rows dbt read: a file edited between dbt's read and this check is refused too."""
+        from harness.controls import check_loaded_seed
+        from harness.errors import ControlsError
+
+        try:
+            digest = check_loaded_seed(Path(csv_path), loaded_keys)
+        except ControlsError as exc:
+            raise CompilationError(str(exc)) from None
+        self._checked_controls = digest
+        return digest
+
+    @available
+    def heartbeat_checked_controls(self) -> str:
+        """The digest of the controls CSV checked by this dbt command's seed pre-hook."""
+        digest = getattr(self, "_checked_controls", None)
+        if not digest:
+            raise CompilationError("heartbeat_controls: the seed was loaded without the pre-hook's check")
+        return str(digest)
+
+    # --- helpers -----------------------------------------------------------------------------------
+    def _describe(self, sql: str, key: str) -> str:
+        _, table = self.execute(sql, fetch=True)
+        for row in table.rows:
+            if str(row[0]).strip() == key:
+                return str(row[1]).strip()
+        raise DbtRuntimeError(f"`{sql}` gave no {key}")
+
+    def _table_location(self, relation: SparkRelation) -> str | None:
+        if self.get_relation(str(relation.database or ""), str(relation.schema), str(relation.identifier)) is None:
+            return None
+        return self._describe(f"describe formatted {relation}", "Location")
+
+    def _collect_garbage(self, relation: SparkRelation, schema_location: str, current: str | None) -> None:
+        """Remove the relation's folders that no table points at: its default managed folder, earlier
+        versions and versions an interrupted write left. Local file systems only (the embedded default)."""
+        folder = _local_path(schema_location)
+        if folder is None or not folder.is_dir():
+            return
+        keep = _local_path(current) if current else None
+        identifier = str(relation.identifier)
+        tables = {r.identifier for r in self.list_relations_without_caching(relation.without_identifier())}
+        for entry in folder.iterdir():
+            name = entry.name
+            ours = name == identifier or (name.startswith(identifier) and _VERSION.fullmatch(name[len(identifier):]))
+            if not ours or (keep is not None and entry.resolve() == keep.resolve()):
+                continue
+            if name != identifier and name in tables:
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _local_path(location: str | None) -> Path | None:
+    if not location:
+        return None
+    parsed = urlparse(location)
+    if parsed.scheme not in ("", "file"):
+        return None
+    return Path(parsed.path)
 
 
 Plugin = AdapterPlugin(

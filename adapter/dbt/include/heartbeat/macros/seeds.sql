@@ -3,7 +3,7 @@
   writes empty cells as the string 'None'; this renders NULL for empty cells and escapes quotes and
   backslashes, so any text (an apostrophe in a description, a quoted preprocess_query) loads as written.
 -#}
-{% macro spark__load_csv_rows(model, agate_table) %}
+{% macro heartbeat__load_csv_rows(model, agate_table) %}
   {% set column_override = model['config'].get('column_types', {}) %}
   {% set statements = [] %}
   {% for chunk in agate_table.rows | batch(get_batch_size()) %}

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 from contextlib import contextmanager
 
@@ -38,6 +39,11 @@ class DbtOutcome:
 def active_config() -> Config | None:
     """The Config of the harness invocation running now, if any (read by the `heartbeat` adapter)."""
     return _active
+
+
+def models_digest_path(config: Config) -> Path:
+    """Records what the views in the state's schema were built from (see harness.fold.views_current)."""
+    return config.state_dir / "dbt_models.sha256"
 
 
 def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
@@ -102,6 +108,6 @@ def _failures(result: dbtRunnerResult) -> list[str]:
         status = str(getattr(node_result, "status", "")).lower()
         if status in ("error", "fail", "runtime error"):
             name = getattr(getattr(node_result, "node", None), "name", "?")
-            message = (getattr(node_result, "message", None) or "").strip().splitlines()
-            out.append(f"{name}: {message[0] if message else status}")
+            message = (getattr(node_result, "message", None) or "").strip()
+            out.append(f"{name}: {message or status}")
     return out

@@ -66,7 +66,6 @@ class Event:
     idempotency_token: str | None = None
     message: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    job_id: str | None = None  # for job-level events without a row
     event_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     event_time: datetime = field(default_factory=now)
 
@@ -79,7 +78,7 @@ class Event:
             tick_id,
             row.sensor_source if row else None,
             row.sensor_id if row else None,
-            row.trigger_job_id if row else self.job_id,
+            row.trigger_job_id if row else None,
             self.status,
             self.watermark_before,
             self.watermark_after,

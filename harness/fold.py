@@ -1,30 +1,37 @@
 """Folding: bringing the heartbeat's models up to date with the event log and the controls CSV (dbt build).
 
 When a fold is needed:
-  - the process has not built the models yet (its first build also (re)creates the views);
+  - the models were built from another version of the dbt project, its vars or target (or never):
+    a full build recreates the views (`<state>/dbt_models.sha256` records what they were built from);
   - the controls CSV differs from the one the seed holds (validated first; a bad file keeps the last
     good one and is recorded once as CONFIG_REJECTED);
   - events were appended since the last successful fold (EventLog.unfolded, kept across a kill).
 Otherwise a tick does no dbt work at all.
 
-What is built: the first build of a process selects every heartbeat model; later ones only the control
-table, the one table (the eligibility, trigger set and open runs are views over it and the events).
+What is built: a full build selects every heartbeat model; later ones only the control table, the one
+table (the eligibility, trigger set and open runs are views over it and the events).
 dbt unit tests check the rules themselves (the test suite runs them), never a tick; data tests run when
 the seed is (re)loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
+
+from dbt.include import heartbeat as heartbeat_adapter_macros
 
 from harness import dbt_runner
+from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.events import Event
-from harness.model import EventType
+from harness.model import EventType, dumps
 from harness.runtime import Runtime
+from harness.tables import ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +58,9 @@ def plan(runtime: Runtime) -> FoldPlan:
         record_rejection(runtime, error)
     if with_seed:
         return FoldPlan(True, True, error, "the controls CSV changed")
+    runtime.views_built = runtime.views_built or views_current(runtime)
     if not runtime.views_built:
-        return FoldPlan(True, False, error, "first build of this process")
+        return FoldPlan(True, False, error, "the models changed since they were built")
     if runtime.events.unfolded:
         return FoldPlan(True, False, error, "new events")
     return FoldPlan(False, False, error, "nothing new since the last fold")
@@ -80,6 +88,24 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     log.error("the control table keeps the last valid controls CSV until the file is fixed")
 
 
+def models_digest(config: Config) -> str:
+    """What the views are built from: the dbt project's files, the adapter's macros, the vars and target."""
+    roots = [config.project_dir / "models", config.project_dir / "macros", Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+    files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
+             *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
+    digest = hashlib.sha256(dumps([config.dbt_target, dbt_runner.dbt_vars(config)]).encode())
+    for f in files:
+        digest.update(f.name.encode() + f.read_bytes())
+    return digest.hexdigest()
+
+
+def views_current(runtime: Runtime) -> bool:
+    """The views exist and were built from this very project, vars and target."""
+    recorded = dbt_runner.models_digest_path(runtime.config)
+    return (recorded.exists() and recorded.read_text().strip() == models_digest(runtime.config)
+            and all(runtime.tables.exists(view) for view in (ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
+
+
 def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     """Refresh the heartbeat models; returns the seconds dbt took. Raises DbtError."""
     started = time.monotonic()
@@ -91,5 +117,7 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     else:
         dbt_runner.invoke(runtime.config, [*command, *NO_TESTS, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
+    if select is ALL_MODELS:
+        dbt_runner.models_digest_path(runtime.config).write_text(models_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

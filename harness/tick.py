@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from harness import fold, inbox
 from harness.errors import DbtError
 from harness.events import Event
-from harness.faults import crash_point
+from harness.faults import crash_point, tick_started
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
@@ -96,6 +96,7 @@ def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: boo
 def run_tick(runtime: Runtime) -> TickReport:
     report = TickReport(tick_id=uuid.uuid4().hex[:12])
     runtime.events.tick_id = report.tick_id
+    tick_started()
     started_at, started = datetime.now(timezone.utc), time.monotonic()
     try:
         _steps(runtime, report)

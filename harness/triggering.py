@@ -184,9 +184,11 @@ def start_jobs(
             for r in rows
         ])
         runs.append(run)
+    outcome = StartOutcome()
+    if not runs:
+        return outcome
     events.append([event for run in runs for event in _intents(run)])
     crash_point("start:intent-recorded")
-    outcome = StartOutcome()
     recorded: list[Event] = []
     for run in runs:
         run_events, result = _call_start(backend, run)
@@ -243,15 +245,19 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
                     message=f"job {run.job_id}: run {run.run_id} still running after {age / 3600:.1f} h "
                             f"(runs.stuck_after_seconds = {stuck_after_seconds:g})"))
             continue
+        # When the run itself ended (the event records when the heartbeat learned it).
+        ended = {"run_ended_at": status.ended_at.isoformat()} if status.ended_at else {}
         if status.state is RunState.SUCCEEDED:
             outcome.succeeded += 1
             outcome.events.extend(_row_events(run, EventType.RUN_SUCCEEDED, run_id=run.run_id,
-                                              status=Status.COMPLETED.value, message=status.message or None))
+                                              status=Status.COMPLETED.value, message=status.message or None,
+                                              details=lambda r: ended))
         else:
             outcome.failed += 1
             outcome.events.extend(_row_events(
                 run, EventType.RUN_FAILED, run_id=run.run_id, status=Status.FAILED.value,
-                message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}")))
+                message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}"),
+                details=lambda r: ended))
     return outcome
 
 

@@ -1,4 +1,4 @@
-"""The controls CSV is refused with a message naming each bad row; nothing needs Spark here."""
+"""The controls CSV is refused with a message naming each bad row, the same on every path (validate, a tick, dbt seed)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from harness import cli, dbt_runner
 from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS, read_controls
-from harness.errors import ControlsError
-from tests.support import control_row
+from harness.errors import ControlsError, DbtError
+from tests.support import HeartbeatHarness, control_row
 
 
 def write(path: Path, rows: list[dict[str, str]], header: list[str] | None = None) -> Path:
@@ -87,3 +88,43 @@ def test_validate_command_exits_non_zero_on_a_bad_file_and_touches_nothing(tmp_p
     ok = subprocess.run([sys.executable, "-m", "harness", "validate", str(good)], capture_output=True, text=True,
                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert ok.returncode == 0 and "OK, 1 rows, 1 jobs" in ok.stdout
+
+
+BAD_FILES = {
+    "?upstream_key without an upstream_key": control_row("trigger_file", "in", "j", preprocess_query=(
+        "SELECT * FROM sensor_new_data WHERE ?upstream_key > 0")),
+    "two statements": control_row("trigger_file", "in", "j", preprocess_query="SELECT 1; DROP TABLE x"),
+    "not a query": control_row("trigger_file", "in", "j", preprocess_query="DELETE FROM sensor_new_data"),
+    "an unknown source": control_row("trigger_fil", "in", "j"),
+    "a duplicate key": control_row("trigger_file", "ok", "j"),
+}
+
+
+def test_validate_a_tick_and_dbt_seed_refuse_the_same_files_with_the_same_message(
+        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a heartbeat running on a good controls CSV
+    good = [control_row("trigger_file", "ok", "j")]
+    heartbeat.write_controls(good)
+    (heartbeat.config.trigger_root / "ok").mkdir()  # type: ignore[operator]
+    heartbeat.tick()
+    config_file = heartbeat.write_config_file()
+
+    for what, bad_row in BAD_FILES.items():
+        # WHEN the file gets a bad row
+        heartbeat.write_controls(good + [bad_row])
+
+        # THEN `validate`, the next tick and `dbt seed` each refuse it, naming the same line and problem
+        assert cli.main(["--config", str(config_file), "validate"]) == 2, what
+        problem = capsys.readouterr().err.strip().splitlines()[-1].strip()
+        assert problem.startswith("line 3 ("), (what, problem)
+        assert problem in str(heartbeat.tick().controls_error), what
+        with pytest.raises(DbtError) as refused:
+            dbt_runner.invoke(heartbeat.config, ["seed"])
+        assert problem in str(refused.value), what
+        # AND no row of the refused file ever reaches the control table
+        assert set(heartbeat.statuses()) == {("trigger_file", "ok", "j")}, what
+
+    # WHEN the file is fixed, THEN the next tick loads it
+    heartbeat.write_controls(good + [control_row("trigger_file", "ok", "k")])
+    assert heartbeat.tick().controls_applied
+    assert set(heartbeat.statuses()) == {("trigger_file", "ok", "j"), ("trigger_file", "ok", "k")}

@@ -1,4 +1,4 @@
-"""Jobs start exactly when SPEC §4 says, once per batch of new data, on the embedded default."""
+"""Jobs start exactly when the start rules say (hard rows all new, soft rows never alone, paused hard rows block), once per batch, on the embedded default."""
 
 from __future__ import annotations
 

@@ -66,6 +66,9 @@ def guard_state() -> None:
             "needs no `dbt seed`: the heartbeat validates and loads it at its next tick. For other dbt "
             "commands, stop `python -m harness run` (Ctrl-C) or run them between ticks."
         ) from None
+    # dbt from the command line may rebuild the heartbeat's views with its own vars: the next heartbeat
+    # process rebuilds them with its configuration's.
+    dbt_runner.models_digest_path(config).unlink(missing_ok=True)
     get_spark(config)  # the harness's session: its metastore, warehouse and jars
 
 

@@ -1,0 +1,68 @@
+"""heartbeat.yml: typed, with unknown keys refused naming the closest valid key; the same file is read by
+the harness, by `validate` and (through the heartbeat adapter) by dbt from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import cli
+from harness.config import ConfigError, config_from_mapping, load_config
+
+
+def write_config(path: Path, body: str) -> Path:
+    path.write_text(body)
+    return path
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("backnd: databricks\n", "backnd: unknown key; did you mean 'backend'?"),
+    ("sensing:\n  check_timeout_secnds: 5\n", "sensing.check_timeout_secnds: unknown key; did you mean 'check_timeout_seconds'?"),
+    ("databricks:\n  http_timout_seconds: 5\n", "databricks.http_timout_seconds: unknown key; did you mean 'http_timeout_seconds'?"),
+    ("local_runner:\n  jobs:\n    j: {command: 'true', timeout_second: 5}\n",
+     "local_runner.jobs.j.timeout_second: unknown key; did you mean 'timeout_seconds'?"),
+    ("jdbc:\n  url: jdbc:postgresql://db/x\n  driver: org.postgresql.Driver\n  pasword_env: PW\n",
+     "jdbc.connections.default.pasword_env: unknown key; did you mean 'password_env'?"),
+    ("kafka:\n  password: hunter2\n", "kafka.password: secrets never go in heartbeat.yml"),
+    ("sensing:\n  check_timeout_seconds: soon\n", "sensing.check_timeout_seconds: Input should be a valid number"),
+    ("backend: databrick\n", "backend: Input should be 'local' or 'databricks'"),
+])
+def test_a_mistake_in_heartbeat_yml_is_refused_naming_the_file_the_key_and_the_fix(
+        tmp_path: Path, body: str, expected: str) -> None:
+    path = write_config(tmp_path / "heartbeat.yml", body)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and expected in str(info.value)
+
+
+def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write_config(tmp_path / "heartbeat.yml", "sensing:\n  check_timeout_secnds: 5\n")
+    assert cli.main(["--config", str(bad), "validate"]) == 2
+    assert "did you mean 'check_timeout_seconds'?" in capsys.readouterr().err
+    good = write_config(tmp_path / "heartbeat.yml", "sensing:\n  check_timeout_seconds: 5\n")
+    assert cli.main(["--config", str(good), "validate"]) == 0
+    out = capsys.readouterr().out
+    assert f"{good}: OK" in out and "heartbeat_controls.csv: OK" in out
+
+
+def test_paths_are_relative_to_the_file_and_the_environment_overrides_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "conf").mkdir()
+    path = write_config(tmp_path / "conf" / "heartbeat.yml", yaml.safe_dump(
+        {"state_dir": "../hb-state", "schema": "sales_hb", "trigger_file": {"root": "landing"}}))
+    config = load_config(path)
+    assert config.state_dir == tmp_path / "hb-state" and config.trigger_root == tmp_path / "conf" / "landing"
+    assert config.table("heartbeat_events") == "spark_catalog.sales_hb.heartbeat_events"
+    monkeypatch.setenv("HEARTBEAT_STATE_DIR", str(tmp_path / "elsewhere"))
+    assert load_config(path).state_dir == tmp_path / "elsewhere"
+
+
+def test_the_databricks_target_needs_a_catalog_and_addresses_tables_with_three_part_names(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="catalog: is required with the databricks target"):
+        config_from_mapping({"backend": "databricks"}, base=tmp_path)
+    config = config_from_mapping({"backend": "databricks", "catalog": "lake", "schema": "ops"}, base=tmp_path)
+    assert config.dbt_target == "databricks" and config.table_format == "delta"
+    assert config.table("heartbeat_control_table") == "lake.ops.heartbeat_control_table"

@@ -1,0 +1,38 @@
+"""One vocabulary: the source kinds, statuses, job states, read types and event types the harness uses
+(harness/model.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from harness.config import PROJECT_DIR
+from harness.model import EventType, JobState, ReadType, SensorSource, Status
+from harness.sensors import SENSOR_CLASSES
+
+
+def dbt_vars() -> dict[str, Any]:
+    return dict(yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"])
+
+
+def test_the_dbt_project_knows_exactly_the_harness_source_kinds_statuses_states_and_read_types() -> None:
+    known = dbt_vars()
+    assert known["heartbeat_source_kinds"] == [s.value for s in SensorSource]
+    assert known["heartbeat_statuses"] == [s.value for s in Status]
+    assert known["heartbeat_job_states"] == [s.value for s in JobState]
+    assert known["heartbeat_read_types"] == [r.value for r in ReadType]
+
+
+def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -> None:
+    event_types = dbt_vars()["heartbeat_event_types"]
+    assert list(event_types) == [e.value for e in EventType]
+    flags_read = set(re.findall(r"heartbeat_event_types_with\('(\w+)'\)",
+                                (PROJECT_DIR / "models" / "intermediate" / "int_heartbeat__row_events.sql").read_text()))
+    assert {flag for flags in event_types.values() for flag in flags} <= flags_read
+
+
+def test_every_source_kind_has_exactly_one_sensor() -> None:
+    sources = [source for cls in SENSOR_CLASSES for source in cls.sources]
+    assert sorted(sources) == sorted(SensorSource) and len(sources) == len(set(sources))

@@ -1,8 +1,10 @@
-"""Sensing: one check per distinct upstream per tick, run concurrently, each bounded by a timeout.
+"""Sensing: one check per distinct upstream per tick, run concurrently, each bounded by a deadline.
 
-A failing or slow upstream becomes a CHECK_FAILED event for its rows and never delays the others:
-a check that outlives its timeout is abandoned (its thread is left to finish on its own) and its
-result, if it ever comes, is ignored.
+A failing or slow upstream becomes a CHECK_FAILED event for its rows and never delays the others.
+Each check gets its deadline (`sensing.check_timeout_seconds` after it starts) in its `CheckContext`,
+and its inner waits (requests, query timeouts) end by it; a check still running at its deadline is
+abandoned all the same (its thread is left to finish on its own) and its result, if it ever comes,
+is ignored.
 """
 
 from __future__ import annotations
@@ -14,17 +16,18 @@ import time
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from harness.config import Config
+from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
 from harness.events import Event, now
 from harness.model import ControlRow, EventType, SensorSource, Status, dumps
 from harness.preprocess import render
 from harness.redact import redact
-from harness.sensors.base import NewData, NothingNew, Sensor, Upstream
+from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +53,11 @@ def _error_events(rows: Sequence[ControlRow], message: str) -> list[Event]:
 class UpstreamCheck:
     """Reads one upstream once and compares it with each of its rows' watermarks."""
 
-    def __init__(self, sensor: Sensor, spark: SparkSession | None, upstream: Upstream, rows: Sequence[ControlRow]):
-        self.sensor, self.spark, self.upstream, self.rows = sensor, spark, upstream, rows
+    def __init__(self, sensor: Sensor[Any], upstream: Upstream, rows: Sequence[ControlRow]):
+        self.sensor, self.upstream, self.rows = sensor, upstream, rows
 
-    def run(self) -> tuple[list[Event], dict[str, str]]:
-        position = self.sensor.read_position(self.upstream)
+    def run(self, context: CheckContext) -> tuple[list[Event], dict[str, str]]:
+        position = self.sensor.read_position(context, self.upstream)
         events: list[Event] = []
         reasons: dict[str, str] = {}
         for row in self.rows:
@@ -62,7 +65,7 @@ class UpstreamCheck:
                 since = json.loads(row.watermark) if row.watermark else None
                 detection = self.sensor.detect(self.upstream, position, since)
                 if isinstance(detection, NewData) and row.preprocess_query:
-                    detection = self._preprocess(row, position, since, detection)
+                    detection = self._preprocess(context, row, position, since, detection)
             except HeartbeatError as exc:
                 events.extend(_error_events([row], str(exc)))
                 continue
@@ -80,16 +83,20 @@ class UpstreamCheck:
             ))
         return events, reasons
 
-    def _preprocess(self, row: ControlRow, position, since, detection: NewData) -> NewData | NothingNew:  # type: ignore[no-untyped-def]
-        if self.spark is None:
+    def _preprocess(self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None,
+                    detection: NewData) -> Detection:
+        if context.spark is None:
             raise SensorError(f"{row.label}: preprocess_query needs Spark")
         query = render(row.preprocess_query or "", row.upstream_key)
-        session = self.spark.newSession()  # its own temp views: checks run concurrently
-        frame = self.sensor.new_data_frame(session, self.upstream, position, since)
+        context.time_left(self.upstream.label)  # CheckTimedOut once the deadline has passed
+        session = context.spark.newSession()  # its own temp views: checks run concurrently
+        frame = self.sensor.new_data_frame(context.with_spark(session), self.upstream, position, since)
         frame.createOrReplaceTempView("sensor_new_data")
         try:
             matched = session.sql(query).limit(1).count()
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
+            if context.expired:
+                raise context.timed_out(self.upstream.label) from exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise SensorError(f"{row.label}: preprocess_query failed: {first}") from exc
         if matched == 0:
@@ -99,12 +106,13 @@ class UpstreamCheck:
 
 def sense(
     rows: Sequence[ControlRow],
-    registry: dict[SensorSource, Sensor],
+    registry: Mapping[SensorSource, Sensor[Any]],
     spark: SparkSession | None,
     config: Config,
     clock: Callable[[], float] = time.monotonic,
 ) -> SensingOutcome:
-    """Check every distinct upstream of `rows` once; return the events to append."""
+    """Check every distinct upstream of `rows` once; return the events to append. Only `config.sensing`
+    is read: each sensor has its own settings since the registry was built."""
     outcome = SensingOutcome()
     groups: dict[Upstream, list[ControlRow]] = defaultdict(list)
     for row in rows:
@@ -119,12 +127,10 @@ def sense(
         if sensor is None:
             outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.source.value}"))
             continue
-        checks.append(UpstreamCheck(sensor, spark, upstream, group))
-    for check, result in _run_bounded(checks, config.sensing.max_parallel_checks,
-                                      config.sensing.check_timeout_seconds, clock):
+        checks.append(UpstreamCheck(sensor, upstream, group))
+    for check, result in _run_bounded(checks, spark, config.sensing, clock):
         if isinstance(result, BaseException):
-            message = _describe(check.upstream, result, config.sensing.check_timeout_seconds)
-            outcome.events.extend(_error_events(check.rows, message))
+            outcome.events.extend(_error_events(check.rows, _describe(check.upstream, result)))
             continue
         events, reasons = result
         outcome.events.extend(events)
@@ -134,47 +140,51 @@ def sense(
     return outcome
 
 
-def _describe(upstream: Upstream, exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"{upstream.label}: check timed out after {timeout:g}s (sensing.check_timeout_seconds)"
+def _describe(upstream: Upstream, exc: BaseException) -> str:
     if isinstance(exc, HeartbeatError):
         return str(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{upstream.label}: {type(exc).__name__}: {text}".rstrip(": ")
 
 
-def _run_bounded(checks: list[UpstreamCheck], parallel: int, timeout: float, clock: Callable[[], float]):  # type: ignore[no-untyped-def]
-    """Run checks on daemon threads, at most `parallel` at once; each gets `timeout` seconds from
-    its own start. Yields (check, result or exception) as each finishes or times out."""
+CheckResult = tuple[list[Event], dict[str, str]]
+
+
+def _run_bounded(checks: list[UpstreamCheck], spark: SparkSession | None, settings: SensingSettings,
+                 clock: Callable[[], float]) -> Iterator[tuple[UpstreamCheck, CheckResult | BaseException]]:
+    """Run checks on daemon threads, at most `max_parallel_checks` at once. Each check's deadline is set
+    when it starts, `check_timeout_seconds` later; the check is given it (its inner waits end by it) and is
+    abandoned if it is still running then. Yields (check, result or exception) as each finishes or times out."""
     pending = list(checks)
-    running: dict[UpstreamCheck, tuple[Future, float]] = {}
+    running: dict[UpstreamCheck, tuple[Future[CheckResult], CheckContext]] = {}
     done_signal = threading.Event()
 
     def start(check: UpstreamCheck) -> None:
-        future: Future = Future()
+        future: Future[CheckResult] = Future()
+        context = CheckContext.starting_now(spark, settings.check_timeout_seconds, clock)
 
         def target() -> None:
             try:
-                future.set_result(check.run())
+                future.set_result(check.run(context))
             except BaseException as exc:  # noqa: BLE001 - reported as the check's error event
                 future.set_exception(exc)
             done_signal.set()
 
         threading.Thread(target=target, name=f"check {check.upstream.label}", daemon=True).start()
-        running[check] = (future, clock() + timeout)
+        running[check] = (future, context)
 
     while pending or running:
-        while pending and len(running) < max(1, parallel):
+        while pending and len(running) < max(1, settings.max_parallel_checks):
             start(pending.pop(0))
-        next_deadline = min(deadline for _, deadline in running.values())
+        next_deadline = min(context.deadline for _, context in running.values())
         done_signal.wait(timeout=max(0.0, min(next_deadline - clock(), 0.5)))
         done_signal.clear()
-        for check, (future, deadline) in list(running.items()):
+        for check, (future, context) in list(running.items()):
             if future.done():
                 del running[check]
                 exc = future.exception()
                 yield check, (exc if exc is not None else future.result())
-            elif clock() >= deadline:
+            elif context.expired:
                 del running[check]
-                log.warning("check of %s abandoned after %.0fs", check.upstream.label, timeout)
-                yield check, TimeoutError()
+                log.warning("check of %s abandoned after %gs", check.upstream.label, context.timeout_seconds)
+                yield check, context.timed_out(check.upstream.label)

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import pytest
+from pyspark.sql import SparkSession
 
 from harness.config import Config, config_from_mapping
+from harness.sensors.context import CheckContext
 from tests.kafka_mock import MockKafka
 from tests.postgres import PASSWORD as PG_PASSWORD
 from tests.postgres import USER as PG_USER
@@ -34,10 +36,15 @@ PG_PASSWORD_ENV = "HB_TEST_PG_PASSWORD"
 
 
 def sensor_config(tmp_path: Path, timeout: float = 20.0, **sections: Mapping[str, Any]) -> Config:
-    """A Config for direct sensor calls: only the given heartbeat.yml sections."""
+    """A Config with only the given heartbeat.yml sections; a sensor takes its own section of it."""
     raw = {"state_dir": str(tmp_path / "state"),
            "sensing": {"check_timeout_seconds": timeout, "max_parallel_checks": 4}, **sections}
     return config_from_mapping(raw, base=tmp_path)
+
+
+def check_context(spark: SparkSession | None = None, timeout: float = 20.0) -> CheckContext:
+    """The context of one check started now, as sensing gives it: the session and a deadline."""
+    return CheckContext.starting_now(spark, timeout)
 
 
 def pg_connection(server: PostgresServer, **extra: Any) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from harness.events import Event
 from harness.model import ControlRow, EventType, RowKey, SensorSource
 from harness.sensing import sense
 from harness.sensors import build_registry
-from harness.sensors.base import Position, Upstream
+from harness.sensors.base import Upstream
+from harness.sensors.context import CheckContext
 from harness.sensors.jdbc import JdbcSensor
-from harness.sensors.trigger_file import TriggerFileSensor
-from tests.fixtures_sources import pg_connection, sensor_config
+from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
+from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 
 
@@ -61,7 +62,8 @@ def tables(spark: SparkSession, postgres: PostgresServer, config: Config) -> Pos
         "CREATE TABLE sensing_tricky (k int, \"k` > 0 OR `k\" int)",
         "INSERT INTO sensing_tricky VALUES (5, 5)",
     ])
-    JdbcSensor(config).read_position(Upstream(SensorSource.JDBC, "public.sensing_orders", "id"))
+    JdbcSensor.from_settings(config.jdbc).read_position(check_context(spark),
+                                                        Upstream(SensorSource.JDBC, "public.sensing_orders", "id"))
     return postgres
 
 
@@ -70,9 +72,9 @@ class CountingTriggerFileSensor(TriggerFileSensor):
 
     reads: list[Upstream] = []
 
-    def read_position(self, upstream: Upstream) -> Position:
+    def read_position(self, context: CheckContext, upstream: Upstream) -> FolderListing:
         self.reads.append(upstream)
-        return super().read_position(upstream)
+        return super().read_position(context, upstream)
 
 
 def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermarks(
@@ -81,8 +83,8 @@ def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermar
     folder = config.trigger_root / "orders"  # type: ignore[operator]
     folder.mkdir()
     (folder / "first.done").write_text("1")
-    sensor = CountingTriggerFileSensor(config)
-    seen_first = sensor.read_position(Upstream(sensor.sources[0], "orders")).watermark
+    sensor = CountingTriggerFileSensor(config.trigger_root)
+    seen_first = sensor.read_position(check_context(), Upstream(sensor.sources[0], "orders")).watermark
     (folder / "second.done").write_text("2")
     sensor.reads.clear()
     rows = [control("trigger_file", "orders", "job_a"),

@@ -11,8 +11,9 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from harness.sensors.base import Position, Upstream
-from harness.sensors.jdbc import JdbcSensor
+from harness.sensors.base import Upstream
+from harness.sensors.context import CheckContext
+from harness.sensors.jdbc import JdbcSensor, KeyMax
 from tests.fixtures_sources import pg_connection
 from tests.kafka_mock import MockKafka
 from tests.postgres import PostgresServer
@@ -25,9 +26,9 @@ def jdbc_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     real = JdbcSensor.read_position
 
-    def counted(self: JdbcSensor, upstream: Upstream) -> Position:
+    def counted(self: JdbcSensor, context: CheckContext, upstream: Upstream) -> KeyMax:
         reads.append(upstream.sensor_id)
-        return real(self, upstream)
+        return real(self, context, upstream)
 
     monkeypatch.setattr(JdbcSensor, "read_position", counted)
     return reads

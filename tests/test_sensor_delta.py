@@ -13,8 +13,9 @@ from pyspark.sql import SparkSession
 from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
-from harness.sensors.delta import DeltaSensor, commit_from_history
-from tests.fixtures_sources import sensor_config
+from harness.sensors.delta import DeltaSensor, TableState
+from harness.sensors.delta_log import commit_from_history
+from tests.fixtures_sources import check_context, sensor_config
 
 
 def sales(ids: list[int], region: str) -> pa.Table:
@@ -23,7 +24,12 @@ def sales(ids: list[int], region: str) -> pa.Table:
 
 @pytest.fixture
 def sensor(tmp_path: Path) -> DeltaSensor:
-    return DeltaSensor(sensor_config(tmp_path))
+    """Built as on this machine, whose Spark has no Delta jars: named tables cannot be read."""
+    return DeltaSensor.from_settings(sensor_config(tmp_path).delta, delta_on_spark=False)
+
+
+def read(sensor: DeltaSensor, upstream: Upstream, spark: SparkSession | None = None) -> TableState:
+    return sensor.read_position(check_context(spark), upstream)
 
 
 def test_delta_table_without_new_version_is_nothing_new(sensor: DeltaSensor, tmp_path: Path) -> None:
@@ -31,10 +37,10 @@ def test_delta_table_without_new_version_is_nothing_new(sensor: DeltaSensor, tmp
     path = str(tmp_path / "sales")
     write_deltalake(path, sales([1, 2], "eu"))
     upstream = Upstream(SensorSource.DELTA_TABLE, path)
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream).watermark
 
     # WHEN it is checked again
-    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    detection = sensor.detect(upstream, read(sensor, upstream), seen)
 
     # THEN nothing is new
     assert isinstance(detection, NothingNew) and detection.reason == "still at version 0"
@@ -45,12 +51,12 @@ def test_delta_new_versions_carry_operations_timestamps_and_partitions(sensor: D
     path = str(tmp_path / "sales_by_region")
     write_deltalake(path, sales([1, 2], "eu"), partition_by=["region"])
     upstream = Upstream(SensorSource.DELTA_TABLE, path)
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream).watermark
 
     # WHEN an append to region us and a delete in region eu are committed
     write_deltalake(path, sales([3], "us"), mode="append")
     DeltaTable(path).delete("id = 1")
-    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    detection = sensor.detect(upstream, read(sensor, upstream), seen)
 
     # THEN one detection covers versions 1-2: both operations, their commit times, both partitions
     assert isinstance(detection, NewData)
@@ -69,11 +75,11 @@ def test_delta_versions_that_change_no_data_are_nothing_new(sensor: DeltaSensor,
     write_deltalake(path, sales([1], "eu"))
     write_deltalake(path, sales([2], "eu"), mode="append")
     upstream = Upstream(SensorSource.LMU_DELTA_TABLE, path)
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream).watermark
 
     # WHEN the table is compacted (OPTIMIZE: files rewritten, no data change)
     DeltaTable(path).optimize.compact()
-    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    detection = sensor.detect(upstream, read(sensor, upstream), seen)
 
     # THEN it is not new data
     assert isinstance(detection, NothingNew) and "OPTIMIZE" in detection.reason
@@ -84,13 +90,13 @@ def test_delta_upstream_key_watermark_is_the_column_max(sensor: DeltaSensor, tmp
     path = str(tmp_path / "uploads")
     write_deltalake(path, sales([1, 2], "eu"))
     upstream = Upstream(SensorSource.LMU_DELTA_TABLE, path, "day")
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream).watermark
 
     # WHEN a re-upload of old days creates a new version, then a later day lands
     write_deltalake(path, sales([1], "eu"), mode="append")
-    after_reupload = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    after_reupload = sensor.detect(upstream, read(sensor, upstream), seen)
     write_deltalake(path, sales([5], "eu"), mode="append")
-    after_new_day = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    after_new_day = sensor.detect(upstream, read(sensor, upstream), seen)
 
     # THEN only the later day is new data; the watermark is the typed max
     assert isinstance(after_reupload, NothingNew)
@@ -105,12 +111,12 @@ def test_delta_new_data_frame_holds_rows_of_the_new_commits(spark: SparkSession,
     path = str(tmp_path / "frame")
     write_deltalake(path, sales([1, 2], "eu"), partition_by=["region"])
     upstream = Upstream(SensorSource.DELTA_TABLE, path)
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream).watermark
     write_deltalake(path, sales([3], "us"), mode="append")
     write_deltalake(path, sales([4], "eu"), mode="append")
 
     # WHEN the new data frame is read
-    frame = sensor.new_data_frame(spark, upstream, sensor.read_position(upstream), seen)
+    frame = sensor.new_data_frame(check_context(spark), upstream, read(sensor, upstream), seen)
 
     # THEN it holds exactly the appended rows, partition column included
     assert sorted((r["id"], r["region"]) for r in frame.collect()) == [(3, "us"), (4, "eu")]
@@ -122,14 +128,14 @@ def test_delta_missing_table_is_a_sensor_error_naming_the_path(sensor: DeltaSens
 
     # WHEN it is checked, THEN the error names the upstream and what to check
     with pytest.raises(SensorError, match=r"^delta_table:.*nothing_here: cannot read the Delta table: .* check the path"):
-        sensor.read_position(upstream)
+        read(sensor, upstream)
 
 
 def test_delta_named_table_without_delta_on_spark_says_to_use_the_path(spark: SparkSession,
                                                                        sensor: DeltaSensor) -> None:
     # GIVEN a session without Delta's jars (this machine), WHEN a named table is checked
     with pytest.raises(SensorError, match=r"needs Delta on Spark's classpath .* give the table's path"):
-        sensor.read_position(Upstream(SensorSource.DELTA_TABLE, "sales.orders"))
+        read(sensor, Upstream(SensorSource.DELTA_TABLE, "sales.orders"), spark)
 
 
 def test_delta_history_rows_map_to_data_changes() -> None:

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
-from harness.sensors.jdbc import JdbcSensor
-from tests.fixtures_sources import pg_connection, sensor_config
+from harness.sensors.context import CheckTimedOut
+from harness.sensors.jdbc import JdbcSensor, KeyMax
+from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 
 
 def jdbc_sensor(tmp_path: Path, postgres: PostgresServer, **connections: dict) -> JdbcSensor:
     named = {"default": pg_connection(postgres), **connections}
-    return JdbcSensor(sensor_config(tmp_path, jdbc={"connections": named}))
+    return JdbcSensor.from_settings(sensor_config(tmp_path, jdbc={"connections": named}).jdbc)
+
+
+def read(sensor: JdbcSensor, upstream: Upstream, spark: SparkSession | None = None, timeout: float = 20) -> KeyMax:
+    """One check's read of the table, with `timeout` seconds until the check's deadline."""
+    return sensor.read_position(check_context(spark, timeout), upstream)
 
 
 def orders_table(postgres: PostgresServer, name: str, ids: range) -> None:
@@ -34,10 +42,10 @@ def test_jdbc_unchanged_table_is_nothing_new(spark: SparkSession, postgres: Post
     # GIVEN a table whose max(id) the row has already seen
     orders_table(postgres, "orders_same", range(1, 4))
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_same", "id")
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream, spark).watermark
 
     # WHEN it is checked again without any insert
-    detection = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    detection = sensor.detect(upstream, read(sensor, upstream, spark), seen)
 
     # THEN nothing is new
     assert isinstance(detection, NothingNew) and "still 3" in detection.reason
@@ -48,12 +56,12 @@ def test_jdbc_rows_beyond_the_watermark_are_new_with_the_key_range(spark: SparkS
     # GIVEN a row that has seen ids up to 3 (the first check: everything existing is new)
     orders_table(postgres, "orders_grow", range(1, 4))
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "default: public.orders_grow", "id")
-    first = sensor.detect(upstream, sensor.read_position(upstream), None)
+    first = sensor.detect(upstream, read(sensor, upstream, spark), None)
     assert isinstance(first, NewData) and first.changes["key_from"] is None and first.changes["key_to"] == 3
 
     # WHEN two rows land (e.g. while the job of the first detection runs) and the row is checked again
     add_orders(postgres, "orders_grow", range(4, 6))
-    second = sensor.detect(upstream, sensor.read_position(upstream), first.watermark)
+    second = sensor.detect(upstream, read(sensor, upstream, spark), first.watermark)
 
     # THEN the new range is 3 -> 5 and the watermark is the typed max
     assert isinstance(second, NewData)
@@ -68,11 +76,11 @@ def test_jdbc_new_data_frame_is_pushed_down_to_rows_beyond_the_watermark(
     postgres.execute("CREATE OR REPLACE VIEW orders_guarded AS "
                      "SELECT id, CASE WHEN id <= 3 THEN 1 / (id - id) ELSE id END AS checked FROM orders_base")
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_guarded", "id")
-    position = sensor.read_position(upstream)
+    position = read(sensor, upstream, spark)
 
     # WHEN the new data frame is read for a row at id 3
     since = {"key": "id", "max": {"type": "int", "value": 3}}
-    rows = sensor.new_data_frame(spark, upstream, position, since).collect()
+    rows = sensor.new_data_frame(check_context(spark), upstream, position, since).collect()
 
     # THEN only ids 4 and 5 were read: the database applied the bound
     assert sorted(r["id"] for r in rows) == [4, 5]
@@ -87,12 +95,12 @@ def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(
 
     # WHEN it is checked
     with pytest.raises(SensorError) as error:
-        sensor.read_position(upstream)
+        read(sensor, upstream, spark)
 
     # THEN the database saw one unknown column, and the table is still there
     assert "does not exist" in str(error.value) and "jdbc:public.orders_victim" in str(error.value)
     good = Upstream(SensorSource.JDBC, "public.orders_victim", "id")
-    assert sensor.read_position(good).watermark["max"]["value"] == 2
+    assert read(sensor, good, spark).watermark["max"]["value"] == 2
 
 
 def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
@@ -103,7 +111,7 @@ def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
 
     # WHEN it is checked
     with pytest.raises(SensorError) as error:
-        sensor.read_position(Upstream(SensorSource.JDBC, "down: public.orders", "id"))
+        read(sensor, Upstream(SensorSource.JDBC, "down: public.orders", "id"), spark)
 
     # THEN the message names the upstream, the connection and the cause
     message = str(error.value)
@@ -117,4 +125,27 @@ def test_jdbc_unknown_connection_says_what_to_configure(tmp_path: Path, postgres
 
     # WHEN it is checked, THEN the error names the missing connection and the config key to add
     with pytest.raises(SensorError, match=r"no connection 'sales' .* add jdbc.connections.sales"):
-        sensor.read_position(Upstream(SensorSource.JDBC, "sales: public.orders", "id"))
+        read(sensor, Upstream(SensorSource.JDBC, "sales: public.orders", "id"))
+
+
+def test_jdbc_slow_query_is_cancelled_at_the_check_deadline(spark: SparkSession, postgres: PostgresServer,
+                                                            pg_password: str, tmp_path: Path) -> None:
+    # GIVEN a view that takes 60 s to answer (pg_sleep), read directly: no sensing loop abandons the check
+    orders_table(postgres, "orders_under_slow", range(1, 3))
+    postgres.execute("CREATE OR REPLACE VIEW orders_slow AS SELECT id FROM orders_under_slow, pg_sleep(60)")
+    sensor = jdbc_sensor(tmp_path, postgres)
+    read(sensor, Upstream(SensorSource.JDBC, "public.orders_under_slow", "id"), spark)  # Spark's JDBC classes loaded
+
+    # WHEN it is checked with 3 s left until the check's deadline
+    started = time.monotonic()
+    with pytest.raises(CheckTimedOut, match=r"^jdbc:public.orders_slow: check timed out after 3s "):
+        read(sensor, Upstream(SensorSource.JDBC, "public.orders_slow", "id"), spark, timeout=3)
+    elapsed = time.monotonic() - started
+
+    # THEN the query's own timeout was the time left: it ended by the deadline, and the database no
+    # longer runs it
+    assert elapsed < 20  # far below the view's 60 s
+    with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
+        running = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                               "AND query LIKE '%orders_slow%' AND pid <> pg_backend_pid()").fetchone()
+    assert running == (0,)

@@ -9,8 +9,8 @@ from pyspark.sql import SparkSession
 
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
-from harness.sensors.sap import SapChainSensor
-from tests.fixtures_sources import pg_connection, sensor_config
+from harness.sensors.sap import GreenLogs, SapChainSensor
+from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer
 
 SCHEMA = "SAPABAP1"
@@ -34,7 +34,11 @@ def log_run(server: PostgresServer, chain: str, datum: str, zeit: str, status: s
 
 def sap_sensor(tmp_path: Path, server: PostgresServer, source: str = "sap_bw") -> SapChainSensor:
     section = {"schema": SCHEMA, "connections": {"bw": pg_connection(server)}}
-    return SapChainSensor(sensor_config(tmp_path, **{source: section}))
+    return SapChainSensor.from_settings(SensorSource(source), getattr(sensor_config(tmp_path, **{source: section}), source))
+
+
+def read(sensor: SapChainSensor, upstream: Upstream, spark: SparkSession) -> GreenLogs:
+    return sensor.read_position(check_context(spark), upstream)
 
 
 def test_sap_chain_without_a_green_log_is_nothing_new(spark: SparkSession, chain_log: PostgresServer,
@@ -44,7 +48,7 @@ def test_sap_chain_without_a_green_log_is_nothing_new(spark: SparkSession, chain
     sensor, upstream = sap_sensor(tmp_path, chain_log), Upstream(SensorSource.SAP_BW, "bw: ZPC_RED_ONLY")
 
     # WHEN it is checked for a row never sensed
-    detection = sensor.detect(upstream, sensor.read_position(upstream), None)
+    detection = sensor.detect(upstream, read(sensor, upstream, spark), None)
 
     # THEN nothing is new
     assert isinstance(detection, NothingNew) and "no green log" in detection.reason
@@ -55,13 +59,13 @@ def test_sap_newer_green_log_is_new_with_sap_time_as_watermark(spark: SparkSessi
     # GIVEN a row that has seen the chain's green run of 1999 (far from the harness's clock: SAP time only)
     log_run(chain_log, "ZPC_DAILY", "19991231", "235959")
     sensor, upstream = sap_sensor(tmp_path, chain_log), Upstream(SensorSource.SAP_BW, "bw: ZPC_DAILY")
-    first = sensor.detect(upstream, sensor.read_position(upstream), None)
+    first = sensor.detect(upstream, read(sensor, upstream, spark), None)
     assert isinstance(first, NewData) and first.watermark == {"sap_time": "19991231235959"}
 
     # WHEN a red run and a newer green run are logged, and the row is checked again
     log_run(chain_log, "ZPC_DAILY", "20000101", "000001", status="R")
     log_run(chain_log, "ZPC_DAILY", "20000101", "000500")
-    second = sensor.detect(upstream, sensor.read_position(upstream), first.watermark)
+    second = sensor.detect(upstream, read(sensor, upstream, spark), first.watermark)
 
     # THEN the green run is new, with SAP's own DATUM and ZEIT
     assert isinstance(second, NewData)
@@ -75,13 +79,13 @@ def test_sap_green_log_backdated_before_the_watermark_is_not_new(
     # GIVEN a row at the chain's green run of 2026-02-01 10:00:00
     log_run(chain_log, "ZPC_LATE", "20260201", "100000")
     sensor, upstream = sap_sensor(tmp_path, chain_log, "sap_b4"), Upstream(SensorSource.SAP_B4, "bw:ZPC_LATE")
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream, spark).watermark
 
     # WHEN a green log with an older SAP time is written now
     log_run(chain_log, "ZPC_LATE", "20260131", "235900")
 
     # THEN it is not new: SAP time, not insertion time, decides
-    assert isinstance(sensor.detect(upstream, sensor.read_position(upstream), seen), NothingNew)
+    assert isinstance(sensor.detect(upstream, read(sensor, upstream, spark), seen), NothingNew)
 
 
 def test_sap_chain_id_with_quotes_matches_no_other_chain(spark: SparkSession, chain_log: PostgresServer,
@@ -92,7 +96,7 @@ def test_sap_chain_id_with_quotes_matches_no_other_chain(spark: SparkSession, ch
     upstream = Upstream(SensorSource.SAP_BW, "bw: X' OR '1'='1")
 
     # WHEN it is checked
-    detection = sensor.detect(upstream, sensor.read_position(upstream), None)
+    detection = sensor.detect(upstream, read(sensor, upstream, spark), None)
 
     # THEN the quote stayed inside the literal: no chain is called that, so nothing is new
     assert isinstance(detection, NothingNew)
@@ -106,7 +110,7 @@ def test_sap_new_data_frame_holds_the_green_logs_beyond_the_watermark(
     sensor, upstream = sap_sensor(tmp_path, chain_log), Upstream(SensorSource.SAP_BW, "bw: ZPC_FRAME")
 
     # WHEN the new data frame is read
-    rows = sensor.new_data_frame(spark, upstream, sensor.read_position(upstream),
+    rows = sensor.new_data_frame(check_context(spark), upstream, read(sensor, upstream, spark),
                                  {"sap_time": "20250101120000"}).collect()
 
     # THEN it holds the two later green runs

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import Config
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.trigger_file import TriggerFileSensor
+from tests.fixtures_sources import check_context
 
 
 def test_file_landing_during_a_check_is_picked_up_by_the_next_check(tmp_path: Path,
@@ -24,8 +24,7 @@ def test_file_landing_during_a_check_is_picked_up_by_the_next_check(tmp_path: Pa
     (folder / "late.done").write_text("x")
     time.sleep(0.01)
     (folder / "early.done").write_text("x")
-    sensor = TriggerFileSensor(Config(config_path=None, project_dir=tmp_path, state_dir=tmp_path / "s",
-                                      trigger_root=tmp_path))
+    sensor = TriggerFileSensor(root=tmp_path)
     upstream = Upstream(SensorSource.TRIGGER_FILE, "orders")
     real_scandir = os.scandir
 
@@ -40,12 +39,12 @@ def test_file_landing_during_a_check_is_picked_up_by_the_next_check(tmp_path: Pa
             self.inner.close()
 
     monkeypatch.setattr(os, "scandir", Listing)
-    first = sensor.detect(upstream, sensor.read_position(upstream), None)
+    first = sensor.detect(upstream, sensor.read_position(check_context(), upstream), None)
     monkeypatch.setattr(os, "scandir", real_scandir)
 
     # WHEN the next check lists the folder
-    second = sensor.detect(upstream, sensor.read_position(upstream), first.watermark)
-    third = sensor.detect(upstream, sensor.read_position(upstream),
+    second = sensor.detect(upstream, sensor.read_position(check_context(), upstream), first.watermark)
+    third = sensor.detect(upstream, sensor.read_position(check_context(), upstream),
                           second.watermark if isinstance(second, NewData) else None)
 
     # THEN the late file is new then, exactly once, although its change time is older than the watermark

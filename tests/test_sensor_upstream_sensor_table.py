@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
-from harness.sensors.upstream_sensor_table import UpstreamSensorTableSensor
-from tests.fixtures_sources import sensor_config
+from harness.sensors.upstream_sensor_table import CompletedLoads, UpstreamSensorTableSensor
+from tests.fixtures_sources import check_context, sensor_config
 
 SCHEMA = "upstream_product"
 
@@ -26,6 +26,10 @@ def upstream_tables(spark: SparkSession) -> str:
     return SCHEMA
 
 
+def read(sensor: UpstreamSensorTableSensor, upstream: Upstream, spark: SparkSession) -> CompletedLoads:
+    return sensor.read_position(check_context(spark), upstream)
+
+
 def record(spark: SparkSession, table: str, sensor_id: str, status: str, stamp: str, job: str | None = None) -> None:
     columns = "(sensor_id, trigger_job_id, status, status_change_timestamp)" if job else \
         "(sensor_id, status, status_change_timestamp)"
@@ -37,15 +41,15 @@ def record(spark: SparkSession, table: str, sensor_id: str, status: str, stamp: 
 def test_upstream_heartbeat_table_completed_load_is_new_once(spark: SparkSession, upstream_tables: str,
                                                               tmp_path: Path) -> None:
     # GIVEN another product's control table where `orders` is in progress, then completed
-    sensor = UpstreamSensorTableSensor(sensor_config(tmp_path))
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, f"{SCHEMA}.control: orders")
     record(spark, "control", "orders", "IN_PROGRESS", "2026-03-01 10:00:00", job="load_orders")
-    before = sensor.detect(upstream, sensor.read_position(upstream), None)
+    before = sensor.detect(upstream, read(sensor, upstream, spark), None)
     record(spark, "control", "orders", "COMPLETED", "2026-03-01 10:30:00", job="load_orders")
 
     # WHEN it is checked, and checked again with the new watermark
-    first = sensor.detect(upstream, sensor.read_position(upstream), None)
-    again = sensor.detect(upstream, sensor.read_position(upstream), first.watermark if isinstance(first, NewData) else None)
+    first = sensor.detect(upstream, read(sensor, upstream, spark), None)
+    again = sensor.detect(upstream, read(sensor, upstream, spark), first.watermark if isinstance(first, NewData) else None)
 
     # THEN nothing before the completion, the completion once, with the upstream's own timestamp
     assert isinstance(before, NothingNew)
@@ -56,18 +60,18 @@ def test_upstream_heartbeat_table_completed_load_is_new_once(spark: SparkSession
 def test_upstream_lakehouse_engine_processed_load_after_watermark_is_new(spark: SparkSession, upstream_tables: str,
                                                                          tmp_path: Path) -> None:
     # GIVEN an alias for a lakehouse-engine sensor table, and a row that saw a load at 08:00
-    sensor = UpstreamSensorTableSensor(sensor_config(
-        tmp_path, upstream_sensor_table={"tables": {"le": {"table": f"{SCHEMA}.le_sensor"}}}))
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(
+        tmp_path, upstream_sensor_table={"tables": {"le": {"table": f"{SCHEMA}.le_sensor"}}}).upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, "le: sales_raw")
     record(spark, "le_sensor", "sales_raw", "PROCESSED_NEW_DATA", "2026-04-02 08:00:00")
-    seen = sensor.read_position(upstream).watermark
+    seen = read(sensor, upstream, spark).watermark
 
     # WHEN new data is acquired (not yet processed), then processed at 09:00, and another sensor completes
     record(spark, "le_sensor", "sales_raw", "ACQUIRED_NEW_DATA", "2026-04-02 08:45:00")
-    acquired = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    acquired = sensor.detect(upstream, read(sensor, upstream, spark), seen)
     record(spark, "le_sensor", "sales_raw", "PROCESSED_NEW_DATA", "2026-04-02 09:00:00")
     record(spark, "le_sensor", "other", "PROCESSED_NEW_DATA", "2026-04-02 11:00:00")
-    processed = sensor.detect(upstream, sensor.read_position(upstream), seen)
+    processed = sensor.detect(upstream, read(sensor, upstream, spark), seen)
 
     # THEN only the processed load of sales_raw is new
     assert isinstance(acquired, NothingNew)
@@ -80,8 +84,8 @@ def test_upstream_id_with_quotes_is_a_parameter_not_sql(spark: SparkSession, ups
                                                         tmp_path: Path) -> None:
     # GIVEN completed loads, and an upstream id trying to widen the WHERE clause
     record(spark, "le_sensor", "x", "PROCESSED_NEW_DATA", "2026-05-01 00:00:00")
-    sensor = UpstreamSensorTableSensor(sensor_config(tmp_path))
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, f"{SCHEMA}.le_sensor: ' OR '1'='1")
 
     # WHEN it is checked, THEN no load matches that literal id
-    assert isinstance(sensor.detect(upstream, sensor.read_position(upstream), None), NothingNew)
+    assert isinstance(sensor.detect(upstream, read(sensor, upstream, spark), None), NothingNew)

@@ -1,23 +1,28 @@
 """The one small interface every source kind implements.
 
 A check is two steps, so that an upstream read by many rows is read once per tick:
-  1. `read_position(upstream)`: one cheap metadata read of where the upstream is now;
+  1. `read_position(context, upstream)`: one cheap metadata read of where the upstream is now, as the
+     sensor's own position type (a folder listing, a topic's offsets, a table's version and commits);
   2. `detect(upstream, position, since)`: for one row's watermark, either `NewData` (the watermark
-     after, and what changed) or `NothingNew` (why). Pure comparison where the source allows it.
+     after, and what changed) or `NothingNew` (why). A pure comparison: no I/O, no context.
 `new_data_frame` exposes the rows beyond a watermark as a DataFrame, for `preprocess_query`.
+
+A sensor is built once, from its own section of heartbeat.yml (see `harness.sensors.build_registry`),
+and holds nothing else: what a check needs beyond its settings (Spark, the deadline) is in its
+`CheckContext`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, Generic, Mapping, Protocol, TypeVar
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
-from harness.config import Config
 from harness.errors import SensorError
 from harness.model import SensorSource, upstream_label
+from harness.sensors.context import CheckContext
 
 Watermark = Mapping[str, Any]
 
@@ -35,12 +40,12 @@ class Upstream:
         return upstream_label(self.source.value, self.sensor_id)
 
 
-@dataclass(frozen=True)
-class Position:
-    """The upstream's current position, from one metadata read."""
+class Position(Protocol):
+    """Where an upstream is now, from one metadata read: each sensor declares its own type, holding the
+    facts its `detect` compares; every one of them knows the watermark a row would move to."""
 
-    watermark: Watermark
-    observed: Any = None  # source-specific facts `detect` needs (file listing, commit history, ...)
+    @property
+    def watermark(self) -> Watermark: ...
 
 
 @dataclass(frozen=True)
@@ -56,25 +61,25 @@ class NothingNew:
 
 Detection = NewData | NothingNew
 
+P = TypeVar("P", bound=Position)
 
-class Sensor(ABC):
-    """A sensor for one or more source kinds. Instances hold configuration only, no state."""
 
-    sources: ClassVar[tuple[SensorSource, ...]]
+class Sensor(ABC, Generic[P]):
+    """A sensor for one or more source kinds, with its position type `P`. Instances hold their parsed
+    settings only, no state: checks of different upstreams run concurrently on one instance."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    sources: tuple[SensorSource, ...]
 
     @abstractmethod
-    def read_position(self, upstream: Upstream) -> Position:
+    def read_position(self, context: CheckContext, upstream: Upstream) -> P:
         """One metadata read of the upstream. Raise SensorError naming the upstream on failure."""
 
     @abstractmethod
-    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
+    def detect(self, upstream: Upstream, position: P, since: Watermark | None) -> Detection:
         """Compare the position with one row's watermark (None: never sensed, any data is new)."""
 
-    def new_data_frame(
-        self, spark: SparkSession, upstream: Upstream, position: Position, since: Watermark | None
-    ) -> DataFrame:
-        """The data beyond `since` as a DataFrame (the view `sensor_new_data` of preprocess_query)."""
+    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: P,
+                       since: Watermark | None) -> DataFrame:
+        """The data beyond `since` up to `position` as a DataFrame on `context.spark` (the view
+        `sensor_new_data` of preprocess_query)."""
         raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.source.value}")

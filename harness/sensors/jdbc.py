@@ -2,27 +2,32 @@
 
 sensor_id is `[connection:] [schema.]table`, e.g. `sales_db: public.orders` or `public.orders` (the
 connection named `default`). Connections come from the `jdbc:` section of heartbeat.yml (a single
-connection given directly, or several under `connections:`); passwords come from the environment.
+connection given directly, or several under `connections:`), resolved when the sensor is built:
+passwords are read from the environment then, so a missing variable stops the start, naming its key.
 Every query is pushed down through the JDBC `query` option: the check reads one value, the
 preprocess view reads only the rows beyond the watermark. Names are quoted as identifiers and
 watermark values as literals, so neither sensor_id nor upstream_key can change a query's meaning.
+Each query's `queryTimeout` is the time left until the check's deadline.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row
 
 from harness.config import JdbcConnectionSettings, JdbcSettings, env_secret
-from harness.errors import SensorError
+from harness.errors import ConfigError, SensorError
 from harness.model import SensorSource
 from harness.sensors import key_values
-from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
-from harness.sensors.spark_access import harness_spark, spark_error_text
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
+from harness.sensors.spark_sql import spark_error_text
 
 DEFAULT_CONNECTION = "default"
+QUERY_TIMEOUT = "queryTimeout"  # Spark's JDBC reader option, in whole seconds (0: none)
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,6 @@ class JdbcConnection:
     identifier_quote: str = '"'
     backslash_escapes: bool = False
     properties: Mapping[str, str] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)  # source-specific keys (SAP: schema, log_table)
 
     def quote(self, name: str) -> str:
         """A quoted identifier: the quote character doubled inside, so a name never breaks out."""
@@ -53,9 +57,17 @@ class JdbcConnection:
     def literal(self, value: key_values.KeyValue) -> str:
         return key_values.sql_literal(value, self.backslash_escapes)
 
-    def reader_options(self, timeout_seconds: float) -> dict[str, str]:
+    @property
+    def query_timeout_cap(self) -> float | None:
+        """A `queryTimeout` given under `properties`: a cap on the time left, never a longer wait."""
+        configured = float(self.properties.get(QUERY_TIMEOUT, 0))
+        return configured if configured > 0 else None
+
+    def reader_options(self, query_timeout_seconds: float) -> dict[str, str]:
+        """Spark's JDBC reader options; the query timeout rounded up, so it never ends a query before
+        the deadline it was derived from."""
         options = {**self.properties, "url": self.url, "driver": self.driver,
-                   "queryTimeout": str(max(1, int(timeout_seconds)))}
+                   QUERY_TIMEOUT: str(max(1, math.ceil(query_timeout_seconds)))}
         if self.user:
             options["user"] = self.user
         if self.password is not None:
@@ -65,6 +77,14 @@ class JdbcConnection:
 
 def connection_from(name: str, spec: JdbcConnectionSettings, where: str) -> JdbcConnection:
     """A connection of a config section, with its secrets read from the environment."""
+    if not spec.url.startswith("jdbc:"):
+        raise ConfigError(f"{where}.url: a JDBC URL starts with 'jdbc:' (e.g. jdbc:postgresql://host:5432/db)")
+    if QUERY_TIMEOUT in spec.properties:
+        try:
+            float(spec.properties[QUERY_TIMEOUT])
+        except ValueError:
+            raise ConfigError(f"{where}.properties.{QUERY_TIMEOUT}: a number of seconds, "
+                              f"got {spec.properties[QUERY_TIMEOUT]!r}") from None
     user = env_secret(spec.user_env, f"{where}.user_env") if spec.user_env else spec.user
     return JdbcConnection(
         name=name, url=spec.url, driver=spec.driver,
@@ -73,7 +93,6 @@ def connection_from(name: str, spec: JdbcConnectionSettings, where: str) -> Jdbc
         identifier_quote=spec.identifier_quote,
         backslash_escapes=spec.backslash_escapes,
         properties=spec.properties,
-        extra={k: v for k, v in (("schema", spec.schema_), ("log_table", spec.log_table)) if v is not None},
     )
 
 
@@ -87,35 +106,36 @@ def split_connection(upstream: Upstream) -> tuple[str, str]:
     return prefix.strip(), rest.strip()
 
 
-def find_connection(section: JdbcSettings, section_name: str, upstream: Upstream) -> tuple[JdbcConnection, str]:
-    name, rest = split_connection(upstream)
-    if name not in section.connections:
-        known = ", ".join(sorted(section.connections)) or "none"
-        raise SensorError(
-            f"{upstream.label}: no connection {name!r} in the {section_name}: section of heartbeat.yml "
-            f"(configured: {known}); add {section_name}.connections.{name} with url, driver, user, password_env"
-        )
-    spec = section.connections[name]
-    return connection_from(name, spec, f"{section_name}.connections.{name}"), rest
+def unknown_connection(upstream: Upstream, name: str, section_name: str, known: Mapping[str, object]) -> SensorError:
+    configured = ", ".join(sorted(known)) or "none"
+    return SensorError(
+        f"{upstream.label}: no connection {name!r} in the {section_name}: section of heartbeat.yml "
+        f"(configured: {configured}); add {section_name}.connections.{name} with url, driver, user, password_env"
+    )
 
 
-def jdbc_frame(spark: SparkSession, connection: JdbcConnection, query: str, timeout: float,
-               label: str) -> DataFrame:
-    """A DataFrame over one pushed-down query (the JDBC `query` option: never a full table read)."""
+def jdbc_frame(context: CheckContext, connection: JdbcConnection, query: str, label: str) -> DataFrame:
+    """A DataFrame over one pushed-down query (the JDBC `query` option: never a full table read), on the
+    check's session, with the time left until the check's deadline as its query timeout."""
+    spark = context.session(label)
+    timeout = context.time_left(label, connection.query_timeout_cap)
     try:
         return spark.read.format("jdbc").options(**connection.reader_options(timeout)).option(
             "query", query).load()
     except Exception as exc:  # noqa: BLE001 - py4j/JDBC errors vary by driver; reported with their cause
+        if context.expired:
+            raise context.timed_out(label) from exc
         raise SensorError(f"{label}: cannot query {connection.name} ({connection.url}): "
                           f"{spark_error_text(exc)}") from exc
 
 
-def jdbc_rows(spark: SparkSession, connection: JdbcConnection, query: str, timeout: float,
-              label: str) -> list[Row]:
-    frame = jdbc_frame(spark, connection, query, timeout, label)
+def jdbc_rows(context: CheckContext, connection: JdbcConnection, query: str, label: str) -> list[Row]:
+    frame = jdbc_frame(context, connection, query, label)
     try:
         return frame.collect()
     except Exception as exc:  # noqa: BLE001 - as above
+        if context.expired:
+            raise context.timed_out(label) from exc
         raise SensorError(f"{label}: query on {connection.name} failed: {spark_error_text(exc)}") from exc
 
 
@@ -126,36 +146,61 @@ def table_parts(upstream: Upstream, name: str) -> tuple[str, ...]:
     return parts
 
 
-class JdbcSensor(Sensor):
+@dataclass(frozen=True)
+class KeyMax:
+    """The position of a keyed table: max(upstream_key) now (None: the table is empty)."""
+
+    key: str
+    value: key_values.KeyValue | None
+    watermark: Watermark = field(init=False)
+
+    def __post_init__(self) -> None:  # encoded once, so a value of an unsupported type fails the read
+        encoded = key_values.encode(self.value) if self.value is not None else None
+        object.__setattr__(self, "watermark", {"key": self.key, "max": encoded})
+
+
+class JdbcSensor(Sensor[KeyMax]):
     sources = (SensorSource.JDBC,)
 
-    @property
-    def timeout(self) -> float:
-        return self.config.sensing.check_timeout_seconds
+    def __init__(self, connections: Mapping[str, JdbcConnection]) -> None:
+        self.connections = dict(connections)
+
+    @classmethod
+    def from_settings(cls, section: JdbcSettings) -> JdbcSensor:
+        """The `jdbc:` section resolved: URLs checked, secrets read from the environment."""
+        connections = {}
+        for name, spec in section.connections.items():
+            where = f"jdbc.connections.{name}"
+            for key in ("schema_", "log_table"):
+                if getattr(spec, key) is not None:
+                    raise ConfigError(f"{where}.{key.rstrip('_')}: only sap_bw and sap_b4 connections have a "
+                                      "chain log table; a jdbc row names its table in sensor_id")
+            connections[name] = connection_from(name, spec, where)
+        return cls(connections)
 
     def _target(self, upstream: Upstream) -> tuple[JdbcConnection, str, str]:
         """(connection, quoted table, quoted key column)."""
         if not upstream.upstream_key:
             raise SensorError(f"{upstream.label}: jdbc rows need an upstream_key (the column whose max "
                               "value is the watermark, e.g. an id or an updated_at column)")
-        connection, name = find_connection(self.config.jdbc, "jdbc", upstream)
-        table = connection.quote_path(table_parts(upstream, name))
+        name, rest = split_connection(upstream)
+        if name not in self.connections:
+            raise unknown_connection(upstream, name, "jdbc", self.connections)
+        connection = self.connections[name]
+        table = connection.quote_path(table_parts(upstream, rest))
         return connection, table, connection.quote(upstream.upstream_key)
 
-    def read_position(self, upstream: Upstream) -> Position:
+    def read_position(self, context: CheckContext, upstream: Upstream) -> KeyMax:
         connection, table, key = self._target(upstream)
         query = f"SELECT MAX({key}) AS max_value FROM {table}"
-        rows = jdbc_rows(harness_spark(upstream.label), connection, query, self.timeout, upstream.label)
-        value = rows[0]["max_value"] if rows else None
-        encoded = key_values.encode(value) if value is not None else None
-        return Position(watermark={"key": upstream.upstream_key, "max": encoded}, observed=value)
+        rows = jdbc_rows(context, connection, query, upstream.label)
+        return KeyMax(str(upstream.upstream_key), rows[0]["max_value"] if rows else None)
 
-    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
-        current = position.observed
+    def detect(self, upstream: Upstream, position: KeyMax, since: Watermark | None) -> Detection:
         previous = since.get("max") if since else None
-        if current is None:
+        if position.value is None:
             return NothingNew(f"table is empty (no {upstream.upstream_key} value)")
-        if not key_values.is_beyond(current, previous):
+        if not key_values.is_beyond(position.value, previous):
             return NothingNew(f"max({upstream.upstream_key}) is still {key_values.decode(previous)}")  # type: ignore[arg-type]
         changes = {
             "upstream_key": upstream.upstream_key,
@@ -164,12 +209,14 @@ class JdbcSensor(Sensor):
         }
         return NewData(watermark=position.watermark, changes=changes)
 
-    def new_data_frame(self, spark: SparkSession, upstream: Upstream, position: Position,
+    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: KeyMax,
                        since: Watermark | None) -> DataFrame:
         connection, table, key = self._target(upstream)
+        if position.value is None:
+            raise SensorError(f"{upstream.label}: the table is empty: there are no new rows to read")
         previous = since.get("max") if since else None
-        bounds = [f"{key} <= {connection.literal(position.observed)}"]
+        bounds = [f"{key} <= {connection.literal(position.value)}"]
         if previous is not None:
             bounds.insert(0, f"{key} > {connection.literal(key_values.decode(previous))}")
         query = f"SELECT * FROM {table} WHERE {' AND '.join(bounds)}"
-        return jdbc_frame(spark, connection, query, self.timeout, upstream.label)
+        return jdbc_frame(context, connection, query, upstream.label)

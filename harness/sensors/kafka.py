@@ -2,31 +2,33 @@
 
 sensor_id is `product: topic` or a bare topic. Broker settings come from the `kafka:` section of
 heartbeat.yml; a product may override them under `kafka.products.<product>` (its own cluster or
-credentials). The check is two ListOffsets requests (earliest and latest) through the admin client:
-no consumer group, no commit, no message read. The watermark is the end offset of every partition;
-the event carries per-partition offset ranges. For preprocess_query the new messages, at most
-`kafka.max_messages`, become the view `sensor_new_data` (key, value, topic, partition, offset,
-timestamp).
+credentials). Both are resolved when the sensor is built: secrets read from the environment and the
+librdkafka configuration checked by librdkafka itself, so a bad section stops the start, naming its key.
+The check is two ListOffsets requests (earliest and latest) through the admin client: no consumer
+group, no commit, no message read; each request may take the time left until the check's deadline, at
+most `timeout_seconds`. The watermark is the end offset of every partition; the event carries
+per-partition offset ranges. For preprocess_query the new messages, at most `kafka.max_messages`,
+become the view `sensor_new_data` (key, value, topic, partition, offset, timestamp).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from harness.config import KafkaClientSettings, env_secret
-from harness.errors import SensorError
+from harness.config import KafkaClientSettings, KafkaSettings, env_secret
+from harness.errors import ConfigError, SensorError
 from harness.model import SensorSource
-from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +53,71 @@ MESSAGE_SCHEMA = StructType([
 
 
 @dataclass(frozen=True)
-class Offsets:
-    """Where each partition of a topic starts (earliest retained) and ends (next offset written)."""
+class KafkaClient:
+    """How to reach one cluster or account: the `kafka:` section, or a product's settings laid over it."""
 
+    where: str  # the heartbeat.yml key it comes from: `kafka` or `kafka.products.<product>`
+    conf: Mapping[str, Any] = field(repr=False)  # librdkafka properties, secrets included
+    max_messages: int = DEFAULT_MAX_MESSAGES
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS  # cap on one request, within the check's deadline
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        return self.conf.get("bootstrap.servers")
+
+    def config_for(self, upstream: Upstream) -> dict[str, Any]:
+        """The configuration of a client for one check; a SensorError when no brokers are configured."""
+        if not self.bootstrap_servers:
+            product = self.where.rpartition(".")[2] if self.where != "kafka" else None
+            raise SensorError(f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
+                              f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml")
+        return {**self.conf, "logger": log}
+
+
+def kafka_client(section: KafkaClientSettings, where: str) -> KafkaClient:
+    """One client's settings resolved: secrets read from the environment, the properties checked."""
+    values = section.model_dump()
+    conf: dict[str, Any] = {prop: str(values[key]) for key, prop in _PLAIN_KEYS.items()
+                            if values.get(key) is not None}
+    conf["security.protocol"] = section.security_protocol or "PLAINTEXT"
+    for key, prop in _SECRET_KEYS.items():
+        value = env_secret(values.get(key), f"{where}.{key}")
+        if value is not None:
+            conf[prop] = value
+    conf.update(section.properties)
+    _check_with_librdkafka(conf, section.properties, where)
+    return KafkaClient(where, conf, section.max_messages or DEFAULT_MAX_MESSAGES,
+                       section.timeout_seconds or DEFAULT_TIMEOUT_SECONDS)
+
+
+def _check_with_librdkafka(conf: Mapping[str, Any], properties: Mapping[str, str], where: str) -> None:
+    """librdkafka's own check of property names and values, on a client that never connects (no brokers,
+    no security protocol: nothing is opened, neither sockets nor certificate files)."""
+    probe = {k: v for k, v in conf.items() if k not in ("bootstrap.servers", "security.protocol")}
+    if not probe:
+        return
+    try:
+        Producer({**probe, "log_level": 0})
+    except KafkaException as exc:
+        problem = exc.args[0].str()
+        keys = {prop: key for key, prop in (_PLAIN_KEYS | _SECRET_KEYS).items()}
+        named = [f"properties.{p}" if p in properties else keys.get(p, p) for p in conf if f'"{p}"' in problem]
+        key = f"{where}.{named[0]}" if named else where
+        raise ConfigError(f"{key}: refused by librdkafka: {problem}") from None
+
+
+@dataclass(frozen=True)
+class TopicOffsets:
+    """The position of a topic: where each partition starts (earliest retained) and ends (next offset
+    written)."""
+
+    topic: str
     earliest: Mapping[int, int]
     end: Mapping[int, int]
+
+    @property
+    def watermark(self) -> Watermark:
+        return {"offsets": {str(p): o for p, o in sorted(self.end.items())}}
 
 
 def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
@@ -68,50 +130,46 @@ def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
     return product or None, topic
 
 
-class KafkaSensor(Sensor):
+class KafkaSensor(Sensor[TopicOffsets]):
     sources = (SensorSource.KAFKA,)
 
-    def settings(self, product: str | None) -> KafkaClientSettings:
-        """The `kafka:` section, with `kafka.products.<product>` laid over it."""
-        return self.config.kafka.for_product(product)
+    def __init__(self, default: KafkaClient, products: Mapping[str, KafkaClient]) -> None:
+        self.default, self.products = default, dict(products)
 
-    def client_config(self, upstream: Upstream, product: str | None) -> dict[str, Any]:
-        section = self.settings(product)
-        where = f"kafka.products.{product}" if product in self.config.kafka.products else "kafka"
-        if not section.bootstrap_servers:
-            raise SensorError(f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
-                              f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml")
-        values = section.model_dump()
-        conf: dict[str, Any] = {prop: str(values[key]) for key, prop in _PLAIN_KEYS.items()
-                                if values.get(key) is not None}
-        conf["security.protocol"] = section.security_protocol or "PLAINTEXT"
-        for key, prop in _SECRET_KEYS.items():
-            value = env_secret(values.get(key), f"{where}.{key}")
-            if value is not None:
-                conf[prop] = value
-        conf.update(section.properties)
-        conf["logger"] = log
-        return conf
+    @classmethod
+    def from_settings(cls, settings: KafkaSettings) -> KafkaSensor:
+        """The `kafka:` section and each of its products, resolved."""
+        products = {}
+        for product in settings.products:
+            where = f"kafka.products.{product}"
+            products[product] = kafka_client(settings.for_product(product), where)
+            if not products[product].bootstrap_servers:
+                raise ConfigError(f"{where}.bootstrap_servers: not set, neither for the product nor in "
+                                  "kafka.bootstrap_servers")
+        return cls(kafka_client(settings.for_product(None), "kafka"), products)
 
-    def timeout(self, product: str | None) -> float:
-        configured = self.settings(product).timeout_seconds or DEFAULT_TIMEOUT_SECONDS
-        return min(configured, self.config.sensing.check_timeout_seconds)
+    def client(self, product: str | None) -> KafkaClient:
+        """The product's own settings when it has some, else the `kafka:` section."""
+        return self.products.get(product, self.default) if product is not None else self.default
 
-    def read_position(self, upstream: Upstream) -> Position:
+    def read_position(self, context: CheckContext, upstream: Upstream) -> TopicOffsets:
         product, topic = parse_sensor_id(upstream)
-        admin = AdminClient(self.client_config(upstream, product))
-        timeout = self.timeout(product)
+        client = self.client(product)
+        admin = AdminClient(client.config_for(upstream))
+
+        def timeout() -> float:  # each request: the time left, at most the client's own timeout
+            return context.time_left(upstream.label, client.timeout_seconds)
+
         try:
-            partitions = self._partitions(admin, upstream, topic, timeout)
-            offsets = Offsets(
-                earliest=self._offsets(admin, topic, partitions, OffsetSpec.earliest(), timeout),
-                end=self._offsets(admin, topic, partitions, OffsetSpec.latest(), timeout),
-            )
+            partitions = self._partitions(admin, upstream, topic, timeout())
+            earliest = self._offsets(admin, topic, partitions, OffsetSpec.earliest(), timeout())
+            end = self._offsets(admin, topic, partitions, OffsetSpec.latest(), timeout())
         except KafkaException as exc:
+            if context.expired:
+                raise context.timed_out(upstream.label) from exc
             raise SensorError(f"{upstream.label}: cannot read offsets of {topic} from "
-                              f"{self.settings(product).bootstrap_servers}: {exc.args[0].str()}") from exc
-        return Position(watermark={"offsets": {str(p): o for p, o in sorted(offsets.end.items())}},
-                        observed=offsets)
+                              f"{client.bootstrap_servers}: {exc.args[0].str()}") from exc
+        return TopicOffsets(topic, earliest, end)
 
     @staticmethod
     def _partitions(admin: AdminClient, upstream: Upstream, topic: str, timeout: float) -> list[int]:
@@ -128,20 +186,20 @@ class KafkaSensor(Sensor):
                                      request_timeout=timeout)
         return {tp.partition: int(future.result().offset) for tp, future in futures.items()}
 
-    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
-        ranges = self.ranges(position.observed, since)
+    def detect(self, upstream: Upstream, position: TopicOffsets, since: Watermark | None) -> Detection:
+        ranges = self.ranges(position, since)
         if not ranges:
             return NothingNew("no partition's end offset is beyond the watermark")
         changes = {
             "operation": "APPEND",
-            "topic": parse_sensor_id(upstream)[1],
+            "topic": position.topic,
             "partitions": ranges,
             "message_count": sum(r["to"] - r["from"] for r in ranges),
         }
         return NewData(watermark=position.watermark, changes=changes)
 
     @staticmethod
-    def ranges(offsets: Offsets, since: Watermark | None) -> list[dict[str, int | bool]]:
+    def ranges(offsets: TopicOffsets, since: Watermark | None) -> list[dict[str, int | bool]]:
         """Per partition with new messages: [from, to) offsets. A partition new to the watermark starts at
         its earliest offset; offsets the broker no longer retains are flagged as expired."""
         seen = {int(p): int(o) for p, o in (since or {}).get("offsets", {}).items()}
@@ -158,34 +216,37 @@ class KafkaSensor(Sensor):
             ranges.append(entry)
         return ranges
 
-    def new_data_frame(self, spark: SparkSession, upstream: Upstream, position: Position,
+    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: TopicOffsets,
                        since: Watermark | None) -> DataFrame:
-        product, topic = parse_sensor_id(upstream)
-        limit = self.settings(product).max_messages or DEFAULT_MAX_MESSAGES
-        messages = self._consume(upstream, product, topic, self.ranges(position.observed, since), limit)
-        return spark.createDataFrame(messages, MESSAGE_SCHEMA)
+        product, _ = parse_sensor_id(upstream)
+        client = self.client(product)
+        messages = self._consume(context, upstream, client, position.topic, self.ranges(position, since))
+        return context.session(upstream.label).createDataFrame(messages, MESSAGE_SCHEMA)
 
-    def _consume(self, upstream: Upstream, product: str | None, topic: str,
-                 ranges: list[dict[str, int | bool]], limit: int) -> list[tuple[Any, ...]]:
-        """Read the messages in `ranges` (at most `limit`), without a consumer group commit."""
-        conf = self.client_config(upstream, product) | {
+    def _consume(self, context: CheckContext, upstream: Upstream, client: KafkaClient, topic: str,
+                 ranges: list[dict[str, int | bool]]) -> list[tuple[Any, ...]]:
+        """Read the messages in `ranges` (at most `client.max_messages`), without a consumer group commit."""
+        conf = client.config_for(upstream) | {
             "group.id": "heartbeat-sensor", "enable.auto.commit": False, "enable.partition.eof": True}
         wanted = {int(r["partition"]): (int(max(r["from"], r.get("expired_before", 0))), int(r["to"]))
                   for r in ranges}
         consumer = Consumer(conf)
         try:
             consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in wanted.items()])
-            return self._poll(consumer, upstream, wanted, limit)
+            return self._poll(context, consumer, upstream, wanted, client.max_messages)
         finally:
             consumer.close()
 
-    def _poll(self, consumer: Consumer, upstream: Upstream, wanted: dict[int, tuple[int, int]],
+    @staticmethod
+    def _poll(context: CheckContext, consumer: Consumer, upstream: Upstream, wanted: dict[int, tuple[int, int]],
               limit: int) -> list[tuple[Any, ...]]:
+        """Consume until every wanted partition reached its end offset, `limit` messages were read, or the
+        check's deadline came (CheckTimedOut)."""
         rows: list[tuple[Any, ...]] = []
         open_partitions = {p for p, (start, end) in wanted.items() if start < end}
-        deadline = time.monotonic() + self.config.sensing.check_timeout_seconds
-        while open_partitions and len(rows) < limit and time.monotonic() < deadline:
-            for message in consumer.consume(min(500, limit - len(rows)), timeout=1.0):
+        while open_partitions and len(rows) < limit:
+            wait = context.time_left(upstream.label, 1.0)
+            for message in consumer.consume(min(500, limit - len(rows)), timeout=wait):
                 partition, offset, error = message.partition(), message.offset(), message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF and partition is not None:

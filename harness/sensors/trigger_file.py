@@ -12,10 +12,12 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterable
 
 from harness.errors import SensorError
 from harness.model import SensorSource
-from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
 
 GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
 
@@ -32,11 +34,33 @@ def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat()
 
 
-class TriggerFileSensor(Sensor):
+def folder_watermark(files: Iterable[LandedFile], floor_ns: int = 0) -> dict[str, object]:
+    """The newest change time (at least `floor_ns`) and the names of the files landed shortly before it."""
+    files = tuple(files)
+    newest = max([f.changed_ns for f in files] + [floor_ns])
+    recent = sorted(f.name for f in files if f.changed_ns >= newest - GRACE_NS)
+    return {"changed_ns": newest, "recent": recent}
+
+
+@dataclass(frozen=True)
+class FolderListing:
+    """The position of a trigger folder: the files in it."""
+
+    files: tuple[LandedFile, ...]
+
+    @property
+    def watermark(self) -> Watermark:
+        return folder_watermark(self.files)
+
+
+class TriggerFileSensor(Sensor[FolderListing]):
     sources = (SensorSource.TRIGGER_FILE,)
 
+    def __init__(self, root: Path | None) -> None:
+        self.root = root  # trigger_file.root (or HEARTBEAT_TRIGGER_ROOT); may be created after the start
+
     def folder(self, upstream: Upstream) -> Path:
-        root = self.config.trigger_root
+        root = self.root
         if root is None:
             raise SensorError(
                 f"{upstream.label}: no trigger root configured; set trigger_file.root in heartbeat.yml "
@@ -53,7 +77,7 @@ class TriggerFileSensor(Sensor):
             )
         return folder
 
-    def read_position(self, upstream: Upstream) -> Position:
+    def read_position(self, context: CheckContext, upstream: Upstream) -> FolderListing:
         folder = self.folder(upstream)
         files = []
         try:
@@ -65,29 +89,21 @@ class TriggerFileSensor(Sensor):
                     files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_mtime_ns, st.st_size))
         except OSError as exc:
             raise SensorError(f"{upstream.label}: cannot list {folder}: {exc.strerror}") from exc
-        return Position(watermark=self._watermark(files, 0), observed=tuple(files))
+        return FolderListing(tuple(files))
 
-    @staticmethod
-    def _watermark(files: list[LandedFile] | tuple[LandedFile, ...], floor_ns: int) -> dict[str, object]:
-        newest = max([f.changed_ns for f in files] + [floor_ns])
-        recent = sorted(f.name for f in files if f.changed_ns >= newest - GRACE_NS)
-        return {"changed_ns": newest, "recent": recent}
-
-    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
-        files: tuple[LandedFile, ...] = position.observed
+    def detect(self, upstream: Upstream, position: FolderListing, since: Watermark | None) -> Detection:
         seen_ns = int(since.get("changed_ns", 0)) if since else -1
         recent = set(since.get("recent", [])) if since else set()
         new = [
-            f for f in files
+            f for f in position.files
             if f.changed_ns > seen_ns or (f.changed_ns >= seen_ns - GRACE_NS and f.name not in recent)
         ]
         if not new:
             return NothingNew(f"no file newer than {_iso(seen_ns) if seen_ns > 0 else 'the start'}")
         new.sort(key=lambda f: (f.changed_ns, f.name))
-        watermark = self._watermark(files, max(seen_ns, 0))
         changes = {
             "operation": "APPEND",
             "files": [{"name": f.name, "size": f.size, "landed": _iso(f.changed_ns)} for f in new],
             "file_count": len(new),
         }
-        return NewData(watermark=watermark, changes=changes)
+        return NewData(watermark=folder_watermark(position.files, max(seen_ns, 0)), changes=changes)

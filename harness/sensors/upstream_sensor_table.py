@@ -12,76 +12,114 @@ watermark is the newest such row's `status_change_timestamp`, the upstream's own
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
-from harness.config import UpstreamTableAlias
-from harness.errors import SensorError
+from harness.config import UpstreamSensorTableSettings
+from harness.errors import ConfigError, SensorError
 from harness.model import SensorSource
 from harness.preprocess import quote_identifier
-from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
-from harness.sensors.spark_access import harness_spark, quoted_table_name, spark_error_text
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
+from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 
 COMPLETED_STATUSES = ("COMPLETED", "PROCESSED_NEW_DATA")
+DEFAULT_MATCH_COLUMN = "sensor_id"
 
 
-class UpstreamSensorTableSensor(Sensor):
+@dataclass(frozen=True)
+class SensorTable:
+    """A table to follow, quoted for Spark SQL: its name and the column matched against the upstream id."""
+
+    table: str
+    match_column: str
+
+
+@dataclass(frozen=True)
+class CompletedLoads:
+    """The position of an upstream id: the newest completed load's timestamp (None: none yet)."""
+
+    newest: datetime | None
+
+    @property
+    def watermark(self) -> Watermark:
+        return {"status_change_timestamp": self.newest.isoformat() if self.newest is not None else None}
+
+
+class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
     sources = (SensorSource.UPSTREAM_SENSOR_TABLE,)
 
-    def _target(self, upstream: Upstream) -> tuple[str, str, str]:
-        """(quoted table name, quoted match column, upstream id)."""
+    def __init__(self, aliases: Mapping[str, SensorTable]) -> None:
+        self.aliases = dict(aliases)
+
+    @classmethod
+    def from_settings(cls, section: UpstreamSensorTableSettings) -> UpstreamSensorTableSensor:
+        """The aliases of `upstream_sensor_table.tables`, their names checked and quoted."""
+        aliases = {}
+        for alias, spec in section.tables.items():
+            where = f"upstream_sensor_table.tables.{alias}.table"
+            try:
+                aliases[alias] = SensorTable(quoted_table_name(where, spec.table), quote_identifier(spec.match_column))
+            except SensorError as exc:
+                raise ConfigError(str(exc)) from None
+        return cls(aliases)
+
+    def _target(self, upstream: Upstream) -> tuple[SensorTable, str]:
+        """(the table, the upstream id)."""
         table, sep, upstream_id = upstream.sensor_id.partition(":")
         table, upstream_id = table.strip(), upstream_id.strip()
         if not sep or not table or not upstream_id:
             raise SensorError(f"{upstream.label}: sensor_id must look like '<table>: <upstream sensor_id>', "
                               "e.g. 'sales_prod.heartbeat_control_table: orders'")
-        spec = self.config.upstream_sensor_table.tables.get(table, UpstreamTableAlias(table=table))
-        return quoted_table_name(upstream.label, spec.table), quote_identifier(spec.match_column), upstream_id
+        if table in self.aliases:
+            return self.aliases[table], upstream_id
+        return SensorTable(quoted_table_name(upstream.label, table), quote_identifier(DEFAULT_MATCH_COLUMN)), upstream_id
 
     def _completed(self, upstream: Upstream) -> tuple[str, dict[str, Any]]:
         """FROM ... WHERE for the upstream's completed loads, and its parameters."""
-        table, column, upstream_id = self._target(upstream)
+        target, upstream_id = self._target(upstream)
         statuses = ", ".join(f"'{s}'" for s in COMPLETED_STATUSES)
-        return (f"FROM {table} WHERE {column} = :upstream_id AND status IN ({statuses})",
+        return (f"FROM {target.table} WHERE {target.match_column} = :upstream_id AND status IN ({statuses})",
                 {"upstream_id": upstream_id})
 
-    def read_position(self, upstream: Upstream) -> Position:
-        spark = harness_spark(upstream.label)
+    def read_position(self, context: CheckContext, upstream: Upstream) -> CompletedLoads:
+        spark = context.session(upstream.label)
         where, args = self._completed(upstream)
         try:
             newest = spark.sql(f"SELECT max(status_change_timestamp) AS newest {where}", args=args).collect()[0][0]
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
+            if context.expired:
+                raise context.timed_out(upstream.label) from exc
             raise SensorError(f"{upstream.label}: cannot read the upstream sensor table: "
                               f"{spark_error_text(exc)}") from exc
         if newest is not None and not isinstance(newest, datetime):
             raise SensorError(f"{upstream.label}: status_change_timestamp is {type(newest).__name__}, "
                               "expected a timestamp column")
-        stamp = newest.isoformat() if newest is not None else None
-        return Position(watermark={"status_change_timestamp": stamp}, observed=newest)
+        return CompletedLoads(newest)
 
-    def detect(self, upstream: Upstream, position: Position, since: Watermark | None) -> Detection:
-        newest: datetime | None = position.observed
+    def detect(self, upstream: Upstream, position: CompletedLoads, since: Watermark | None) -> Detection:
         previous = since.get("status_change_timestamp") if since else None
-        if newest is None:
+        if position.newest is None:
             return NothingNew("no completed load of it yet")
-        if previous is not None and newest <= datetime.fromisoformat(previous):
+        if previous is not None and position.newest <= datetime.fromisoformat(previous):
             return NothingNew(f"no load completed after {previous}")
         return NewData(watermark=position.watermark, changes={
-            "upstream_id": self._target(upstream)[2],
+            "upstream_id": self._target(upstream)[1],
             "completed_from": previous,
             "completed_to": position.watermark["status_change_timestamp"],
         })
 
-    def new_data_frame(self, spark: SparkSession, upstream: Upstream, position: Position,
+    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: CompletedLoads,
                        since: Watermark | None) -> DataFrame:
         """The upstream's completed-load rows beyond the watermark."""
         where, args = self._completed(upstream)
         query = f"SELECT * {where} AND status_change_timestamp <= :upper"
-        args["upper"] = position.observed
+        args["upper"] = position.newest
         previous = since.get("status_change_timestamp") if since else None
         if previous is not None:
             query += " AND status_change_timestamp > :lower"
             args["lower"] = datetime.fromisoformat(previous)
-        return spark.sql(query, args=args)
+        return context.session(upstream.label).sql(query, args=args)

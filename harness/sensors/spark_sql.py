@@ -1,23 +1,10 @@
-"""Spark for sensors that read through it (JDBC, SAP, upstream sensor tables, named Delta tables).
-
-Checks run on their own threads, where Spark's "active session" is not set; they use the harness's
-one session (created by `Runtime.open`), never a new one.
-"""
+"""Helpers for sensors that read through Spark SQL (upstream sensor tables, named Delta tables) or
+Spark's JDBC reader (JDBC, SAP). The session itself comes with each check's `CheckContext`."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
-
 from harness.errors import SensorError
 from harness.preprocess import quote_identifier
-
-
-def harness_spark(label: str) -> SparkSession:
-    """The process's SparkSession; a SensorError naming the upstream when there is none."""
-    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession  # noqa: SLF001
-    if session is None:
-        raise SensorError(f"{label}: this source is read through Spark, but no SparkSession is running")
-    return session
 
 
 def spark_error_text(exc: BaseException) -> str:

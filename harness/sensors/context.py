@@ -1,0 +1,68 @@
+"""What one check of one upstream is given: the Spark session (for sources read through Spark) and the
+check's deadline.
+
+The deadline is set once, when the check starts (`sensing.check_timeout_seconds` from then). Every
+wait inside the check (a Kafka request, a JDBC query timeout, the loop reading Kafka messages) is the
+time remaining until it, capped by the source's own setting where it has one, so that a check ends by
+its deadline instead of outliving it on an abandoned thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from pyspark.sql import SparkSession
+
+from harness.errors import SensorError
+
+
+class CheckTimedOut(SensorError):
+    """A check reached its deadline: reported the same whether the check noticed it itself or was
+    abandoned by the sensing loop."""
+
+    def __init__(self, label: str, timeout_seconds: float) -> None:
+        super().__init__(f"{label}: check timed out after {timeout_seconds:g}s (sensing.check_timeout_seconds)")
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    spark: SparkSession | None  # None where no source needs Spark (direct calls in tests, trigger folders)
+    deadline: float  # on `clock`
+    timeout_seconds: float  # the whole check's time, from its start to `deadline`
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def starting_now(cls, spark: SparkSession | None, timeout_seconds: float,
+                     clock: Callable[[], float] = time.monotonic) -> CheckContext:
+        return cls(spark, clock() + timeout_seconds, timeout_seconds, clock)
+
+    def remaining(self) -> float:
+        """Seconds until the deadline, 0 once it has passed."""
+        return max(0.0, self.deadline - self.clock())
+
+    @property
+    def expired(self) -> bool:
+        return self.clock() >= self.deadline
+
+    def time_left(self, label: str, cap: float | None = None) -> float:
+        """How long the next wait of the check may take: the time remaining, capped by `cap` (a source's
+        own timeout setting). CheckTimedOut when the deadline has passed."""
+        remaining = self.remaining()
+        if remaining <= 0:
+            raise self.timed_out(label)
+        return min(remaining, cap) if cap is not None else remaining
+
+    def timed_out(self, label: str) -> CheckTimedOut:
+        return CheckTimedOut(label, self.timeout_seconds)
+
+    def session(self, label: str) -> SparkSession:
+        """The Spark session of the check; a SensorError naming the upstream when there is none."""
+        if self.spark is None:
+            raise SensorError(f"{label}: this source is read through Spark, but no SparkSession is running")
+        return self.spark
+
+    def with_spark(self, spark: SparkSession) -> CheckContext:
+        """The same check (same deadline) on another session (preprocess_query's own temp views)."""
+        return replace(self, spark=spark)

@@ -93,7 +93,8 @@ class UpstreamCheck:
         frame = self.sensor.new_data_frame(context.with_spark(session), self.upstream, position, since)
         frame.createOrReplaceTempView("sensor_new_data")
         try:
-            matched = session.sql(query).limit(1).count()
+            with context.with_spark(session).spark_until_deadline(self.upstream.label):
+                matched = session.sql(query).limit(1).count()
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
             if context.expired:
                 raise context.timed_out(self.upstream.label) from exc

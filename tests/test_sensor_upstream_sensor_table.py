@@ -3,13 +3,17 @@ control table and a lakehouse-engine sensor table."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import udf
+from pyspark.sql.types import BooleanType
 
 from harness.model import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
+from harness.sensors.context import CheckTimedOut
 from harness.sensors.upstream_sensor_table import CompletedLoads, UpstreamSensorTableSensor
 from tests.fixtures_sources import check_context, sensor_config
 
@@ -89,3 +93,27 @@ def test_upstream_id_with_quotes_is_a_parameter_not_sql(spark: SparkSession, ups
 
     # WHEN it is checked, THEN no load matches that literal id
     assert isinstance(sensor.detect(upstream, read(sensor, upstream, spark), None), NothingNew)
+
+
+def test_slow_spark_read_is_cancelled_at_the_check_deadline(spark: SparkSession, tmp_path: Path) -> None:
+    # GIVEN an upstream table whose every row takes 60 s to read (a Python function that sleeps), read
+    # directly: no sensing loop abandons the check
+    nap = udf(lambda _: time.sleep(60) is None, BooleanType()).asNondeterministic()
+    spark.udf.register("hb_test_nap", nap)
+    spark.sql("CREATE OR REPLACE TEMP VIEW slow_loads AS SELECT * FROM VALUES "
+              "('orders', 'COMPLETED', TIMESTAMP '2026-01-01 00:00:00') AS t(sensor_id, status, status_change_timestamp) "
+              "WHERE hb_test_nap(sensor_id)")
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
+
+    # WHEN it is checked with 3 s left until the check's deadline
+    started = time.monotonic()
+    with pytest.raises(CheckTimedOut, match=r"^upstream_sensor_table:slow_loads: orders: check timed out after 3s"):
+        sensor.read_position(check_context(spark, timeout=3), Upstream(SensorSource.UPSTREAM_SENSOR_TABLE,
+                                                                       "slow_loads: orders"))
+
+    # THEN the Spark job was cancelled at the deadline: the check ended, and no job of it keeps running
+    assert time.monotonic() - started < 20  # far below the 60 s the read would take
+    deadline = time.monotonic() + 10
+    while spark.sparkContext.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []

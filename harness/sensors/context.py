@@ -4,18 +4,25 @@ check's deadline.
 The deadline is set once, when the check starts (`sensing.check_timeout_seconds` from then). Every
 wait inside the check (a Kafka request, a JDBC query timeout, the loop reading Kafka messages) is the
 time remaining until it, capped by the source's own setting where it has one, so that a check ends by
-its deadline instead of outliving it on an abandoned thread.
+its deadline instead of outliving it on an abandoned thread. Spark jobs a check runs are cancelled
+at the deadline (`spark_until_deadline`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Iterator
 
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
+
+log = logging.getLogger(__name__)
 
 
 class CheckTimedOut(SensorError):
@@ -62,6 +69,31 @@ class CheckContext:
         if self.spark is None:
             raise SensorError(f"{label}: this source is read through Spark, but no SparkSession is running")
         return self.spark
+
+    @contextmanager
+    def spark_until_deadline(self, label: str) -> Iterator[SparkSession]:
+        """The check's session; the Spark jobs this thread starts inside the block are cancelled at the
+        deadline (a job tag of this thread, cancelled by a timer)."""
+        spark = self.session(label)
+        jobs = spark.sparkContext
+        tag = f"heartbeat-check-{uuid.uuid4().hex}"
+        try:
+            jobs.addJobTag(tag)
+            tagged = True
+        except Exception as exc:  # noqa: BLE001 - a Spark without job tags: the outer deadline still holds
+            log.debug("%s: Spark jobs cannot be cancelled at the deadline: %s", label, exc)
+            tagged = False
+        if not tagged:
+            yield spark
+            return
+        timer = threading.Timer(self.remaining(), jobs.cancelJobsWithTag, args=(tag,))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield spark
+        finally:
+            timer.cancel()
+            jobs.removeJobTag(tag)
 
     def with_spark(self, spark: SparkSession) -> CheckContext:
         """The same check (same deadline) on another session (preprocess_query's own temp views)."""

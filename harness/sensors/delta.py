@@ -171,17 +171,19 @@ class NamedTables:
         self.delta_on_spark = delta_on_spark
 
     def position(self, context: CheckContext, upstream: Upstream) -> TableState:
-        spark = context.session(upstream.label)
         if not self.delta_on_spark:
             raise SensorError(
                 f"{upstream.label}: a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on "
                 "Spark's classpath (not found in this session); give the table's path or URI as sensor_id "
                 "instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)")
         name = quoted_table_name(upstream.label, upstream.sensor_id)
+        key = quote_identifier(upstream.upstream_key) if upstream.upstream_key else None
         try:
-            history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()]
-            key_max = (spark.sql(f"SELECT max({quote_identifier(upstream.upstream_key)}) AS m FROM {name}").collect()[0][0]
-                       if upstream.upstream_key else None)
+            with context.spark_until_deadline(upstream.label) as spark:
+                history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()]
+                key_max = spark.sql(f"SELECT max({key}) AS m FROM {name}").collect()[0][0] if key else None
+        except SensorError:
+            raise
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
             if context.expired:
                 raise context.timed_out(upstream.label) from exc

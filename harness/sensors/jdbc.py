@@ -132,7 +132,8 @@ def jdbc_frame(context: CheckContext, connection: JdbcConnection, query: str, la
 def jdbc_rows(context: CheckContext, connection: JdbcConnection, query: str, label: str) -> list[Row]:
     frame = jdbc_frame(context, connection, query, label)
     try:
-        return frame.collect()
+        with context.spark_until_deadline(label):
+            return frame.collect()
     except Exception as exc:  # noqa: BLE001 - as above
         if context.expired:
             raise context.timed_out(label) from exc

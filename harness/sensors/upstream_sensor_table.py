@@ -86,10 +86,12 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
                 {"upstream_id": upstream_id})
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> CompletedLoads:
-        spark = context.session(upstream.label)
         where, args = self._completed(upstream)
         try:
-            newest = spark.sql(f"SELECT max(status_change_timestamp) AS newest {where}", args=args).collect()[0][0]
+            with context.spark_until_deadline(upstream.label) as spark:
+                newest = spark.sql(f"SELECT max(status_change_timestamp) AS newest {where}", args=args).collect()[0][0]
+        except SensorError:
+            raise
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
             if context.expired:
                 raise context.timed_out(upstream.label) from exc

@@ -88,7 +88,8 @@ class UpstreamCheck:
         if context.spark is None:
             raise SensorError(f"{row.label}: preprocess_query needs Spark")
         query = render(row.preprocess_query or "", row.upstream_key)
-        context.time_left(self.upstream.label)  # CheckTimedOut once the deadline has passed
+        if context.expired:
+            raise context.timed_out(self.upstream.label)
         session = context.spark.newSession()  # its own temp views: checks run concurrently
         frame = self.sensor.new_data_frame(context.with_spark(session), self.upstream, position, since)
         frame.createOrReplaceTempView("sensor_new_data")

@@ -100,6 +100,32 @@ def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermar
     assert [f["name"] for f in events["job_b"].details["files"]] == ["second.done"]
 
 
+class SlowTriggerFileSensor(TriggerFileSensor):
+    """The real trigger_file sensor, taking 2 s per read (a slow folder listing)."""
+
+    def read_position(self, context: CheckContext, upstream: Upstream) -> FolderListing:
+        time.sleep(2)
+        return super().read_position(context, upstream)
+
+
+def test_each_check_gets_its_deadline_when_it_starts_not_when_sensing_starts(config: Config) -> None:
+    # GIVEN two trigger folders read one after the other (one check at a time), each read taking 2 s,
+    # and a check timeout of 3 s: together they take longer than one check may
+    for name in ("first", "second"):
+        (config.trigger_root / name).mkdir()  # type: ignore[operator]
+        (config.trigger_root / name / "a.done").write_text("1")  # type: ignore[operator]
+    config = replace(config, sensing=SensingSettings(check_timeout_seconds=3, max_parallel_checks=1))
+    sensor = SlowTriggerFileSensor(config.trigger_root)
+    rows = [control("trigger_file", "first", "job_first"), control("trigger_file", "second", "job_second")]
+
+    # WHEN they are sensed
+    outcome = sense(rows, {SensorSource.TRIGGER_FILE: sensor}, None, config)
+
+    # THEN neither timed out: the second check's 3 s started when it did
+    assert {job: e.event_type for job, e in by_job(outcome.events).items()} == {
+        "job_first": EventType.DATA_CHANGED, "job_second": EventType.DATA_CHANGED}
+
+
 def test_unreachable_upstream_fails_only_its_rows(spark: SparkSession, config: Config, tables: PostgresServer) -> None:
     # GIVEN two jobs on a reachable table and one job on a database whose port is closed
     rows = [control("jdbc", "public.sensing_orders", "job_ok_1", upstream_key="id"),

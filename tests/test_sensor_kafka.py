@@ -111,7 +111,7 @@ def test_kafka_product_settings_override_the_section(kafka: MockKafka, tmp_path:
     }).kafka)
 
     # WHEN the client configuration for the product is built
-    conf = sensor.client("shop").config_for(Upstream(SensorSource.KAFKA, "shop: orders"))
+    conf = sensor.client("shop").config_for(Upstream(SensorSource.KAFKA, "shop: orders"), "shop")
 
     # THEN it uses the product's brokers, protocol, mechanism, credentials from the environment and CA
     assert conf["bootstrap.servers"] == kafka.bootstrap_servers and conf["security.protocol"] == "SASL_SSL"

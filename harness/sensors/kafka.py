@@ -65,10 +65,10 @@ class KafkaClient:
     def bootstrap_servers(self) -> str | None:
         return self.conf.get("bootstrap.servers")
 
-    def config_for(self, upstream: Upstream) -> dict[str, Any]:
-        """The configuration of a client for one check; a SensorError when no brokers are configured."""
+    def config_for(self, upstream: Upstream, product: str | None = None) -> dict[str, Any]:
+        """The configuration of a client for one check; a SensorError when no brokers are configured (only
+        the `kafka:` section itself can lack them: a product without brokers is refused at the start)."""
         if not self.bootstrap_servers:
-            product = self.where.rpartition(".")[2] if self.where != "kafka" else None
             raise SensorError(f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
                               f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml")
         return {**self.conf, "logger": log}
@@ -155,7 +155,7 @@ class KafkaSensor(Sensor[TopicOffsets]):
     def read_position(self, context: CheckContext, upstream: Upstream) -> TopicOffsets:
         product, topic = parse_sensor_id(upstream)
         client = self.client(product)
-        admin = AdminClient(client.config_for(upstream))
+        admin = AdminClient(client.config_for(upstream, product))
 
         def timeout() -> float:  # each request: the time left, at most the client's own timeout
             return context.time_left(upstream.label, client.timeout_seconds)
@@ -219,14 +219,14 @@ class KafkaSensor(Sensor[TopicOffsets]):
     def new_data_frame(self, context: CheckContext, upstream: Upstream, position: TopicOffsets,
                        since: Watermark | None) -> DataFrame:
         product, _ = parse_sensor_id(upstream)
-        client = self.client(product)
-        messages = self._consume(context, upstream, client, position.topic, self.ranges(position, since))
+        messages = self._consume(context, upstream, product, position.topic, self.ranges(position, since))
         return context.session(upstream.label).createDataFrame(messages, MESSAGE_SCHEMA)
 
-    def _consume(self, context: CheckContext, upstream: Upstream, client: KafkaClient, topic: str,
+    def _consume(self, context: CheckContext, upstream: Upstream, product: str | None, topic: str,
                  ranges: list[dict[str, int | bool]]) -> list[tuple[Any, ...]]:
-        """Read the messages in `ranges` (at most `client.max_messages`), without a consumer group commit."""
-        conf = client.config_for(upstream) | {
+        """Read the messages in `ranges` (at most `max_messages`), without a consumer group commit."""
+        client = self.client(product)
+        conf = client.config_for(upstream, product) | {
             "group.id": "heartbeat-sensor", "enable.auto.commit": False, "enable.partition.eof": True}
         wanted = {int(r["partition"]): (int(max(r["from"], r.get("expired_before", 0))), int(r["to"]))
                   for r in ranges}

@@ -90,11 +90,11 @@ class UpstreamCheck:
         query = render(row.preprocess_query or "", row.upstream_key)
         if context.expired:
             raise context.timed_out(self.upstream.label)
-        session = context.spark.newSession()  # its own temp views: checks run concurrently
-        frame = self.sensor.new_data_frame(context.with_spark(session), self.upstream, position, since)
+        own = context.with_spark(context.spark.newSession())  # its own temp views: checks run concurrently
+        frame = self.sensor.new_data_frame(own, self.upstream, position, since)
         frame.createOrReplaceTempView("sensor_new_data")
         try:
-            with context.with_spark(session).spark_until_deadline(self.upstream.label):
+            with own.spark_until_deadline(self.upstream.label) as session:
                 matched = session.sql(query).limit(1).count()
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
             if context.expired:

@@ -8,18 +8,22 @@ successful fold removes it, so a tick knows whether it must fold, even after a k
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
 from harness.model import EventType, RowKey, dumps
+
+log = logging.getLogger(__name__)
 
 EVENT_SCHEMA = StructType(
     [
@@ -109,9 +113,28 @@ class EventLog:
         self._ensure()
 
     def _ensure(self) -> None:
-        cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
+        """Create the event table, or adopt its folder when the metastore lost it (a lost or moved
+        metastore): the events are the state's source of truth, everything else is rebuilt from them."""
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.config.catalog}.{self.config.schema}")
-        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table} ({cols}) USING {self.config.table_format}")
+        if self.spark.catalog.tableExists(self.table):
+            return
+        cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
+        create = f"CREATE TABLE {self.table} ({cols}) USING {self.config.table_format}"
+        folder = self._orphaned_folder()
+        if folder is not None:
+            log.warning("the metastore has no event table but its folder %s holds events: adopting them", folder)
+            create += f" LOCATION '{folder.as_uri()}'"
+        self.spark.sql(create)
+
+    def _orphaned_folder(self) -> Path | None:
+        """The event table's default folder in a local warehouse, when it exists with files in it."""
+        rows = self.spark.sql(f"DESCRIBE SCHEMA EXTENDED {self.config.catalog}.{self.config.schema}").collect()
+        location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
+        parsed = urlparse(location)
+        if parsed.scheme not in ("", "file"):
+            return None
+        folder = Path(parsed.path) / EVENTS_TABLE
+        return folder if folder.is_dir() and any(folder.iterdir()) else None
 
     @property
     def unfolded(self) -> bool:

@@ -31,7 +31,7 @@ from harness.errors import ControlsError
 from harness.events import Event
 from harness.model import EventType, dumps
 from harness.runtime import Runtime
-from harness.tables import ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def plan(runtime: Runtime) -> FoldPlan:
         return FoldPlan(True, True, error, "the controls CSV changed")
     runtime.views_built = runtime.views_built or views_current(runtime)
     if not runtime.views_built:
-        return FoldPlan(True, False, error, "the models changed since they were built")
+        return FoldPlan(True, False, error, "the models are missing or changed since they were built")
     if runtime.events.unfolded:
         return FoldPlan(True, False, error, "new events")
     return FoldPlan(False, False, error, "nothing new since the last fold")
@@ -100,10 +100,11 @@ def models_digest(config: Config) -> str:
 
 
 def views_current(runtime: Runtime) -> bool:
-    """The views exist and were built from this very project, vars and target."""
+    """The models exist and were built from this very project, vars and target. A control table that is
+    gone (dropped by an operator, a lost metastore) makes the next fold rebuild it from the CSV and events."""
     recorded = dbt_runner.models_digest_path(runtime.config)
     return (recorded.exists() and recorded.read_text().strip() == models_digest(runtime.config)
-            and all(runtime.tables.exists(view) for view in (ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
+            and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
 
 
 def fold(runtime: Runtime, *, with_seed: bool = False) -> float:

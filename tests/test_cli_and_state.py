@@ -98,3 +98,52 @@ def test_dbt_command_line_refuses_clearly_while_a_heartbeat_holds_the_state(tmp_
     assert "another heartbeat process (heartbeat run (pid 99)) holds the state folder" in result.stdout
     assert "the heartbeat validates and loads it at its next tick" in result.stdout
     assert "Exception" not in result.stdout + result.stderr and "at org.apache" not in result.stdout + result.stderr
+
+
+def test_status_right_after_a_tick_shows_the_state_that_tick_left(
+        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a tick that started a job
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.drop_trigger_file("in", "batch1")
+    assert heartbeat.tick().started == ["j"]
+
+    # WHEN status is asked right away
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+
+    # THEN it shows the run that tick started, not the data waiting for it
+    out = capsys.readouterr().out
+    assert "job j (j-name): wait: a run is in progress" in out
+    assert "trigger_file:in" in out and "IN_PROGRESS" in out and "NEW_EVENT_AVAILABLE" not in out
+    assert "last tick " in out and " ok (" in out
+
+
+def test_failing_ticks_show_in_status_until_the_state_is_repaired(
+        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a working heartbeat
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    assert heartbeat.tick().error is None
+    config_file = str(heartbeat.write_config_file())
+
+    # WHEN the control table's files are lost and ticks keep failing
+    location = heartbeat.spark.sql(f"DESCRIBE FORMATTED {heartbeat.config.table(tables.CONTROL_TABLE)}") \
+        .filter("col_name = 'Location'").collect()[0]["data_type"]
+    for data_file in Path(location.removeprefix("file:")).glob("*.parquet"):
+        data_file.unlink()
+    failures = [heartbeat.tick(), heartbeat.tick()]
+
+    # THEN status says so: since when, the last successful tick, and the error
+    assert all(f.error for f in failures)
+    cli.main(["--config", config_file, "status"])
+    out = capsys.readouterr().out
+    assert "WARNING: the last 2 ticks failed (since " in out and "; last successful tick " in out
+    assert f"last error: {failures[-1].error}" in out
+
+    # WHEN the operator drops the damaged table (docs/operations.md), THEN the next tick rebuilds it
+    heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(tables.CONTROL_TABLE)}")
+    assert heartbeat.tick().error is None
+    cli.main(["--config", config_file, "status"])
+    out = capsys.readouterr().out
+    assert "WARNING" not in out and " ok (" in out and "trigger_file:in" in out

@@ -24,6 +24,7 @@ both backends (set HEARTBEAT_FULL_CRASH_MATRIX=1 to run every point there too).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -44,6 +45,8 @@ POINTS = {
     "databricks": START_PROTOCOL + (FOLD_AND_SNAPSHOT if os.environ.get("HEARTBEAT_FULL_CRASH_MATRIX") else []),
 }
 JOB = {"local": "orders_job", "databricks": "701"}
+STATE_KEYS = ("status", "watermark", "last_success_watermark", "trigger_watermark", "latest_trigger_token",
+              "latest_run_id", "last_success_timestamp")
 
 
 def crash_in_second_tick(hb: HeartbeatProcess, point: str, batch: str) -> tuple[int, Path]:
@@ -150,4 +153,13 @@ def test_killed_at_every_named_point_the_restart_repairs_with_no_duplicate_and_n
     assert hb.row()["status"] == "COMPLETED"
     versions = list((hb.state / "warehouse" / "heartbeat.db").glob("heartbeat_control_table*"))
     assert len(versions) <= 2, f"leftover versions of the control table: {versions}"
+
+    if backend == "local":
+        # WHEN the metastore itself is lost (docs/operations.md: also how a state folder is moved)
+        state_before, runs_before = {k: hb.row()[k] for k in STATE_KEYS}, hb.runs()
+        shutil.rmtree(hb.state / "metastore_db")
+        # THEN the next tick adopts the event log's folder and rebuilds the same state from it
+        assert hb.run("tick") == 0, hb.output()
+        assert {k: hb.row()[k] for k in STATE_KEYS} == state_before
+        assert hb.runs() == runs_before, "the rebuild started a run"
     print(f"{backend}: {len(hb.seconds)} heartbeat processes, seconds {hb.seconds}")

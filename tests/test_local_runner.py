@@ -80,3 +80,39 @@ def test_job_missing_from_the_config_is_refused_naming_the_defined_jobs(tmp_path
     b = backend(tmp_path, known=("true", None))
     with pytest.raises(StartRefused, match="job ghost is not defined in local_runner.jobs .* defined jobs: known"):
         b.start(RunRequest("ghost", None, "hb-token-6"))
+
+
+def test_a_run_whose_launch_never_happened_is_launched_by_the_next_start_with_its_token(tmp_path: Path) -> None:
+    # GIVEN a heartbeat that recorded a run's token and stopped before launching its process
+    counter = tmp_path / "count"
+    b = backend(tmp_path, j=(f"echo x >> {counter}", None))
+    request = RunRequest("j", "j", "hb-token-7")
+    never_launched = LocalBackend(b.config)
+    never_launched._launch = lambda run_dir: None  # type: ignore[method-assign]  # the kill, right here
+    run_id = never_launched.start(request)
+    assert not (b.run_dir(run_id) / "launched").exists()
+
+    # WHEN the next heartbeat re-sends the request with the same token
+    again = backend(tmp_path, j=(f"echo x >> {counter}", None))
+
+    # THEN it is the same run, launched now, and it runs once
+    assert again.start(request) == run_id
+    assert wait_until_ended(again, "j", run_id) is RunState.SUCCEEDED
+    assert counter.read_text() == "x\n"
+
+
+def test_a_never_launched_run_found_by_a_poll_is_launched_and_two_launches_run_it_once(tmp_path: Path) -> None:
+    # GIVEN a run recorded but never launched
+    counter = tmp_path / "count"
+    b = backend(tmp_path, j=(f"sleep 0.3; echo x >> {counter}", None))
+    quiet = LocalBackend(b.config)
+    quiet._launch = lambda run_dir: None  # type: ignore[method-assign]
+    run_id = quiet.start(RunRequest("j", "j", "hb-token-8"))
+
+    # WHEN it is polled while a second launch races the first (two supervisors of one run)
+    b._launch(b.run_dir(run_id))
+    assert b.poll("j", run_id).state is RunState.RUNNING
+
+    # THEN exactly one of them ran the command
+    assert wait_until_ended(b, "j", run_id) is RunState.SUCCEEDED
+    assert counter.read_text() == "x\n"

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from harness.errors import ConfigError
-from harness.model import SensorSource
 from harness.sensors import build_registry
 from tests.fixtures_sources import sensor_config
 
@@ -64,8 +63,3 @@ def test_every_bad_section_is_reported_at_once(tmp_path: Path, monkeypatch: pyte
         build_registry(config)
     lines = str(refused.value).splitlines()[1:]
     assert [line.strip().split(":")[0] for line in lines] == ["kafka.password_env", "jdbc.connections.default.url"]
-
-
-def test_every_source_kind_has_a_sensor_with_the_default_configuration(tmp_path: Path) -> None:
-    # GIVEN no source section at all, WHEN the sensors are built, THEN every source kind has one
-    assert set(build_registry(sensor_config(tmp_path))) == set(SensorSource)

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from harness import dbt_runner, inbox, status
+from harness import dbt_runner, inbox, refresh, status
 from harness.config import Config, load_config
 from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
@@ -221,6 +221,7 @@ def parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
     sub.add_parser("seed", help="load the controls CSV now").set_defaults(func=cmd_seed)
     sub.add_parser("docs", help="generate the dbt docs site").set_defaults(func=cmd_docs)
+    refresh.register(sub)
     return p
 
 

@@ -1,0 +1,104 @@
+"""What a job started by the heartbeat receives: its change range and its run context id (the batch id of
+a refresh). Locally they come as the environment variables HEARTBEAT_CHANGE_RANGE and
+HEARTBEAT_RUN_CONTEXT_ID; on Databricks as the job parameters heartbeat_change_range and
+heartbeat_run_context_id (pass them the same way, e.g. to `parse`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from harness.errors import HeartbeatError
+from harness.sensors.trigger_file import GRACE_NS
+
+CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"
+RUN_CONTEXT_ENV = "HEARTBEAT_RUN_CONTEXT_ID"
+
+
+class ChangeRangeError(HeartbeatError):
+    """The change range a job received is missing or not what the heartbeat sends."""
+
+
+@dataclass(frozen=True)
+class UpstreamRange:
+    """One upstream's part of the range: from the watermark of the job's last successful run (None: the
+    job never succeeded) to the watermark the run covers."""
+
+    sensor_source: str
+    sensor_id: str
+    dependency: str
+    start: Mapping[str, Any] | None
+    end: Mapping[str, Any] | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.sensor_source}:{self.sensor_id}"
+
+
+@dataclass(frozen=True)
+class ChangeRange:
+    job_id: str
+    run_context_id: str
+    upstreams: tuple[UpstreamRange, ...]
+
+    def upstream(self, sensor_id: str, sensor_source: str = "trigger_file") -> UpstreamRange:
+        for upstream in self.upstreams:
+            if upstream.sensor_id == sensor_id and upstream.sensor_source == sensor_source:
+                return upstream
+        known = ", ".join(u.label for u in self.upstreams) or "none"
+        raise ChangeRangeError(f"the change range of job {self.job_id} has no upstream {sensor_source}:{sensor_id} "
+                               f"(it has: {known})")
+
+
+def parse(text: str) -> ChangeRange:
+    """The change range from its JSON text (HEARTBEAT_CHANGE_RANGE, or the job parameter heartbeat_change_range)."""
+    try:
+        raw = json.loads(text)
+        upstreams = tuple(
+            UpstreamRange(sensor_source=str(u["sensor_source"]), sensor_id=str(u["sensor_id"]),
+                          dependency=str(u.get("dependency", "")), start=u.get("from"), end=u.get("to"))
+            for u in raw.get("upstreams", []))
+        return ChangeRange(job_id=str(raw.get("job_id", "")), run_context_id=str(raw.get("run_context_id", "")),
+                           upstreams=upstreams)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ChangeRangeError(f"not a change range the heartbeat sends: {exc}: {text[:200]}") from None
+
+
+def from_environment(env: Mapping[str, str] | None = None) -> ChangeRange:
+    env = os.environ if env is None else env
+    text = env.get(CHANGE_RANGE_ENV)
+    if not text:
+        raise ChangeRangeError(f"{CHANGE_RANGE_ENV} is not set: this job is meant to be started by the heartbeat")
+    return parse(text)
+
+
+def batch_id(env: Mapping[str, str] | None = None) -> str | None:
+    """The batch id the refresh materialization uses: the run context id of the heartbeat's run."""
+    env = os.environ if env is None else env
+    return env.get(RUN_CONTEXT_ENV) or None
+
+
+def trigger_files(folder: Path, upstream: UpstreamRange) -> list[Path]:
+    """The files of a trigger folder inside the range, oldest first: landed after `from` (by the same rule
+    as the trigger_file sensor, so a file listed late is not lost) and not after `to`."""
+    if upstream.end is None:
+        return []
+    start = upstream.start or {}
+    seen_ns = int(start.get("changed_ns", -1)) if start else -1
+    seen_recent = set(start.get("recent", [])) if start else set()
+    end_ns = int(upstream.end.get("changed_ns", 0))
+    end_recent = set(upstream.end.get("recent", []))
+    found = []
+    for path in folder.iterdir() if folder.is_dir() else []:
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        changed = path.stat().st_ctime_ns
+        after_start = changed > seen_ns or (changed >= seen_ns - GRACE_NS and path.name not in seen_recent)
+        before_end = changed <= end_ns or path.name in end_recent
+        if after_start and before_end:
+            found.append((changed, path.name, path))
+    return [path for _, _, path in sorted(found)]

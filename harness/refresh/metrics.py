@@ -1,0 +1,143 @@
+"""The metrics of refresh models (`<model>__metrics`, one row per model and batch), read with Spark and
+printed by `python -m harness refresh status`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Sequence
+
+from pyspark.sql import SparkSession
+
+from harness.config import Config
+
+METRICS_SUFFIX = "__metrics"
+CODES = ("n", "c", "u", "s", "o")
+
+
+@dataclass(frozen=True)
+class EffectiveRange:
+    range_from: str
+    range_to: str
+    record_count: int
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    model: str
+    batch_id: str
+    batch_seq: int
+    status: str
+    refresh_type: str
+    refresh_params: dict[str, Any]
+    received_at: datetime | None
+    applied_at: datetime | None
+    record_count: int | None
+    effective_record_count: int | None
+    codes: dict[str, int | None]
+    range_from: str | None
+    range_to: str | None
+    effective_ranges: tuple[EffectiveRange, ...] | None
+    dataset_record_count: int | None
+    capture_seconds: float | None
+    apply_seconds: float | None
+
+
+def refresh_models(spark: SparkSession, config: Config) -> list[str]:
+    """The models of the schema that have a metrics table."""
+    rows = spark.sql(f"show tables in {config.catalog}.{config.schema} like '*{METRICS_SUFFIX}'").collect()
+    return sorted(str(r["tableName"])[: -len(METRICS_SUFFIX)] for r in rows if not r["isTemporary"])
+
+
+def read(spark: SparkSession, config: Config, model: str) -> list[BatchMetrics]:
+    """A model's metrics rows in arrival order."""
+    table = config.table(model + METRICS_SUFFIX)
+    spark.sql(f"refresh table {table}")
+    out = []
+    for row in spark.sql(f"select * from {table} order by batch_seq").collect():
+        ranges = row["effective_ranges"]
+        out.append(BatchMetrics(
+            model=row["model"], batch_id=row["batch_id"], batch_seq=int(row["batch_seq"]), status=row["status"],
+            refresh_type=row["refresh_type"], refresh_params=json.loads(row["refresh_params"] or "{}"),
+            received_at=row["received_at"], applied_at=row["applied_at"], record_count=row["record_count"],
+            effective_record_count=row["effective_record_count"],
+            codes={c: row[f"records_{c}"] for c in CODES}, range_from=row["range_from"], range_to=row["range_to"],
+            effective_ranges=None if ranges is None else tuple(
+                EffectiveRange(r["range_from"], r["range_to"], int(r["record_count"])) for r in ranges),
+            dataset_record_count=row["dataset_record_count"], capture_seconds=row["capture_seconds"],
+            apply_seconds=row["apply_seconds"]))
+    return out
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _number(value: str) -> str:
+    """A sequence bound without its trailing decimal zeros."""
+    digits = value.lstrip("-").replace(".", "", 1)
+    return value.rstrip("0").rstrip(".") if "." in value and digits.isdigit() else value
+
+
+def _range(start: str | None, end: str | None) -> str:
+    if start is None:
+        return "-"
+    return f"{_number(start)} .. {_number(end or '')}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    return ["  " + "  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+            for line in [list(header), *rows]]
+
+
+def render(model: str, batches: Sequence[BatchMetrics]) -> str:
+    """One model: its type and parameters, then one line per batch (codes for key, ranges for
+    timestamp/sequence), then the effective ranges."""
+    if not batches:
+        return f"{model}: no batch loaded yet"
+    last = batches[-1]
+    params = {k: v for k, v in last.refresh_params.items() if k != "type" and v not in (None, [])}
+    shown = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in params.items())
+    applied = [b for b in batches if b.status == "applied"]
+    dataset = applied[-1].dataset_record_count if applied else 0
+    lines = [f"{model} ({last.refresh_type}{': ' + shown if shown else ''}): {len(applied)} batches applied, "
+             f"dataset {_text(dataset)} rows"]
+    header = ["batch", "status", "received", "seq", "records", "effective"]
+    keyed = last.refresh_type == "key"
+    ranged = last.refresh_type in ("timestamp", "sequence")
+    if keyed:
+        header += [c.upper() for c in CODES]
+    if ranged:
+        header += ["range"]
+    header += ["capture s", "apply s"]
+    rows = []
+    for b in batches:
+        row = [b.batch_id, b.status, _text(b.received_at), str(b.batch_seq), _text(b.record_count),
+               _text(b.effective_record_count)]
+        if keyed:
+            row += [_text(b.codes[c]) for c in CODES]
+        if ranged:
+            row += [_range(b.range_from, b.range_to)]
+        row += [_text(b.capture_seconds), _text(b.apply_seconds)]
+        rows.append(row)
+    lines += _table(header, rows)
+    if ranged:
+        for b in applied:
+            pieces = ", ".join(f"{_range(r.range_from, r.range_to)} ({r.record_count})" for r in b.effective_ranges or ())
+            lines.append(f"  effective ranges of {b.batch_id}: {pieces or 'none (replaced by later batches)'}")
+    return "\n".join(lines)
+
+
+def render_all(spark: SparkSession, config: Config, model: str | None = None) -> str:
+    models = [model] if model else refresh_models(spark, config)
+    if not models:
+        return f"no refresh model in {config.catalog}.{config.schema} (no table named <model>{METRICS_SUFFIX})"
+    return "\n\n".join(render(m, read(spark, config, m)) for m in models)

@@ -1,0 +1,43 @@
+"""Running dbt for refresh models: harness.dbt_runner.invoke, with the whole message of each failed node
+(a refusal says which rows and why; dbt puts that under a first line that only names the node)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness import dbt_runner
+from harness.config import Config
+from harness.errors import DbtError
+
+
+def run(config: Config, command: list[str], **variables: Any) -> dbt_runner.DbtOutcome:
+    """One dbt command on `config`'s project; a failure raises DbtError naming each failed node and its
+    full message (from run_results.json)."""
+    results = config.dbt_target_path / "run_results.json"
+    results.unlink(missing_ok=True)
+    try:
+        return dbt_runner.invoke(config, command, **variables)
+    except DbtError as exc:
+        details = failed_nodes(config)
+        if not details:
+            raise
+        raise DbtError(f"dbt {command[0]} failed: " + "; ".join(f"{name}: {message}" for name, message in details)) \
+            from exc
+
+
+def failed_nodes(config: Config) -> list[tuple[str, str]]:
+    """(node name, whole message without dbt's header line) of each failed node of the last command."""
+    path = config.dbt_target_path / "run_results.json"
+    if not path.exists():
+        return []
+    out = []
+    for result in json.loads(path.read_text()).get("results", []):
+        if str(result.get("status")).lower() not in ("error", "fail", "runtime error"):
+            continue
+        name = str(result.get("unique_id", "?")).rsplit(".", 1)[-1]
+        lines = [line.strip() for line in str(result.get("message") or "").splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].endswith(")") and " in " in lines[0]:
+            lines = lines[1:]  # "Compilation Error in model x (models/x.sql)"
+        out.append((name, " ".join(lines)))
+    return out

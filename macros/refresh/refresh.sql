@@ -1,0 +1,430 @@
+{#-
+  materialized='refresh': consolidate each run's result (a batch) into the model's dataset, the way
+  the refresh type says (docs/refresh.md). Tables, beside the model's own (the dataset):
+
+    <model>__batches  every kept batch's rows with the system columns (phase 1 writes only this table)
+    <model>__metrics  one row per batch: counts, status codes, ranges, seconds per phase, state
+    <model>__history  a view: SCD2 versions (key), or every batch as a version (full)
+
+  A run is one batch, identified by var('heartbeat_batch_id'), else the heartbeat's run context id
+  (HEARTBEAT_RUN_CONTEXT_ID, given to every job the heartbeat starts), else dbt's invocation_id.
+
+  Order of a run, and why a failure or a kill at any point is harmless:
+    1. recover: a reset or unload marked in the metrics and not finished is done again; a batch captured
+       but not applied (in <model>__batches, not 'applied' in the metrics) is applied (on Delta after a
+       RESTORE of the dataset). Both are pure functions of the kept batches, so doing them again is safe.
+    2. a batch id already applied: nothing to do (a re-sent run is a no-op).
+    3. phase 1, change capture: checks, then the batch's rows with their system columns, written to
+       <model>__batches in one commit. A failure before the commit leaves every table as it was.
+    4. phase 2, apply: the dataset from the precomputed codes (one switch, or Delta statements), then
+       the metrics row marking the batch 'applied' (one switch). Killed in between, step 1 of the next
+       run applies the batch again, which gives the same dataset.
+
+  With var('heartbeat_refresh') = {'action': 'reset'|'unload', 'model': name, 'batch': id} (what
+  `python -m harness refresh reset|unload` passes) the run recomputes the dataset from the kept batches
+  (all of them, or all but the unloaded one) instead of loading a batch.
+-#}
+{% materialization refresh, default %}
+  {%- set r = heartbeat.heartbeat_refresh_context() -%}
+  {%- set request = var('heartbeat_refresh', {}) or {} -%}
+  {%- set action = request.get('action', 'load') -%}
+  {%- if request.get('model') and request.get('model') not in (model.name, model.alias) -%}
+    {%- set action = 'skip' -%}
+  {%- endif -%}
+  {%- if action not in ('load', 'reset', 'unload', 'skip') -%}
+    {{ exceptions.raise_compiler_error(model.name ~ ": unknown refresh action '" ~ action ~ "' (load, reset, unload)") }}
+  {%- endif -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- if action != 'skip' -%}
+    {%- set state = heartbeat.heartbeat_refresh_recover(r) -%}
+    {%- if action == 'load' -%}
+      {%- do heartbeat.heartbeat_refresh_load(r, state) -%}
+    {%- elif action == 'reset' -%}
+      {%- do heartbeat.heartbeat_refresh_recompute(r, state, none) -%}
+    {%- else -%}
+      {%- do heartbeat.heartbeat_refresh_recompute(r, state, request.get('batch')) -%}
+    {%- endif -%}
+    {%- do heartbeat.heartbeat_refresh_drop_views(r) -%}
+  {%- endif -%}
+  {{ run_hooks(post_hooks) }}
+
+  {%- call statement('main') -%}
+    select {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }} as batch_id
+  {%- endcall -%}
+  {{ return({'relations': [r.this]}) }}
+{% endmaterialization %}
+
+{% macro heartbeat_refresh_batch_id() %}
+  {%- set given = var('heartbeat_batch_id', none) -%}
+  {{ return((given | string) if given else (env_var('HEARTBEAT_RUN_CONTEXT_ID', '') or invocation_id)) }}
+{% endmacro %}
+
+{#- The time a batch is received (its date when a key model has no date column): var
+    heartbeat_batch_time (UTC, e.g. '2026-11-21 06:00:00'), else the start of this dbt run. -#}
+{% macro heartbeat_refresh_batch_time() %}
+  {%- set given = var('heartbeat_batch_time', none) -%}
+  {{ return((given | string) if given else run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_context() %}
+  {%- set params = heartbeat.heartbeat_refresh_params(model.name, (config.get('meta') or {}).get('refresh')) -%}
+  {%- set dataset = this.incorporate(type='table') -%}
+  {%- set name = this.identifier -%}
+  {{ return({
+      'model': model.name, 'type': params.type, 'params': params, 'params_json': tojson(params, sort_keys=true),
+      'this': dataset,
+      'batches': dataset.incorporate(path={'identifier': name ~ '__batches'}),
+      'metrics': dataset.incorporate(path={'identifier': name ~ '__metrics'}),
+      'history': dataset.incorporate(path={'identifier': name ~ '__history'}, type='view'),
+      'input': api.Relation.create(identifier=name ~ '__refresh_input', type='view'),
+      'recoded': api.Relation.create(identifier=name ~ '__refresh_recoded', type='view'),
+      'batch_id': heartbeat.heartbeat_refresh_batch_id(), 'received_at': heartbeat.heartbeat_refresh_batch_time(),
+      'columns': [], 'types': {},
+      'dataset_exists': false, 'batches_exist': false,
+  }) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_exists(relation) %}
+  {{ return(adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is not none) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_now() %}{{ return(modules.datetime.datetime.utcnow()) }}{% endmacro %}
+
+{% macro heartbeat_refresh_seconds(started) %}
+  {{ return(((heartbeat.heartbeat_refresh_now() - started).total_seconds() * 1000) | round | int / 1000.0) }}
+{% endmacro %}
+
+{#- The metrics rows (ordered by arrival) and the batches captured after them. -#}
+{% macro heartbeat_refresh_read_state(r) %}
+  {%- set rows = [] -%}
+  {%- set found = run_query(
+      'select batch_id, cast(batch_seq as string) as batch_seq, status, cast(received_at as string) as received_at, '
+      ~ 'refresh_params, cast(dataset_version as string) as dataset_version, cast(capture_seconds as string) as capture_seconds, '
+      ~ 'cast(apply_seconds as string) as apply_seconds, cast(applied_at as string) as applied_at, '
+      ~ 'cast(dataset_record_count as string) as dataset_record_count, cast(record_count as string) as record_count from ' ~ r.metrics ~ ' order by batch_seq') -%}
+  {%- for row in found.rows -%}
+    {%- do rows.append({
+        'batch_id': row['batch_id'] | string, 'batch_seq': row['batch_seq'] | int, 'status': row['status'],
+        'received_at': row['received_at'], 'refresh_params': row['refresh_params'],
+        'dataset_version': (row['dataset_version'] | int) if row['dataset_version'] is not none else none,
+        'capture_seconds': (row['capture_seconds'] | float) if row['capture_seconds'] is not none else none,
+        'apply_seconds': (row['apply_seconds'] | float) if row['apply_seconds'] is not none else none,
+        'applied_at': row['applied_at'],
+        'dataset_record_count': (row['dataset_record_count'] | int) if row['dataset_record_count'] is not none else none,
+        'record_count': (row['record_count'] | int) if row['record_count'] is not none else none}) -%}
+  {%- endfor -%}
+  {%- set last_seq = (rows | map(attribute='batch_seq') | max) if rows else 0 -%}
+  {%- set pending = heartbeat.heartbeat_refresh_captured_after(r, last_seq) if r.batches_exist else [] -%}
+  {%- set top = ([last_seq] + pending | map(attribute='seq') | list) | max -%}
+  {{ return({'rows': rows, 'pending': pending, 'next_seq': top + 1,
+             'applied': rows | selectattr('status', 'equalto', 'applied') | list}) }}
+{% endmacro %}
+
+{#- Step 1: the tables exist; an interrupted reset/unload is done again; captured batches are applied. -#}
+{% macro heartbeat_refresh_recover(r) %}
+  {%- do r.update({'dataset_exists': heartbeat.heartbeat_refresh_exists(r.this), 'batches_exist': heartbeat.heartbeat_refresh_exists(r.batches)}) -%}
+  {%- if not heartbeat.heartbeat_refresh_exists(r.metrics) -%}
+    {%- do heartbeat.heartbeat_refresh_create_metrics(r) -%}
+    {%- do adapter.cache_added(r.metrics) -%}
+  {%- endif -%}
+  {%- if r.batches_exist -%}{%- do heartbeat.heartbeat_refresh_use_batches_columns(r) -%}{%- endif -%}
+  {%- set state = heartbeat.heartbeat_refresh_read_state(r) -%}
+  {%- set interrupted = state.rows | selectattr('status', 'in', ['unloading', 'resetting']) | list -%}
+  {%- if interrupted -%}
+    {{ log(r.model ~ ': finishing the reset or unload an earlier run left unfinished', info=true) }}
+    {%- do heartbeat.heartbeat_refresh_recompute(r, state, none, resume=true) -%}
+    {{ return(heartbeat.heartbeat_refresh_read_state(r)) }}
+  {%- endif -%}
+  {%- if state.pending -%}
+    {%- do heartbeat.heartbeat_refresh_check_params(r, state) -%}
+    {%- do heartbeat.heartbeat_refresh_restore(r, (state.applied | last).dataset_version if state.applied else none) -%}
+    {%- for batch in state.pending -%}
+      {{ log(r.model ~ ': batch ' ~ batch.batch_id ~ ' was captured but not applied: applying it now', info=true) }}
+      {%- do r.update({'batch_id': batch.batch_id}) -%}
+      {%- do heartbeat.heartbeat_refresh_apply(r, batch.seq, none) -%}
+    {%- endfor -%}
+    {%- do r.update({'batch_id': heartbeat.heartbeat_refresh_batch_id()}) -%}
+    {{ return(heartbeat.heartbeat_refresh_read_state(r)) }}
+  {%- endif -%}
+  {{ return(state) }}
+{% endmacro %}
+
+{#- The model's columns and their types, as <model>__batches keeps them. -#}
+{% macro heartbeat_refresh_use_batches_columns(r) %}
+  {%- set system = heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | list + ['s_batch_seq'] -%}
+  {%- set columns = [] -%}
+  {%- set types = {} -%}
+  {%- for column in adapter.get_columns_in_relation(r.batches) -%}
+    {%- if column.name | lower not in system and column.name not in columns -%}
+      {%- do columns.append(column.name) -%}
+      {%- do types.update({column.name | lower: column.dtype}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- do r.update({'columns': columns, 'types': types}) -%}
+{% endmacro %}
+
+{% macro heartbeat_refresh_check_params(r, state) %}
+  {%- if state.applied and (state.applied | last).refresh_params != r.params_json -%}
+    {{ exceptions.raise_compiler_error(
+        r.model ~ ": the refresh parameters changed since the last batch (" ~ (state.applied | last).refresh_params ~ " -> "
+        ~ r.params_json ~ "); recompute the dataset from the kept batches first: python -m harness refresh reset --model " ~ r.model) }}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro heartbeat_refresh_refuse(r, phase, sql) %}
+  {%- if sql is none -%}{{ return(none) }}{%- endif -%}
+  {%- set found = run_query(sql) -%}
+  {%- if found.rows | length > 0 -%}
+    {%- set problems = {} -%}
+    {%- for row in found.rows -%}
+      {%- do problems.update({row[0]: problems.get(row[0], []) + [row[1]]}) -%}
+    {%- endfor -%}
+    {%- set lines = [] -%}
+    {%- for problem, details in problems.items() -%}{%- do lines.append(problem ~ ': ' ~ details | join('; ')) -%}{%- endfor -%}
+    {{ exceptions.raise_compiler_error(
+        r.model ~ ": batch " ~ r.batch_id ~ " refused in " ~ phase ~ ", nothing was changed: " ~ lines | join(' | ')) }}
+  {%- endif -%}
+{% endmacro %}
+
+{#- Steps 2-4: load this run's result as a new batch. -#}
+{% macro heartbeat_refresh_load(r, state) %}
+  {%- if r.batch_id in (state.applied | map(attribute='batch_id') | list) -%}
+    {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' is already applied: nothing to do', info=true) }}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_check_params(r, state) -%}
+  {%- set started = heartbeat.heartbeat_refresh_now() -%}
+
+  {#- phase 1: change capture. Reads the batch and the dataset; writes only <model>__batches. -#}
+  {%- do heartbeat.heartbeat_refresh_input_view(r, sql) -%}
+  {%- set given = adapter.get_columns_in_relation(r.input) -%}
+  {%- if r.batches_exist -%}
+    {%- set kept = r.columns | map('lower') | list | sort -%}
+    {%- set now = given | map(attribute='name') | map('lower') | list | sort -%}
+    {%- if kept != now -%}
+      {{ exceptions.raise_compiler_error(
+          r.model ~ ": the model's columns changed (kept batches: " ~ kept | join(', ') ~ "; this batch: " ~ now | join(', ')
+          ~ "). Keep the columns, or unload the kept batches first (python -m harness refresh unload)") }}
+    {%- endif -%}
+    {%- set columns = [] -%}
+    {%- for column in given -%}{%- do columns.append(column.name) -%}{%- endfor -%}
+    {%- do r.update({'columns': columns}) -%}
+  {%- else -%}
+    {%- set columns = [] -%}
+    {%- set types = {} -%}
+    {%- for column in given -%}
+      {%- do columns.append(column.name) -%}
+      {%- do types.update({column.name | lower: column.dtype}) -%}
+    {%- endfor -%}
+    {%- do r.update({'columns': columns, 'types': types}) -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_check_columns(r) -%}
+  {%- do heartbeat.heartbeat_refresh_refuse(r, 'phase 1 (change capture)', heartbeat.heartbeat_refresh_check_sql(r, r.input)) -%}
+  {%- set unloaded = state.rows | selectattr('batch_id', 'equalto', r.batch_id) | list -%}
+  {%- if unloaded -%}
+    {#- a batch loaded again keeps the time it was first received -#}
+    {%- do r.update({'received_at': unloaded[0].received_at}) -%}
+  {%- endif -%}
+  {%- set seq = state.next_seq -%}
+  {%- set capture = heartbeat.heartbeat_refresh_capture_sql(r, r.input, seq) -%}
+  {%- if not r.batches_exist -%}
+    {%- do heartbeat.heartbeat_refresh_create_batches(r, capture) -%}
+    {%- do adapter.cache_added(r.batches) -%}
+    {%- do r.update({'batches_exist': true}) -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_append_batch(r, seq, capture) -%}
+  {%- set capture_seconds = heartbeat.heartbeat_refresh_seconds(started) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:captured') -%}
+
+  {#- phase 2: apply -#}
+  {%- do heartbeat.heartbeat_refresh_apply(r, seq, capture_seconds) -%}
+{% endmacro %}
+
+{#- Phase 2 of the batch `seq`: the dataset from its precomputed rows, then its metrics row ('applied'). -#}
+{% macro heartbeat_refresh_apply(r, seq, capture_seconds) %}
+  {%- set started = heartbeat.heartbeat_refresh_now() -%}
+  {%- set facts = heartbeat.heartbeat_refresh_batch_facts(r, [seq])[seq] -%}
+  {%- set range = none -%}
+  {%- if r.type in ('timestamp', 'sequence') and facts.range_from is not none -%}
+    {%- set v_type = 'timestamp' if r.type == 'timestamp' else 'decimal(38,9)' -%}
+    {%- set range = ['cast(' ~ heartbeat.heartbeat_refresh_literal(facts.range_from) ~ ' as ' ~ v_type ~ ')',
+                     'cast(' ~ heartbeat.heartbeat_refresh_literal(facts.range_to) ~ ' as ' ~ v_type ~ ')'] -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_apply_batch(r, seq, range) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:dataset-written') -%}
+  {%- do heartbeat.heartbeat_refresh_ensure_history(r, false) -%}
+  {%- set row = {
+      'model': r.model, 'batch_id': r.batch_id, 'batch_seq': seq, 'status': 'applied', 'refresh_type': r.type,
+      'refresh_params': r.params_json, 'received_at': facts.received_at or r.received_at,
+      'applied_at': heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f'),
+      'dataset_record_count': none, 'capture_seconds': capture_seconds,
+      'dataset_version': heartbeat.heartbeat_refresh_dataset_version(r)} -%}
+  {%- do row.update(facts) -%}
+  {%- do row.update({'apply_seconds': heartbeat.heartbeat_refresh_seconds(started)}) -%}
+  {%- set rows_sql = 'select * from ' ~ r.metrics ~ ' where batch_id <> ' ~ heartbeat.heartbeat_refresh_literal(r.batch_id)
+                     ~ '\nunion all\n' ~ heartbeat.heartbeat_refresh_metrics_row_sql(row) -%}
+  {%- do heartbeat.heartbeat_refresh_write_metrics(r, heartbeat.heartbeat_refresh_metrics_sql(r, rows_sql)) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:applied') -%}
+  {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' applied (' ~ r.type ~ '): ' ~ facts.record_count ~ ' records'
+         ~ (', N ' ~ facts.records_n ~ ' C ' ~ facts.records_c ~ ' U ' ~ facts.records_u ~ ' S ' ~ facts.records_s ~ ' O ' ~ facts.records_o
+            if r.type == 'key' else ''), info=true) }}
+{% endmacro %}
+
+{#- Per batch facts of the batches `seqs` from <model>__batches (`source`), keyed by seq; a batch without
+    rows gets zero counts. -#}
+{% macro heartbeat_refresh_batch_facts(r, seqs, source=none) %}
+  {%- set found = run_query(heartbeat.heartbeat_refresh_facts_sql(r, source or r.batches, seqs)) -%}
+  {%- set facts = {} -%}
+  {%- for seq in seqs -%}
+    {%- do facts.update({seq: {'record_count': 0, 'records_n': 0, 'records_c': 0, 'records_u': 0, 'records_s': 0,
+                              'records_o': 0, 'range_from': none, 'range_to': none, 'received_at': none}}) -%}
+  {%- endfor -%}
+  {%- for row in found.rows -%}
+    {%- set seq = row['batch_seq'] | int -%}
+    {%- set keyed = r.type == 'key' -%}
+    {%- do facts[seq].update({
+        'record_count': row['record_count'] | int,
+        'records_n': row['records_n'] | int if keyed else none, 'records_c': row['records_c'] | int if keyed else none,
+        'records_u': row['records_u'] | int if keyed else none, 'records_s': row['records_s'] | int if keyed else none,
+        'records_o': row['records_o'] | int if keyed else none,
+        'range_from': row['range_from'], 'range_to': row['range_to'], 'received_at': row['received_at']}) -%}
+  {%- endfor -%}
+  {%- if r.type != 'key' -%}
+    {%- for seq in seqs -%}
+      {%- do facts[seq].update({'records_n': none, 'records_c': none, 'records_u': none, 'records_s': none, 'records_o': none}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(facts) }}
+{% endmacro %}
+
+{#- The history view: key and full have one; other types do not. -#}
+{% macro heartbeat_refresh_ensure_history(r, replace) %}
+  {%- if r.type in ('key', 'full') -%}
+    {%- if replace or not heartbeat.heartbeat_refresh_exists(r.history) -%}
+      {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_history', 'create or replace view ' ~ r.history ~ ' as\n' ~ heartbeat.heartbeat_refresh_history_sql(r)) -%}
+      {%- do adapter.cache_added(r.history) -%}
+    {%- endif -%}
+  {%- elif replace -%}
+    {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_history', 'drop view if exists ' ~ r.history) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{#-
+  Reset and unload: recompute <model>__batches' system columns, the dataset and the metrics from the kept
+  batches in arrival order, with the current parameters. `unload`: the id of a batch to leave out.
+  Before the first write the metrics mark the work (status 'resetting', or 'unloading' on the unloaded
+  batch), so a run that finds the mark finishes it (`resume`); the mark goes with the last write.
+-#}
+{% macro heartbeat_refresh_recompute(r, state, unload, resume=false) %}
+  {%- if not r.batches_exist -%}
+    {{ log(r.model ~ ': no batch loaded yet: nothing to recompute', info=true) }}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set leaving = state.rows | selectattr('status', 'in', ['unloading', 'unloaded']) | map(attribute='batch_id') | list -%}
+  {%- if unload is not none -%}
+    {%- set known = state.rows | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list -%}
+    {%- if unload not in known -%}
+      {{ exceptions.raise_compiler_error(r.model ~ ": batch " ~ unload ~ " was never loaded; loaded batches: " ~ known | join(', ')) }}
+    {%- endif -%}
+    {%- if unload in leaving and not (state.rows | selectattr('batch_id', 'equalto', unload) | selectattr('status', 'equalto', 'unloading') | list) -%}
+      {{ log(r.model ~ ': batch ' ~ unload ~ ' is already unloaded', info=true) }}
+      {{ return(none) }}
+    {%- endif -%}
+    {%- do leaving.append(unload) -%}
+  {%- endif -%}
+  {%- set kept = [] -%}
+  {%- set dropped = [] -%}
+  {%- for batch in state.rows + state.pending -%}
+    {%- set seq = batch.batch_seq if batch.batch_seq is defined else batch.seq -%}
+    {%- if batch.batch_id in leaving -%}{%- do dropped.append(seq) -%}
+    {%- elif batch.status is not defined or batch.status in ('applied', 'resetting') -%}{%- do kept.append(seq) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set kept = kept | unique | sort -%}
+  {%- do heartbeat.heartbeat_refresh_check_columns(r) -%}
+
+  {#- the recoded rows, checked before any write -#}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_recoded',
+        'create or replace temporary view ' ~ r.recoded ~ ' as\n' ~ heartbeat.heartbeat_refresh_recode_sql(r, kept)) -%}
+  {%- do heartbeat.heartbeat_refresh_refuse(r, 'the reset', heartbeat.heartbeat_refresh_recode_check_sql(r, r.recoded)) -%}
+  {%- if heartbeat.heartbeat_refresh_uses_versions() -%}
+    {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_cache_recoded', 'cache table ' ~ r.recoded) -%}
+  {%- endif -%}
+
+  {#- mark the work -#}
+  {%- set last = (state.applied | last) if state.applied else none -%}
+  {%- set changed = resume or unload is none or last is none or last.refresh_params != r.params_json -%}
+  {%- if not resume -%}
+    {%- set status_sql -%}
+      case when batch_id in ({{ heartbeat.heartbeat_refresh_literals(leaving) }}) and status <> 'unloaded' then 'unloading'
+           when status = 'applied' and {{ 'true' if unload is none else 'false' }} then 'resetting' else status end
+    {%- endset -%}
+    {%- set marked = [] -%}
+    {%- for name, type in heartbeat.heartbeat_refresh_metrics_columns() -%}
+      {%- do marked.append((status_sql ~ ' as status') if name == 'status' else name) -%}
+    {%- endfor -%}
+    {%- do heartbeat.heartbeat_refresh_write_metrics(r, 'select ' ~ marked | join(', ') ~ ' from ' ~ r.metrics) -%}
+    {%- do heartbeat.heartbeat_refresh_fault('refresh:recompute-marked') -%}
+  {%- endif -%}
+
+  {#- <model>__batches: the unloaded batch leaves; the rows whose system columns may change are rewritten -#}
+  {%- set recode = [] -%}
+  {%- for seq in kept -%}
+    {%- if changed or (r.type == 'key' and dropped and seq > dropped | min) -%}{%- do recode.append(seq) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- do heartbeat.heartbeat_refresh_replace_batches(r, r.recoded, kept, recode, dropped) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:batches-recoded') -%}
+
+  {#- the dataset, from the kept batches as they now are -#}
+  {%- set expected = (r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type)) | map('lower') | list -%}
+  {%- if r.dataset_exists -%}
+    {%- set present = adapter.get_columns_in_relation(r.this) | map(attribute='name') | map('lower') | list -%}
+    {%- if present != expected -%}
+      {#- another refresh type: other system columns. The dataset is derived: drop it, write it anew. -#}
+      {%- do adapter.drop_relation(r.this) -%}
+      {%- do r.update({'dataset_exists': false}) -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_write_dataset(r, heartbeat.heartbeat_refresh_recomputed_dataset_sql(r, '(select * from ' ~ r.batches ~ ' where s_batch_seq in (' ~ (kept | join(', ') if kept else 'null') ~ '))', kept | last if kept else none)) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:dataset-written') -%}
+  {%- do heartbeat.heartbeat_refresh_ensure_history(r, true) -%}
+
+  {#- the metrics: recounted for every kept batch; unloaded batches stay listed -#}
+  {%- set facts = heartbeat.heartbeat_refresh_batch_facts(r, kept) -%}
+  {%- set version = heartbeat.heartbeat_refresh_dataset_version(r) -%}
+  {%- set now = heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f') -%}
+  {%- set rows = [] -%}
+  {%- for old in state.rows -%}
+    {%- if old.batch_seq not in kept -%}
+      {%- set row = {'model': r.model, 'batch_id': old.batch_id, 'batch_seq': old.batch_seq, 'status': 'unloaded',
+                     'refresh_type': r.type, 'refresh_params': old.refresh_params, 'received_at': old.received_at,
+                     'applied_at': old.applied_at, 'capture_seconds': old.capture_seconds, 'apply_seconds': old.apply_seconds,
+                     'dataset_record_count': old.dataset_record_count, 'record_count': old.record_count} -%}
+      {%- do rows.append(row) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for seq in kept -%}
+    {%- set old = (state.rows | selectattr('batch_seq', 'equalto', seq) | list + [none]) | first -%}
+    {%- set pending = (state.pending | selectattr('seq', 'equalto', seq) | list + [none]) | first -%}
+    {%- set row = {'model': r.model, 'batch_id': old.batch_id if old else pending.batch_id, 'batch_seq': seq, 'status': 'applied',
+                   'refresh_type': r.type, 'refresh_params': r.params_json,
+                   'received_at': facts[seq].received_at or (old.received_at if old else now), 'applied_at': now,
+                   'capture_seconds': old.capture_seconds if old else none, 'apply_seconds': old.apply_seconds if old else none,
+                   'dataset_record_count': none, 'dataset_version': version} -%}
+    {%- do row.update(facts[seq]) -%}
+    {%- do rows.append(row) -%}
+  {%- endfor -%}
+  {%- set literal_rows = [] -%}
+  {%- for row in rows -%}{%- do literal_rows.append(heartbeat.heartbeat_refresh_metrics_row_sql(row)) -%}{%- endfor -%}
+  {%- if not literal_rows -%}
+    {%- do literal_rows.append(heartbeat.heartbeat_refresh_metrics_row_sql({}) ~ ' where false') -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_write_metrics(r, heartbeat.heartbeat_refresh_metrics_sql(r, literal_rows | join('\nunion all\n'))) -%}
+  {{ log(r.model ~ ': recomputed from ' ~ kept | length ~ ' kept batches' ~ (' without batch ' ~ unload if unload else '')
+         , info=true) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_literals(values) -%}
+  {%- for value in values -%}{{ heartbeat.heartbeat_refresh_literal(value) }}{{ ', ' if not loop.last }}{%- else -%}null{%- endfor -%}
+{%- endmacro %}

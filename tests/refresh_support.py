@@ -1,0 +1,162 @@
+"""Driving the refresh materialization in tests: the example project demo/refresh_examples (a downstream dbt
+project that installs Heartbeat as a local package) in a schema of the test's own, on the session's
+SparkSession. A test writes a model's next batch (`src_<model>`), runs dbt with the batch id the heartbeat
+would give (HEARTBEAT_RUN_CONTEXT_ID), and reads the tables back as sorted rows.
+
+Run as a script (`python -m tests.refresh_support SPEC.json`), it does the same in a process of its own
+(its own state folder, so its own metastore and JVM), for the tests that kill a refresh mid-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from dbt.cli.main import dbtRunner
+from pyspark.sql import SparkSession
+
+from harness.refresh import runner
+from harness.config import PROJECT_DIR, Config
+
+EXAMPLES_DIR = PROJECT_DIR / "demo" / "refresh_examples"
+
+# The columns of each example model's batch (its source table src_<model>).
+SOURCE_SCHEMAS = {
+    "key_orders": "order_id int, status string, amount double, updated_at timestamp",
+    "key_customers": "country string, customer_no int, name string, extracted_at timestamp",
+    "ts_readings": "sensor string, read_at string, reading double",
+    "seq_ledger": "entry_no bigint, account string, amount double",
+    "full_prices": "product string, price double",
+    "none_events": "event_id int, kind string",
+    "custom_stock": "warehouse string, item string, quantity int",
+    "bad_params": "id int, updated_at timestamp",
+}
+BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column")
+
+
+def install_package() -> None:
+    """`dbt deps` for the example project: Heartbeat as a local package (no network)."""
+    if (EXAMPLES_DIR / "dbt_packages" / "heartbeat").exists():
+        return
+    result = dbtRunner().invoke(["--quiet", "deps", "--project-dir", str(EXAMPLES_DIR), "--profiles-dir", str(EXAMPLES_DIR)])
+    assert result.success, result.exception
+
+
+def examples_config(state_dir: Path, schema: str, target_dir: Path) -> Config:
+    return Config(config_path=None, project_dir=EXAMPLES_DIR, state_dir=state_dir, schema=schema,
+                  controls_csv=EXAMPLES_DIR / "seeds" / "heartbeat_controls.csv", dbt_target_dir=target_dir)
+
+
+@contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def plain(value: Any) -> Any:
+    """Spark values as comparable plain values (timestamps as text, decimals as floats)."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if hasattr(value, "asDict"):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    return value
+
+
+@dataclass
+class RefreshProject:
+    spark: SparkSession
+    config: Config
+
+    @property
+    def schema(self) -> str:
+        return self.config.schema
+
+    def write_batch(self, model: str, rows: Sequence[Sequence[Any]]) -> None:
+        source = "bad_params" if model in BAD_MODELS else model
+        frame = self.spark.createDataFrame(list(rows), SOURCE_SCHEMAS[source])
+        frame.write.mode("overwrite").format("parquet").saveAsTable(f"{self.schema}.src_{source}")
+
+    def run(self, *models: str, batch: str, fail_at: str | None = None, **variables: Any) -> None:
+        """`dbt run` of the models, as the heartbeat's run `batch` would (raises DbtError on failure)."""
+        with environment(HEARTBEAT_RUN_CONTEXT_ID=batch, HEARTBEAT_FAIL_AT=fail_at):
+            runner.run(self.config, ["run", "--select", *models], **variables)
+
+    def load(self, batches: Mapping[str, Sequence[Sequence[Any]]], batch: str, **kwargs: Any) -> None:
+        """Write each model's batch, then run them all as one batch id."""
+        for model, rows in batches.items():
+            self.write_batch(model, rows)
+        self.run(*batches, batch=batch, **kwargs)
+
+    def exists(self, table: str) -> bool:
+        return bool(self.spark.catalog.tableExists(f"{self.schema}.{table}"))
+
+    def rows(self, table: str, columns: Sequence[str] | None = None, where: str = "true") -> list[tuple[Any, ...]]:
+        """The table's rows (the given columns, all by default), sorted."""
+        self.spark.sql(f"refresh table {self.schema}.{table}")
+        frame = self.spark.sql(f"select * from {self.schema}.{table} where {where}")
+        picked = frame.select(*columns) if columns else frame
+        return sorted((tuple(plain(v) for v in row) for row in picked.collect()), key=repr)
+
+    def metrics(self, model: str) -> dict[str, dict[str, Any]]:
+        """The metrics rows of a model, by batch id."""
+        rows = self.spark.sql(f"select * from {self.schema}.{model}__metrics").collect()
+        return {r["batch_id"]: {k: plain(v) for k, v in r.asDict().items()} for r in rows}
+
+    def dump(self, *tables: str) -> dict[str, list[list[Any]]]:
+        return {t: [list(r) for r in self.rows(t)] for t in tables if self.exists(t)}
+
+
+# --- as a process of its own --------------------------------------------------------------------------
+def _main(spec_path: str) -> int:
+    """SPEC: {state_dir, schema, target_dir, steps: [{model, batch, rows, crash_at?}], dump: [tables], out}.
+    Runs the steps in order; a step with crash_at is killed there (HEARTBEAT_CRASH_AT)."""
+    from harness.spark import get_spark
+
+    spec = json.loads(Path(spec_path).read_text())
+    config = examples_config(Path(spec["state_dir"]), spec["schema"], Path(spec["target_dir"]))
+    spark = get_spark(config)
+    spark.sql(f"create database if not exists {config.schema}")
+    project = RefreshProject(spark, config)
+    for step in spec["steps"]:
+        project.write_batch(step["model"], [_typed(step["model"], r) for r in step["rows"]])
+        with environment(HEARTBEAT_CRASH_AT=step.get("crash_at")):
+            project.run(step["model"], batch=step["batch"])
+    Path(spec["out"]).write_text(json.dumps(project.dump(*spec.get("dump", [])), default=str))
+    return 0
+
+
+def _typed(model: str, row: Sequence[Any]) -> tuple[Any, ...]:
+    """JSON rows back to Spark values: ISO text in a timestamp column becomes a datetime."""
+    columns = [c.strip().split(" ", 1) for c in SOURCE_SCHEMAS[model].split(",")]
+    return tuple(datetime.fromisoformat(v) if t.strip() == "timestamp" and isinstance(v, str) else v
+                 for (_, t), v in zip(columns, row))
+
+
+if __name__ == "__main__":
+    install_package()
+    sys.exit(_main(sys.argv[1]))

@@ -1,0 +1,318 @@
+"""The six refresh types, on the embedded default, through a downstream dbt project that installs Heartbeat
+as a package (demo/refresh_examples). One timeline of batches is loaded once (loading costs seconds per
+model); each test reads the tables as they were at one point of it and compares them row by row with the
+expected tables:
+
+  b1..b4   every type: out-of-order dates (O, S, U), overlapping timestamp and sequence ranges, a custom
+           delete, a full reload, appends, two records of one key in one batch
+  b2 again the same batch id re-sent with other rows: nothing happens
+  b5       two different rows of one key with the same date: refused in phase 1
+  unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
+  reset    `python -m harness refresh reset`; then with other parameters
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+from pyspark.sql import SparkSession
+
+from harness.cli import main
+from harness.errors import DbtError
+from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
+
+SCHEMA = "rf_types"
+
+
+def day(d: int, month: int = 1) -> datetime:
+    return datetime(2026, month, d)
+
+
+D0 = datetime(2025, 12, 31)
+T = {n: f"2026-01-01 0{n}:00:00" for n in range(5)}
+BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
+    "b1": {
+        "key_orders": [(1, "new", 10.0, day(1)), (2, "new", 20.0, day(1))],
+        "key_customers": [("DE", 1, "Anna", day(1)), ("FR", 1, "Marc", day(1))],
+        "ts_readings": [("s1", "2026-01-01 01:00", 1.0), ("s1", "2026-01-01 02:00", 2.0), ("s1", "2026-01-01 03:00", 3.0)],
+        "seq_ledger": [(1, "a", 1.0), (2, "a", 2.0), (3, "a", 3.0), (4, "a", 4.0)],
+        "full_prices": [("p1", 1.0), ("p2", 2.0), ("p3", 3.0)],
+        "none_events": [(1, "x"), (2, "y")],
+        "custom_stock": [("A", "apple", 5), ("B", "pear", 3)],
+    },
+    "b2": {
+        # 1 changed (C), 2 the same with a newer date (S), 3 new (N)
+        "key_orders": [(1, "paid", 10.0, day(2)), (2, "new", 20.0, day(3)), (3, "new", 5.0, day(2))],
+        # DE 1 differs only in the column left out of the change detection (S); FR 1 changed; DE 2 new
+        "key_customers": [("DE", 1, "Anna", day(2)), ("FR", 1, "Marcel", day(2)), ("DE", 2, "Otto", day(2))],
+        "ts_readings": [("s1", "2026-01-01 02:30", 2.5), ("s1", "2026-01-01 04:00", 4.0)],  # overlaps b1's 03:00
+        "seq_ledger": [(3, "b", 3.5), (4, "b", 4.5), (5, "b", 5.5), (6, "b", 6.5)],  # overlaps b1's 3..4
+        "full_prices": [("p1", 1.5), ("p4", 4.0)],
+        "none_events": [(2, "y"), (3, "x"), (4, "z")],  # 2 is below the dataset's max(event_id): not read
+        "custom_stock": [("A", "apple", 7), ("A", "fig", 0)],  # warehouse A replaced; fig filtered out
+    },
+    "b3": {
+        # older than what the dataset holds: 1 changed (O), 3 and 2 unchanged (U)
+        "key_orders": [(1, "draft", 9.0, D0), (3, "new", 5.0, day(1)), (2, "new", 20.0, day(2))],
+        "ts_readings": [("s1", "2026-01-01 01:30", 1.5)],  # inside b1's range, between its rows
+        "seq_ledger": [(4, "d", 4.9), (5, "d", 5.9)],  # inside b2's range
+    },
+    "b4": {
+        # two records of order 4 in one batch: the later date wins (N then C); 1 changed again (C)
+        "key_orders": [(4, "new", 1.0, day(2)), (4, "paid", 1.0, day(3)), (1, "shipped", 10.0, day(4))],
+    },
+}
+KEY_COLUMNS = ["order_id", "status", "amount", "updated_at", "s_batch_id", "s_update_timestamp"]
+IN_ORDER_KEY_ORDERS = [
+    (1, "shipped", 10.0, "2026-01-04 00:00:00", "b4", "2026-01-04 00:00:00"),
+    (2, "new", 20.0, "2026-01-03 00:00:00", "b2", "2026-01-03 00:00:00"),
+    (3, "new", 5.0, "2026-01-02 00:00:00", "b2", "2026-01-02 00:00:00"),
+    (4, "paid", 1.0, "2026-01-03 00:00:00", "b4", "2026-01-03 00:00:00"),
+]
+CODE_COLUMNS = ["s_batch_id", "order_id", "status", "s_record_status_code"]
+METRIC_COLUMNS = ["batch_seq", "status", "record_count", "effective_record_count",
+                  "records_n", "records_c", "records_u", "records_s", "records_o"]
+
+
+class Timeline:
+    """What the tables held at each named point of the timeline."""
+
+    def __init__(self, project: RefreshProject) -> None:
+        self.project = project
+        self.points: dict[str, dict[str, Any]] = {}
+        self.errors: dict[str, str] = {}
+
+    def snapshot(self, point: str, *tables: str, metrics: tuple[str, ...] = ("key_orders",),
+                 **selected: list[str]) -> None:
+        taken: dict[str, Any] = {t: self.project.rows(t) for t in tables}
+        taken.update({t: self.project.rows(t, columns) for t, columns in selected.items()})
+        taken["metrics"] = {m: self.project.metrics(m) for m in metrics}
+        self.points[point] = taken
+
+    def rows(self, point: str, table: str) -> list[tuple[Any, ...]]:
+        return list(self.points[point][table])
+
+    def metric(self, point: str, model: str, batch: str, *names: str) -> tuple[Any, ...]:
+        row = self.points[point]["metrics"][model][batch]
+        return tuple(row[n] for n in names)
+
+
+def cli(config_file: Path, *args: str) -> int:
+    return main(["--config", str(config_file), "refresh", *args])
+
+
+@pytest.fixture(scope="module")
+def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Timeline]:
+    install_package()
+    spark.sql(f"drop database if exists {SCHEMA} cascade")
+    spark.sql(f"create database {SCHEMA}")
+    config = examples_config(session_state, SCHEMA, session_state / "refresh_target")
+    project = RefreshProject(spark, config)
+    config_file = tmp_path_factory.mktemp("refresh") / "heartbeat.yml"
+    config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA,
+                                           "dbt_target_dir": str(session_state / "refresh_target")}))
+    t = Timeline(project)
+
+    for batch, models in BATCHES.items():
+        project.load(models, batch=batch)
+    key_tables = {"key_orders__batches": CODE_COLUMNS, "key_orders": KEY_COLUMNS}
+    t.snapshot("in order", "key_orders__history", "ts_readings", "seq_ledger", "full_prices", "full_prices__history",
+               "none_events", "custom_stock", "key_customers", **key_tables,
+               metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"))
+
+    project.load({"key_orders": [(9, "other", 1.0, day(9))], "none_events": [(7, "other")]}, batch="b2")
+    t.snapshot("re-sent", "none_events", **key_tables, metrics=("key_orders", "none_events"))
+
+    try:
+        project.load({"key_orders": [(5, "a", 1.0, day(5)), (5, "b", 2.0, day(5)), (6, "c", 1.0, day(5))]}, batch="b5")
+    except DbtError as exc:
+        t.errors["tie"] = str(exc)
+    t.snapshot("refused", **key_tables)
+
+    assert cli(config_file, "unload", "--model", "key_orders", "--batch", "b2", "--project-dir", str(EXAMPLES_DIR)) == 0
+    t.snapshot("unloaded", "key_orders__history", **key_tables)
+    project.load({"key_orders": BATCHES["b2"]["key_orders"]}, batch="b2")
+    t.snapshot("reloaded", "key_orders__history", **key_tables)
+    assert cli(config_file, "reset", "--model", "key_orders", "--project-dir", str(EXAMPLES_DIR)) == 0
+    t.snapshot("reset", "key_orders__history", **key_tables)
+
+    changed = {"type": "key", "key_columns": ["order_id"], "date_column": "updated_at", "exclude_from_cdc": ["status"]}
+    try:
+        project.load({"key_orders": [(8, "new", 1.0, day(8))]}, batch="b6", key_orders_refresh=changed)
+    except DbtError as exc:
+        t.errors["parameters changed"] = str(exc)
+    project.run("key_orders", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_orders"},
+                key_orders_refresh=changed)
+    t.snapshot("reset with other parameters", "key_orders__history", **key_tables)
+    yield t
+
+
+# --- key ------------------------------------------------------------------------------------------
+def test_key_dataset_holds_the_latest_record_of_each_key_by_date(timeline: Timeline) -> None:
+    # GIVEN b1..b4 loaded in order (b3 dated before what the dataset holds)
+    # THEN each order is its latest record by updated_at; an S record moved its row to b2's date
+    assert timeline.rows("in order", "key_orders") == IN_ORDER_KEY_ORDERS
+
+
+def test_key_status_codes_follow_the_write_up_for_every_record(timeline: Timeline) -> None:
+    assert timeline.rows("in order", "key_orders__batches") == sorted([
+        ("b1", 1, "new", "N"), ("b1", 2, "new", "N"),
+        ("b2", 1, "paid", "C"), ("b2", 2, "new", "S"), ("b2", 3, "new", "N"),
+        ("b3", 1, "draft", "O"), ("b3", 2, "new", "U"), ("b3", 3, "new", "U"),
+        ("b4", 1, "shipped", "C"), ("b4", 4, "new", "N"), ("b4", 4, "paid", "C"),
+    ], key=repr)
+
+
+def test_key_history_is_scd2_of_the_applied_records(timeline: Timeline) -> None:
+    history = [(r[0], r[1], r[4], r[7], r[8], r[9]) for r in timeline.rows("in order", "key_orders__history")]
+    assert history == sorted([
+        (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
+        (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
+        (1, "shipped", "b4", "2026-01-04 00:00:00", None, True),
+        (2, "new", "b1", "2026-01-01 00:00:00", None, True),
+        (3, "new", "b2", "2026-01-02 00:00:00", None, True),
+        (4, "new", "b4", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
+        (4, "paid", "b4", "2026-01-03 00:00:00", None, True),
+    ], key=repr)
+
+
+def test_key_metrics_count_records_effective_records_and_codes_per_batch(timeline: Timeline) -> None:
+    assert {b: timeline.metric("in order", "key_orders", b, *METRIC_COLUMNS) for b in BATCHES} == {
+        "b1": (1, "applied", 2, 0, 2, 0, 0, 0, 0),
+        "b2": (2, "applied", 3, 2, 1, 1, 0, 1, 0),
+        "b3": (3, "applied", 3, 0, 0, 0, 2, 0, 1),
+        "b4": (4, "applied", 3, 2, 1, 2, 0, 0, 0),
+    }
+    assert timeline.metric("in order", "key_orders", "b4", "dataset_record_count") == (4,)
+    seconds = timeline.metric("in order", "key_orders", "b4", "capture_seconds", "apply_seconds")
+    assert all(s is not None and s >= 0 for s in seconds)
+
+
+def test_key_without_date_column_dates_records_by_batch_and_ignores_excluded_columns(timeline: Timeline) -> None:
+    rows = timeline.rows("in order", "key_customers")
+    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [("DE", 1, "Anna", "b2"), ("DE", 2, "Otto", "b2"),
+                                                         ("FR", 1, "Marcel", "b2")]
+    assert timeline.metric("in order", "key_customers", "b2", "records_n", "records_c", "records_s") == (1, 1, 1)
+
+
+# --- timestamp and sequence ----------------------------------------------------------------------------
+def test_timestamp_batch_replaces_its_own_range_and_the_latest_received_wins(timeline: Timeline) -> None:
+    assert [(r[1], r[2], r[3]) for r in timeline.rows("in order", "ts_readings")] == [
+        ("2026-01-01 01:00", 1.0, "b1"), ("2026-01-01 01:30", 1.5, "b3"), ("2026-01-01 02:00", 2.0, "b1"),
+        ("2026-01-01 02:30", 2.5, "b2"), ("2026-01-01 04:00", 4.0, "b2")]
+
+
+def test_timestamp_effective_ranges_split_where_a_later_batch_cut_through(timeline: Timeline) -> None:
+    names = ("range_from", "range_to", "effective_record_count", "effective_ranges")
+    assert timeline.metric("in order", "ts_readings", "b1", *names) == (
+        T[1], T[3], 2, [{"range_from": T[1], "range_to": T[1], "record_count": 1},
+                        {"range_from": T[2], "range_to": T[2], "record_count": 1}])
+    assert timeline.metric("in order", "ts_readings", "b2", *names) == (
+        "2026-01-01 02:30:00", T[4], 2, [{"range_from": "2026-01-01 02:30:00", "range_to": T[4], "record_count": 2}])
+
+
+def test_sequence_overlapping_ranges_resolve_to_the_latest_received_batch(timeline: Timeline) -> None:
+    assert [(r[0], r[1], r[3]) for r in timeline.rows("in order", "seq_ledger")] == [
+        (1, "a", "b1"), (2, "a", "b1"), (3, "b", "b2"), (4, "d", "b3"), (5, "d", "b3"), (6, "b", "b2")]
+    pieces = timeline.metric("in order", "seq_ledger", "b2", "effective_ranges")[0]
+    assert [(float(p["range_from"]), float(p["range_to"]), p["record_count"]) for p in pieces] == [
+        (3.0, 3.0, 1), (6.0, 6.0, 1)]
+
+
+# --- full, none, custom ------------------------------------------------------------------------------------
+def test_full_dataset_is_the_latest_batch_and_history_keeps_every_version(timeline: Timeline) -> None:
+    assert [r[:3] for r in timeline.rows("in order", "full_prices")] == [("p1", 1.5, "b2"), ("p4", 4.0, "b2")]
+    versions = [(r[0], r[2], r[6]) for r in timeline.rows("in order", "full_prices__history")]
+    assert versions == [("p1", "b1", False), ("p1", "b2", True), ("p2", "b1", False), ("p3", "b1", False),
+                        ("p4", "b2", True)]
+
+
+def test_none_appends_each_batch_and_reads_only_beyond_the_ingestion_token(timeline: Timeline) -> None:
+    assert [r[:3] for r in timeline.rows("in order", "none_events")] == [
+        (1, "x", "b1"), (2, "y", "b1"), (3, "x", "b2"), (4, "z", "b2")]
+    assert timeline.metric("in order", "none_events", "b2", "record_count") == (2,)
+
+
+def test_custom_deletes_where_the_predicate_holds_then_appends_the_filtered_batch(timeline: Timeline) -> None:
+    assert [r[:4] for r in timeline.rows("in order", "custom_stock")] == [("A", "apple", 7, "b2"), ("B", "pear", 3, "b1")]
+    assert timeline.metric("in order", "custom_stock", "b2", "record_count", "effective_record_count") == (2, 1)
+
+
+# --- batches ------------------------------------------------------------------------------------------
+def test_a_batch_id_already_applied_is_not_applied_again(timeline: Timeline) -> None:
+    # WHEN b2 is sent again with other rows
+    # THEN nothing changes: no row, no code, no metrics row
+    for table in ("key_orders", "key_orders__batches", "none_events"):
+        assert timeline.rows("re-sent", table) == timeline.rows("in order", table)
+    for model in ("key_orders", "none_events"):
+        assert timeline.points["re-sent"]["metrics"][model] == timeline.points["in order"]["metrics"][model]
+
+
+def test_two_different_rows_of_one_key_with_the_same_date_are_refused_naming_the_key(timeline: Timeline) -> None:
+    assert "two different rows of one key with the same date: order_id=5" in timeline.errors["tie"]
+    assert "order_id=6" not in timeline.errors["tie"]
+    for table in ("key_orders", "key_orders__batches"):
+        assert timeline.rows("refused", table) == timeline.rows("in order", table)
+    assert "b5" not in timeline.points["refused"]["metrics"]["key_orders"]
+
+
+# --- unload, reload, reset ------------------------------------------------------------------------------
+def test_unload_of_a_middle_batch_leaves_the_dataset_as_if_it_was_never_loaded(timeline: Timeline) -> None:
+    # b1, b3, b4 in order: 2 and 3 now come from b3 (S and N against b1), 1 is still b4's
+    assert timeline.rows("unloaded", "key_orders") == [
+        (1, "shipped", 10.0, "2026-01-04 00:00:00", "b4", "2026-01-04 00:00:00"),
+        (2, "new", 20.0, "2026-01-02 00:00:00", "b3", "2026-01-02 00:00:00"),
+        (3, "new", 5.0, "2026-01-01 00:00:00", "b3", "2026-01-01 00:00:00"),
+        (4, "paid", 1.0, "2026-01-03 00:00:00", "b4", "2026-01-03 00:00:00"),
+    ]
+    codes = [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b3"]
+    assert codes == [("b3", 1, "draft", "O"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
+    assert not [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b2"]
+    assert timeline.metric("unloaded", "key_orders", "b2", "status", "effective_record_count") == ("unloaded", 0)
+
+
+def test_reloading_the_unloaded_batch_out_of_order_gives_the_in_order_dataset(timeline: Timeline) -> None:
+    assert timeline.rows("reloaded", "key_orders") == IN_ORDER_KEY_ORDERS
+    assert [r for r in timeline.rows("reloaded", "key_orders__batches") if r[0] == "b2"] == [
+        ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S")]
+    assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (5, "applied")
+
+
+def test_reset_recomputes_the_same_dataset_codes_and_history_from_the_kept_batches(timeline: Timeline) -> None:
+    for table in ("key_orders", "key_orders__batches", "key_orders__history"):
+        assert timeline.rows("reset", table) == timeline.rows("reloaded", table)
+    assert timeline.metric("reset", "key_orders", "b2", *METRIC_COLUMNS) == \
+        timeline.metric("reloaded", "key_orders", "b2", *METRIC_COLUMNS)
+
+
+def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeline: Timeline) -> None:
+    assert "refresh parameters changed" in timeline.errors["parameters changed"]
+    assert "python -m harness refresh reset --model key_orders" in timeline.errors["parameters changed"]
+    # status left out of the change detection: order 1's later statuses are S, not C; no new version
+    codes = [r for r in timeline.rows("reset with other parameters", "key_orders__batches") if r[0] == "b4"]
+    assert codes == [("b4", 1, "shipped", "S"), ("b4", 4, "new", "N"), ("b4", 4, "paid", "S")]
+    assert [r[1] for r in timeline.rows("reset with other parameters", "key_orders__history") if r[0] == 1] == ["new"]
+    assert '"exclude_from_cdc": ["status"]' in timeline.metric("reset with other parameters", "key_orders", "b4",
+                                                                 "refresh_params")[0]
+
+
+def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Timeline, session_state: Path,
+                                                                    tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    config_file = tmp_path / "heartbeat.yml"
+    config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA}))
+    assert cli(config_file, "status") == 0
+    out = capsys.readouterr().out
+    assert "key_orders (key: date_column=updated_at, exclude_from_cdc=status, key_columns=order_id): " \
+           "4 batches applied, dataset 4 rows" in out
+    key_lines = out.split("\n\n")[[i for i, part in enumerate(out.split("\n\n")) if part.startswith("key_orders")][0]]
+    b4 = next(line.split() for line in key_lines.splitlines() if line.split()[:1] == ["b4"])
+    # seq, records, effective, N C U S O (after the reset with status left out of the change detection)
+    assert b4[1] == "applied" and b4[4:12] == ["4", "3", "2", "1", "0", "0", "2", "0"]
+    assert "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), " \
+           "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
+    assert "effective ranges of b2: 3 .. 3 (1), 6 .. 6 (1)" in out

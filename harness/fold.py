@@ -58,7 +58,8 @@ def plan(runtime: Runtime) -> FoldPlan:
         record_rejection(runtime, error)
     if with_seed:
         return FoldPlan(True, True, error, "the controls CSV changed")
-    runtime.views_built = runtime.views_built or views_current(runtime)
+    # A built process still checks that the control table is there (an operator may have dropped it).
+    runtime.views_built = (runtime.views_built and runtime.tables.exists(CONTROL_TABLE)) or views_current(runtime)
     if not runtime.views_built:
         return FoldPlan(True, False, error, "the models are missing or changed since they were built")
     if runtime.events.unfolded:

@@ -165,3 +165,30 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
         assert len(holders) == 1, (path.name, holders)
     assert ranges[0]["from"] is None and ranges[2]["from"] == ranges[0]["to"]
     assert jobs_api.token not in event_table_text(heartbeat)
+
+
+def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
+        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    # GIVEN a started run whose state the workspace refuses to give (runs/get answers 400 every time)
+    jobs_api.add_job(401)
+    heartbeat.write_controls([control_row("trigger_file", "orders", "401")])
+    use_databricks(heartbeat)
+    heartbeat.drop_trigger_file("orders", "batch-1.done")
+    assert heartbeat.tick().started == ["401"]
+    jobs_api.fail("/runs/get", 400, times=10_000, error_code="INVALID_STATE", message="run is archived")
+
+    # WHEN three ticks poll it
+    for _ in range(3):
+        assert heartbeat.tick().error is None
+
+    # THEN the failure is one event naming the run and the cause, and the row says so; it is still polled
+    (failed,) = heartbeat.events("RUN_POLL_FAILED")
+    assert "cannot read run" in failed["message"] and "run is archived" in failed["message"]
+    assert "run is archived" in row_of(heartbeat, "401")["last_error"]
+    assert len(jobs_api.calls("/runs/get")) >= 3
+
+    # WHEN the workspace answers again and the run succeeded, THEN the next tick records it
+    jobs_api.faults.clear()
+    jobs_api.end_run(jobs_api.runs_of(401)[0].run_id, "SUCCESS")
+    assert heartbeat.tick().runs_succeeded == 1
+    assert heartbeat.job_status("401") == {"COMPLETED"}

@@ -40,7 +40,7 @@ def test_state_dir_and_schema_named_only_in_heartbeat_yml_are_what_dbt_and_the_h
         "local_runner": {"jobs": {"j": {"command": RECORDING_JOB}}},
     }))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEARTBEAT_", "DBT_"))}
-    env.update(HEARTBEAT_CONFIG=str(config), RUNS_DIR=str(tmp_path / "runs"),
+    env.update(HEARTBEAT_CONFIG=str(config), RUNS_DIR=str(tmp_path / "runs"), PYTHONPATH=str(PROJECT_DIR),
                DBT_TARGET_PATH=str(tmp_path / "target"), DBT_LOG_PATH=str(tmp_path / "logs"))
     # The seed's folder, when it is not seeds/: the one thing a command-line dbt is told by a var.
     seed_vars = ["--vars", json.dumps({"heartbeat_seeds_dir": str(seeds.relative_to(PROJECT_DIR))})]

@@ -41,3 +41,16 @@ def test_no_wait_is_allowed_once_the_deadline_has_passed() -> None:
     with pytest.raises(CheckTimedOut, match=r"^jdbc:public.orders: check timed out after 3s "
                                             r"\(sensing.check_timeout_seconds\)$"):
         context.time_left("jdbc:public.orders", cap=30)
+
+
+def test_a_wait_that_ended_a_millisecond_before_the_deadline_used_the_time_up() -> None:
+    # GIVEN a check of 2 s whose one request was given the time left, which the client truncated to whole
+    # milliseconds and so ended 0.5 ms early
+    clock = Clock()
+    context = CheckContext.starting_now(None, 2, clock)
+    clock.now += 1.9995
+
+    # THEN the check counts as timed out (not as the request's own failure); well before it, it does not
+    assert context.expired
+    clock.now -= 1
+    assert not context.expired

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -129,17 +130,20 @@ def test_kafka_password_in_the_config_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_kafka_requests_end_by_the_check_deadline_before_the_configured_timeout(tmp_path: Path) -> None:
-    # GIVEN brokers on a closed port, a per-request timeout of 30 s, and a check with 2 s left
-    sensor = KafkaSensor.from_settings(sensor_config(tmp_path, kafka={
-        "bootstrap_servers": f"127.0.0.1:{free_port()}", "timeout_seconds": 30}).kafka)
+    # GIVEN a broker that accepts connections and never answers (a closed port fails at once instead of
+    # timing out), a per-request timeout of 30 s, and a check with 2 s left
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        sensor = KafkaSensor.from_settings(sensor_config(tmp_path, kafka={
+            "bootstrap_servers": f"127.0.0.1:{silent.getsockname()[1]}", "timeout_seconds": 30}).kafka)
 
-    # WHEN it is checked
-    started = time.monotonic()
-    with pytest.raises(CheckTimedOut, match=r"^kafka:orders: check timed out after 2s \(sensing.check_timeout_seconds\)$"):
-        read(sensor, Upstream(SensorSource.KAFKA, "orders"), timeout=2)
+        # WHEN it is checked
+        started = time.monotonic()
+        with pytest.raises(CheckTimedOut,
+                           match=r"^kafka:orders: check timed out after 2s \(sensing.check_timeout_seconds\)$"):
+            read(sensor, Upstream(SensorSource.KAFKA, "orders"), timeout=2)
 
-    # THEN the request waited for the time left, not for its own 30 s
-    assert time.monotonic() - started < 10
+        # THEN the request waited for the time left, not for its own 30 s
+        assert time.monotonic() - started < 10
 
 
 def test_kafka_message_reading_ends_by_the_check_deadline(spark: SparkSession, kafka: MockKafka,

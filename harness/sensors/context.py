@@ -24,6 +24,10 @@ from harness.errors import SensorError
 
 log = logging.getLogger(__name__)
 
+# Clients take timeouts in whole milliseconds (librdkafka, JDBC drivers truncate): a wait given the time
+# left can return just before the deadline. A wait that ended this close to it used the time up.
+DEADLINE_SLACK_SECONDS = 0.01
+
 
 class CheckTimedOut(SensorError):
     """A check reached its deadline: reported the same whether the check noticed it itself or was
@@ -51,7 +55,8 @@ class CheckContext:
 
     @property
     def expired(self) -> bool:
-        return self.clock() >= self.deadline
+        """The deadline has passed, or is so near that the wait that just ended used it up."""
+        return self.clock() >= self.deadline - DEADLINE_SLACK_SECONDS
 
     def time_left(self, label: str, cap: float | None = None) -> float:
         """How long the next wait of the check may take: the time remaining, capped by `cap` (a source's

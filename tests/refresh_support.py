@@ -3,7 +3,7 @@ project that installs Heartbeat as a local package) in a schema of the test's ow
 SparkSession. A test writes a model's next batch (`src_<model>`), runs dbt with the batch id the heartbeat
 would give (HEARTBEAT_RUN_CONTEXT_ID), and reads the tables back as sorted rows.
 
-Run as a script (`python -m tests.refresh_support SPEC.json`), it does the same in a process of its own
+Run as a script (`python -m tests.refresh_support STEPS.json`), it does the same in a process of its own
 (its own state folder, so its own metastore and JVM), for the tests that kill a refresh mid-way.
 """
 
@@ -133,8 +133,9 @@ class RefreshProject:
 
 # --- as a process of its own --------------------------------------------------------------------------
 def _main(spec_path: str) -> int:
-    """SPEC: {state_dir, schema, target_dir, steps: [{model, batch, rows, crash_at?}], dump: [tables], out}.
-    Runs the steps in order; a step with crash_at is killed there (HEARTBEAT_CRASH_AT)."""
+    """STEPS.json: {state_dir, schema, target_dir, steps: [{model, batch, rows, crash_at?, dump?}]}. Runs the steps
+    in order; a step with crash_at is killed there (HEARTBEAT_CRASH_AT); after a step with `dump` (a file),
+    the tables of `tables` are written to it as JSON."""
     from harness.spark import get_spark
 
     spec = json.loads(Path(spec_path).read_text())
@@ -146,7 +147,8 @@ def _main(spec_path: str) -> int:
         project.write_batch(step["model"], [_typed(step["model"], r) for r in step["rows"]])
         with environment(HEARTBEAT_CRASH_AT=step.get("crash_at")):
             project.run(step["model"], batch=step["batch"])
-    Path(spec["out"]).write_text(json.dumps(project.dump(*spec.get("dump", [])), default=str))
+        if step.get("dump"):
+            Path(step["dump"]).write_text(json.dumps(project.dump(*spec["tables"]), default=str))
     return 0
 
 

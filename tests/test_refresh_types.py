@@ -3,12 +3,12 @@ as a package (demo/refresh_examples). One timeline of batches is loaded once (lo
 model); each test reads the tables as they were at one point of it and compares them row by row with the
 expected tables:
 
-  b1..b4   every type: out-of-order dates (O, S, U), overlapping timestamp and sequence ranges, a custom
+  b1..b3   every type: out-of-order dates (O, S, U), overlapping timestamp and sequence ranges, a custom
            delete, a full reload, appends, two records of one key in one batch
   b2 again the same batch id re-sent with other rows: nothing happens
   b5       two different rows of one key with the same date: refused in phase 1
   unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
-  reset    `python -m harness refresh reset`; then with other parameters
+  reset    new parameters refuse the next batch until `python -m harness refresh reset` applies them
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "custom_stock": [("A", "apple", 5), ("B", "pear", 3)],
     },
     "b2": {
-        # 1 changed (C), 2 the same with a newer date (S), 3 new (N)
-        "key_orders": [(1, "paid", 10.0, day(2)), (2, "new", 20.0, day(3)), (3, "new", 5.0, day(2))],
+        # 1 changed (C), 2 the same with a newer date (S), 3 new (N); two records of order 4: the later
+        # date wins (N, then C)
+        "key_orders": [(1, "paid", 10.0, day(2)), (2, "new", 20.0, day(3)), (3, "new", 5.0, day(2)),
+                       (4, "new", 1.0, day(2)), (4, "paid", 1.0, day(3))],
         # DE 1 differs only in the column left out of the change detection (S); FR 1 changed; DE 2 new
         "key_customers": [("DE", 1, "Anna", day(2)), ("FR", 1, "Marcel", day(2)), ("DE", 2, "Otto", day(2))],
         "ts_readings": [("s1", "2026-01-01 02:30", 2.5), ("s1", "2026-01-01 04:00", 4.0)],  # overlaps b1's 03:00
@@ -56,22 +58,20 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "custom_stock": [("A", "apple", 7), ("A", "fig", 0)],  # warehouse A replaced; fig filtered out
     },
     "b3": {
-        # older than what the dataset holds: 1 changed (O), 3 and 2 unchanged (U)
-        "key_orders": [(1, "draft", 9.0, D0), (3, "new", 5.0, day(1)), (2, "new", 20.0, day(2))],
+        # order 1 dated before what the dataset holds (O), then changed again (C); 3 and 2 unchanged and
+        # older (U)
+        "key_orders": [(1, "draft", 9.0, D0), (1, "shipped", 10.0, day(4)), (3, "new", 5.0, day(1)),
+                       (2, "new", 20.0, day(2))],
         "ts_readings": [("s1", "2026-01-01 01:30", 1.5)],  # inside b1's range, between its rows
         "seq_ledger": [(4, "d", 4.9), (5, "d", 5.9)],  # inside b2's range
-    },
-    "b4": {
-        # two records of order 4 in one batch: the later date wins (N then C); 1 changed again (C)
-        "key_orders": [(4, "new", 1.0, day(2)), (4, "paid", 1.0, day(3)), (1, "shipped", 10.0, day(4))],
     },
 }
 KEY_COLUMNS = ["order_id", "status", "amount", "updated_at", "s_batch_id", "s_update_timestamp"]
 IN_ORDER_KEY_ORDERS = [
-    (1, "shipped", 10.0, "2026-01-04 00:00:00", "b4", "2026-01-04 00:00:00"),
+    (1, "shipped", 10.0, "2026-01-04 00:00:00", "b3", "2026-01-04 00:00:00"),
     (2, "new", 20.0, "2026-01-03 00:00:00", "b2", "2026-01-03 00:00:00"),
     (3, "new", 5.0, "2026-01-02 00:00:00", "b2", "2026-01-02 00:00:00"),
-    (4, "paid", 1.0, "2026-01-03 00:00:00", "b4", "2026-01-03 00:00:00"),
+    (4, "paid", 1.0, "2026-01-03 00:00:00", "b2", "2026-01-03 00:00:00"),
 ]
 CODE_COLUMNS = ["s_batch_id", "order_id", "status", "s_record_status_code"]
 METRIC_COLUMNS = ["batch_seq", "status", "record_count", "effective_record_count",
@@ -137,8 +137,6 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     t.snapshot("unloaded", "key_orders__history", **key_tables)
     project.load({"key_orders": BATCHES["b2"]["key_orders"]}, batch="b2")
     t.snapshot("reloaded", "key_orders__history", **key_tables)
-    assert cli(config_file, "reset", "--model", "key_orders", "--project-dir", str(EXAMPLES_DIR)) == 0
-    t.snapshot("reset", "key_orders__history", **key_tables)
 
     changed = {"type": "key", "key_columns": ["order_id"], "date_column": "updated_at", "exclude_from_cdc": ["status"]}
     try:
@@ -146,14 +144,14 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     except DbtError as exc:
         t.errors["parameters changed"] = str(exc)
     project.run("key_orders", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_orders"},
-                key_orders_refresh=changed)
+                key_orders_refresh=changed)  # what `refresh reset` runs, with the new parameters
     t.snapshot("reset with other parameters", "key_orders__history", **key_tables)
     yield t
 
 
 # --- key ------------------------------------------------------------------------------------------
 def test_key_dataset_holds_the_latest_record_of_each_key_by_date(timeline: Timeline) -> None:
-    # GIVEN b1..b4 loaded in order (b3 dated before what the dataset holds)
+    # GIVEN b1..b3 loaded in order (b3 partly dated before what the dataset holds)
     # THEN each order is its latest record by updated_at; an S record moved its row to b2's date
     assert timeline.rows("in order", "key_orders") == IN_ORDER_KEY_ORDERS
 
@@ -161,9 +159,8 @@ def test_key_dataset_holds_the_latest_record_of_each_key_by_date(timeline: Timel
 def test_key_status_codes_follow_the_write_up_for_every_record(timeline: Timeline) -> None:
     assert timeline.rows("in order", "key_orders__batches") == sorted([
         ("b1", 1, "new", "N"), ("b1", 2, "new", "N"),
-        ("b2", 1, "paid", "C"), ("b2", 2, "new", "S"), ("b2", 3, "new", "N"),
-        ("b3", 1, "draft", "O"), ("b3", 2, "new", "U"), ("b3", 3, "new", "U"),
-        ("b4", 1, "shipped", "C"), ("b4", 4, "new", "N"), ("b4", 4, "paid", "C"),
+        ("b2", 1, "paid", "C"), ("b2", 2, "new", "S"), ("b2", 3, "new", "N"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "C"),
+        ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "U"), ("b3", 3, "new", "U"),
     ], key=repr)
 
 
@@ -172,23 +169,22 @@ def test_key_history_is_scd2_of_the_applied_records(timeline: Timeline) -> None:
     assert history == sorted([
         (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
         (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
-        (1, "shipped", "b4", "2026-01-04 00:00:00", None, True),
+        (1, "shipped", "b3", "2026-01-04 00:00:00", None, True),
         (2, "new", "b1", "2026-01-01 00:00:00", None, True),
         (3, "new", "b2", "2026-01-02 00:00:00", None, True),
-        (4, "new", "b4", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
-        (4, "paid", "b4", "2026-01-03 00:00:00", None, True),
+        (4, "new", "b2", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
+        (4, "paid", "b2", "2026-01-03 00:00:00", None, True),
     ], key=repr)
 
 
 def test_key_metrics_count_records_effective_records_and_codes_per_batch(timeline: Timeline) -> None:
     assert {b: timeline.metric("in order", "key_orders", b, *METRIC_COLUMNS) for b in BATCHES} == {
         "b1": (1, "applied", 2, 0, 2, 0, 0, 0, 0),
-        "b2": (2, "applied", 3, 2, 1, 1, 0, 1, 0),
-        "b3": (3, "applied", 3, 0, 0, 0, 2, 0, 1),
-        "b4": (4, "applied", 3, 2, 1, 2, 0, 0, 0),
+        "b2": (2, "applied", 5, 3, 2, 2, 0, 1, 0),
+        "b3": (3, "applied", 4, 1, 0, 1, 2, 0, 1),
     }
-    assert timeline.metric("in order", "key_orders", "b4", "dataset_record_count") == (4,)
-    seconds = timeline.metric("in order", "key_orders", "b4", "capture_seconds", "apply_seconds")
+    assert timeline.metric("in order", "key_orders", "b3", "dataset_record_count") == (4,)
+    seconds = timeline.metric("in order", "key_orders", "b3", "capture_seconds", "apply_seconds")
     assert all(s is not None and s >= 0 for s in seconds)
 
 
@@ -262,42 +258,41 @@ def test_two_different_rows_of_one_key_with_the_same_date_are_refused_naming_the
 
 # --- unload, reload, reset ------------------------------------------------------------------------------
 def test_unload_of_a_middle_batch_leaves_the_dataset_as_if_it_was_never_loaded(timeline: Timeline) -> None:
-    # b1, b3, b4 in order: 2 and 3 now come from b3 (S and N against b1), 1 is still b4's
+    # b1 then b3: 2 and 3 now come from b3 (S and N against b1), order 4 was only in b2
     assert timeline.rows("unloaded", "key_orders") == [
-        (1, "shipped", 10.0, "2026-01-04 00:00:00", "b4", "2026-01-04 00:00:00"),
+        (1, "shipped", 10.0, "2026-01-04 00:00:00", "b3", "2026-01-04 00:00:00"),
         (2, "new", 20.0, "2026-01-02 00:00:00", "b3", "2026-01-02 00:00:00"),
         (3, "new", 5.0, "2026-01-01 00:00:00", "b3", "2026-01-01 00:00:00"),
-        (4, "paid", 1.0, "2026-01-03 00:00:00", "b4", "2026-01-03 00:00:00"),
     ]
     codes = [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b3"]
-    assert codes == [("b3", 1, "draft", "O"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
+    assert codes == [("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
     assert not [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b2"]
+    assert [r[4] for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == ["b1", "b3"]
     assert timeline.metric("unloaded", "key_orders", "b2", "status", "effective_record_count") == ("unloaded", 0)
 
 
 def test_reloading_the_unloaded_batch_out_of_order_gives_the_in_order_dataset(timeline: Timeline) -> None:
     assert timeline.rows("reloaded", "key_orders") == IN_ORDER_KEY_ORDERS
     assert [r for r in timeline.rows("reloaded", "key_orders__batches") if r[0] == "b2"] == [
-        ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S")]
-    assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (5, "applied")
-
-
-def test_reset_recomputes_the_same_dataset_codes_and_history_from_the_kept_batches(timeline: Timeline) -> None:
-    for table in ("key_orders", "key_orders__batches", "key_orders__history"):
-        assert timeline.rows("reset", table) == timeline.rows("reloaded", table)
-    assert timeline.metric("reset", "key_orders", "b2", *METRIC_COLUMNS) == \
-        timeline.metric("reloaded", "key_orders", "b2", *METRIC_COLUMNS)
+        ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"),
+        ("b2", 4, "paid", "C")]
+    assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (4, "applied")
 
 
 def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeline: Timeline) -> None:
     assert "refresh parameters changed" in timeline.errors["parameters changed"]
     assert "python -m harness refresh reset --model key_orders" in timeline.errors["parameters changed"]
-    # status left out of the change detection: order 1's later statuses are S, not C; no new version
-    codes = [r for r in timeline.rows("reset with other parameters", "key_orders__batches") if r[0] == "b4"]
-    assert codes == [("b4", 1, "shipped", "S"), ("b4", 4, "new", "N"), ("b4", 4, "paid", "S")]
-    assert [r[1] for r in timeline.rows("reset with other parameters", "key_orders__history") if r[0] == 1] == ["new"]
-    assert '"exclude_from_cdc": ["status"]' in timeline.metric("reset with other parameters", "key_orders", "b4",
-                                                                 "refresh_params")[0]
+    # the reset recomputes from the kept batches in arrival order (b1, b3, b2) with status left out of the
+    # change detection: a new status alone is S, not C, and opens no version
+    point = "reset with other parameters"
+    assert timeline.rows(point, "key_orders") == IN_ORDER_KEY_ORDERS
+    assert timeline.rows(point, "key_orders__batches") == sorted([
+        ("b1", 1, "new", "N"), ("b1", 2, "new", "N"),
+        ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "S"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N"),
+        ("b2", 1, "paid", "U"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "S"),
+    ], key=repr)
+    assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["new"]
+    assert '"exclude_from_cdc": ["status"]' in timeline.metric(point, "key_orders", "b2", "refresh_params")[0]
 
 
 def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Timeline, session_state: Path,
@@ -308,11 +303,11 @@ def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Ti
     assert cli(config_file, "status") == 0
     out = capsys.readouterr().out
     assert "key_orders (key: date_column=updated_at, exclude_from_cdc=status, key_columns=order_id): " \
-           "4 batches applied, dataset 4 rows" in out
+           "3 batches applied, dataset 4 rows" in out
     key_lines = out.split("\n\n")[[i for i, part in enumerate(out.split("\n\n")) if part.startswith("key_orders")][0]]
-    b4 = next(line.split() for line in key_lines.splitlines() if line.split()[:1] == ["b4"])
+    b2 = next(line.split() for line in key_lines.splitlines() if line.split()[:1] == ["b2"])
     # seq, records, effective, N C U S O (after the reset with status left out of the change detection)
-    assert b4[1] == "applied" and b4[4:12] == ["4", "3", "2", "1", "0", "0", "2", "0"]
+    assert b2[1] == "applied" and b2[4:12] == ["4", "5", "3", "1", "0", "1", "3", "0"]
     assert "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), " \
            "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
     assert "effective ranges of b2: 3 .. 3 (1), 6 .. 6 (1)" in out

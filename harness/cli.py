@@ -102,6 +102,9 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
                 log.error("tick %s ended with an error; retrying at the next tick", report.tick_id)
             if args.max_ticks and ticks >= args.max_ticks:
                 break
+            if args.until_idle and report.idle:
+                log.info("idle: this tick started nothing and no run is going")
+                break
             stop.wait(args.interval)
         log.info("stopped after %d ticks", ticks)
         return 0
@@ -209,6 +212,8 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
     run.add_argument("--interval", type=float, default=60.0, help="seconds between ticks")
     run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
+    run.add_argument("--until-idle", action="store_true",
+                     help="stop after a tick that started nothing while no run was going")
     run.set_defaults(func=cmd_run)
     sub.add_parser("status", help="jobs, reasons and rows").set_defaults(func=cmd_status)
     for name, func, text in (("complete", cmd_complete, "mark the job's latest run successful"),

@@ -54,6 +54,11 @@ class TickReport:
     error: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing started, nothing waiting for confirmation, no run going, no error."""
+        return not (self.started or self.start_unconfirmed or self.runs_running or self.error)
+
 
 class Step:
     """Times a step and prints its progress line."""

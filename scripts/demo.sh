@@ -1,25 +1,64 @@
 #!/usr/bin/env bash
 # Installs everything, then shows Heartbeat on the embedded default (local Spark, local runner):
-# a trigger file lands, a tick starts the demo job, the next tick records it COMPLETED, status prints.
+#  1. trigger files land; the heartbeat starts two jobs: demo_orders_job prints the change range it was
+#     handed; demo_customers_job loads the customers extract its trigger file names as one batch of a key
+#     refresh model (materialized='refresh') in a downstream dbt project, then fails in a later step;
+#  2. `retry`: the next run gets the failed run's range again, and its records come back unchanged (U);
+#  3. a second extract lands: its run shows changed (C), newer-but-same (S), new (N) and older (O) records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export SPARK_LOCAL_IP=127.0.0.1
+export PATH="$PWD/.venv/bin:$PATH"              # the jobs' commands run `python` from the virtualenv
 export HEARTBEAT_STATE_DIR="$PWD/demo/state"   # the demo's own state folder, started afresh
-rm -rf "$HEARTBEAT_STATE_DIR"
+downstream_state="$PWD/demo/downstream/state"  # the downstream project's (its own metastore)
+rm -rf "$HEARTBEAT_STATE_DIR" "$downstream_state"
 find demo/triggers -type f ! -name .gitkeep -delete
 
-echo "== validate the controls CSV"
-.venv/bin/python -m harness validate
+ticks_until_idle() {  # tick every 5 s until a tick starts nothing while no run is going
+  python -m harness run --interval 5 --until-idle --max-ticks 60
+}
 
-echo "== a trigger file lands for the upstream demo_orders_landed"
+runs_of() {  # the output of every run of job $1 so far, oldest first
+  for meta in $(ls -d "$HEARTBEAT_STATE_DIR"/local_runs/local-*/meta.json | sort); do
+    if grep -q "\"job_id\": \"$1\"" "$meta"; then
+      echo "-- run $(basename "$(dirname "$meta")")"
+      cat "$(dirname "$meta")/output.log"
+    fi
+  done
+}
+
+newest_run_output() {
+  cat "$(ls -d "$HEARTBEAT_STATE_DIR"/local_runs/local-* | sort | tail -1)/output.log"
+}
+
+echo "== validate the configuration and the controls CSV"
+python -m harness validate
+
+echo "== trigger files land: the orders extract is complete; customers_001.csv is ready"
 date -u +%FT%TZ > "demo/triggers/demo_orders_landed/orders_$(date -u +%Y%m%dT%H%M%S).done"
+echo customers_001.csv > demo/triggers/demo_customers_landed/customers_001.ready
+mkdir -p "$downstream_state" && touch "$downstream_state/DEMO_FAIL_AFTER_BUILD"  # its first run fails
 
-echo "== three ticks, 5 s apart: the first starts demo_orders_job, the next records how it ended"
-.venv/bin/python -m harness run --interval 5 --max-ticks 3
+echo "== ticks until idle: both jobs start; demo_orders_job completes, demo_customers_job fails after its build"
+ticks_until_idle
 
-echo "== what the job was handed"
-cat "$HEARTBEAT_STATE_DIR"/local_runs/local-*/output.log
+echo "== what demo_orders_job was handed"
+runs_of demo_orders_job
+echo "== what demo_customers_job did (every record new: N)"
+runs_of demo_customers_job
+python -m harness status
+
+echo "== retry demo_customers_job: its next run is handed the failed run's range again"
+python -m harness retry --job-id demo_customers_job
+ticks_until_idle
+echo "== the same extract loaded again: every record unchanged (U), nothing twice"
+newest_run_output
+
+echo "== customers_002.csv lands: changed (C), same with a newer date (S), new (N), older than the dataset (O)"
+echo customers_002.csv > demo/triggers/demo_customers_landed/customers_002.ready
+ticks_until_idle
+newest_run_output
 
 echo "== status"
-.venv/bin/python -m harness status
+python -m harness status

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness import tables
+from harness import inbox, tables
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import USER_COLUMNS
 from harness.runtime import Runtime
@@ -144,6 +144,11 @@ class HeartbeatHarness:
                 return
             time.sleep(0.1)
         raise AssertionError("local runs did not finish in time")
+
+    def request(self, command: str, job_id: str) -> None:
+        """`python -m harness complete|retry --job-id JOB_ID`, as recorded for the next tick."""
+        rows = self.tables.control_rows()
+        self.runtime().events.append(inbox.new_request(command, job_id).events(rows, "by the test"))
 
     def tick_until_settled(self) -> TickReport:
         """Tick, wait for the runs it started, tick again to record their ends."""

@@ -5,13 +5,7 @@ from __future__ import annotations
 import time
 
 from harness.model import EventType
-from harness.inbox import new_request
 from tests.support import HeartbeatHarness, control_row
-
-
-def complete_by_hand(heartbeat: HeartbeatHarness, job_id: str, command: str = "complete") -> None:
-    rows = heartbeat.tables.control_rows()
-    heartbeat.runtime().events.append(new_request(command, job_id).events(rows, "by the test"))
 
 
 def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartbeat: HeartbeatHarness) -> None:
@@ -37,7 +31,7 @@ def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartb
 
     # WHEN it is completed by hand (`python -m harness complete --job-id f`) and the command is fixed
     heartbeat.set_exit_code("f", 0)
-    complete_by_hand(heartbeat, "f")
+    heartbeat.request("complete", "f")
     resumed = heartbeat.tick()
     heartbeat.wait_for_runs()
     heartbeat.tick()
@@ -57,7 +51,7 @@ def test_retry_hands_the_failed_range_to_the_next_run(heartbeat: HeartbeatHarnes
 
     # WHEN a retry is requested (`python -m harness retry --job-id g`) once the command is fixed
     heartbeat.set_exit_code("g", 0)
-    complete_by_hand(heartbeat, "g", "retry")
+    heartbeat.request("retry", "g")
     heartbeat.tick_until_settled()
 
     # THEN the second run covers the failed run's range again, from the last success (none yet)

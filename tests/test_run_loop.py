@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from harness.config import PROJECT_DIR
+from harness.tick import TickReport
 
 
 def test_run_loop_stops_cleanly_on_ctrl_c_and_releases_the_state(tmp_path: Path) -> None:
@@ -45,3 +46,13 @@ def test_run_loop_stops_cleanly_on_ctrl_c_and_releases_the_state(tmp_path: Path)
     from harness.state_lock import StateLock
 
     StateLock(tmp_path / "state").acquire().release()
+
+
+def test_a_tick_is_idle_only_when_it_started_nothing_and_no_run_is_going() -> None:
+    # `run --until-idle` stops after such a tick
+    assert TickReport("t").idle
+    assert TickReport("t", runs_succeeded=2, new_data=1).idle  # ends recorded, new data waiting on a rule
+    assert not TickReport("t", started=["job_a"]).idle
+    assert not TickReport("t", runs_running=1).idle
+    assert not TickReport("t", start_unconfirmed=["job_a"]).idle
+    assert not TickReport("t", error="dbt build failed").idle

@@ -51,7 +51,8 @@ def synthetic_state(state: Path, rows: int, ticks: int) -> None:
         })
         if i % 3 == 0:
             jobs.append({"job_id": job, "job_name": f"{job}-name", "should_start": i % 4 == 1,
-                         "reason": "waiting for hard dependency kafka:x" if i % 4 != 1 else "all hard rows have new data"})
+                         "reason": "all hard rows have new data" if i % 4 == 1
+                         else "waiting for hard dependency kafka:x"})
     (state / "status.json").write_text(json.dumps({"written_at": now.isoformat(), "tick_id": "bench",
                                                    "jobs": jobs, "rows": table_rows}))
     (state / "health.json").write_text(json.dumps({"last_tick": {"ended_at": now.isoformat(), "seconds": 3.2},

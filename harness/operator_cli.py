@@ -72,7 +72,8 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
 
     since = history.parse_since(args.since)
     path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
-    written = report.write_report(config.state_dir, path, since, job_ids=args.job or (), max_jobs=args.max_jobs)
+    written = report.write_report(config.state_dir, config.project_dir, path, since, job_ids=args.job or (),
+                                  max_jobs=args.max_jobs)
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0
 

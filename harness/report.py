@@ -15,13 +15,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness import history, status
-from harness.model import EventType, upstream_label
+from harness.model import upstream_label
 from harness.watermarks import when
 
 REPORT_FILE = "report.html"
-
-RUN_ENDS = {EventType.RUN_SUCCEEDED.value: "succeeded", EventType.RUN_FAILED.value: "failed",
-            EventType.MANUAL_COMPLETE.value: "succeeded"}
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 
 
@@ -52,7 +49,16 @@ class JobHistory:
     errors: list[tuple[datetime, str, str]] = field(default_factory=list)  # (time, type, message)
 
 
-def job_histories(events: Sequence[dict[str, Any]]) -> dict[str, JobHistory]:
+def event_facets(project_dir: Path) -> dict[str, set[str]]:
+    """What each event type sets in a row's state (`detection`, `run_start`, `run_end`, `success`,
+    `error`, ...): `vars.heartbeat_event_types` of dbt_project.yml, the one place that says it."""
+    import yaml
+
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text())
+    return {kind: set(parts) for kind, parts in project["vars"]["heartbeat_event_types"].items()}
+
+
+def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]]) -> dict[str, JobHistory]:
     """Each job's detections, runs and errors from its events (oldest first). Events are per row, so a
     run of a job with three rows appears three times: it is counted once, by its run id."""
     jobs: dict[str, JobHistory] = {}
@@ -64,20 +70,20 @@ def job_histories(events: Sequence[dict[str, Any]]) -> dict[str, JobHistory]:
             continue
         job = jobs.setdefault(job_id, JobHistory(job_id))
         t, kind = e["event_time"], e["event_type"]
-        if kind == EventType.DATA_CHANGED.value:
+        parts = facets.get(kind, set())
+        if "detection" in parts:
             job.detections.append((t, upstream_label(e["sensor_source"], e["sensor_id"])))
             pending_detection.setdefault(job_id, t)
-        elif kind == EventType.RUN_STARTED.value and e.get("run_id"):
+        elif "run_start" in parts and e.get("run_id"):
             if (job_id, e["run_id"]) not in runs:
                 run = Run(job_id, e["run_id"], t, first_detection_at=pending_detection.pop(job_id, None))
                 runs[(job_id, e["run_id"])] = run
                 job.runs.append(run)
-        elif kind in RUN_ENDS and e.get("run_id") and (job_id, e["run_id"]) in runs:
-            run = runs[(job_id, e["run_id"])]
-            if run.ended_at is None:
-                run.ended_at, run.outcome = t, RUN_ENDS[kind]
-        elif kind in (EventType.CHECK_FAILED.value, EventType.RUN_START_FAILED.value,
-                      EventType.RUN_POLL_FAILED.value, EventType.RUN_STUCK.value):
+        elif "run_end" in parts:
+            run_of = runs.get((job_id, e.get("run_id") or ""))
+            if run_of is not None and run_of.ended_at is None:
+                run_of.ended_at, run_of.outcome = t, "succeeded" if "success" in parts else "failed"
+        elif "error" in parts:
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
     return jobs
@@ -187,10 +193,10 @@ def _job_table(jobs: Sequence[JobHistory]) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], since: datetime,
-                  now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
+def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], facets: dict[str, set[str]],
+                  since: datetime, now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
                   summary_line: str = "") -> str:
-    histories = job_histories(events)
+    histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
     parts = [f.to_html(full_html=False, include_plotlyjs=(i == 0), default_width="100%")
@@ -214,7 +220,7 @@ td:first-child,th:first-child{{text-align:left}}</style></head>
 """
 
 
-def write_report(state_dir: Path, path: Path, since: datetime, *, job_ids: Sequence[str] = (),
+def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, *, job_ids: Sequence[str] = (),
                  max_jobs: int = 40) -> Path:
     now = datetime.now(timezone.utc)
     events = history.read_events(state_dir, history.EventQuery(since, limit=0))
@@ -226,6 +232,7 @@ def write_report(state_dir: Path, path: Path, since: datetime, *, job_ids: Seque
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
     from harness.files import write_atomic
 
-    write_atomic(path, render_report(events, ticks, since, now, job_ids=job_ids, max_jobs=max_jobs,
-                                     summary_line=line))
+    page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
+                         summary_line=line)
+    write_atomic(path, page)
     return path

@@ -59,7 +59,8 @@ def describe(text: str | None) -> str:
     if "changed_ns" in value:
         moment = datetime.fromtimestamp(int(value["changed_ns"]) / 1e9, timezone.utc) if value["changed_ns"] else None
         recent = [str(name) for name in value.get("recent") or []]
-        files = (" " + ", ".join(recent[:2]) + (f" +{len(recent) - 2} more" if len(recent) > 2 else "")) if recent else ""
+        more = f" +{len(recent) - 2} more" if len(recent) > 2 else ""
+        files = (" " + ", ".join(recent[:2]) + more) if recent else ""
         parts.append(f"file {when(moment) if moment else 'none yet'}{files}")
     if "sap_time" in value:
         parts.append(_sap_time(value["sap_time"]))

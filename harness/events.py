@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
-from harness.history import record_location
+from harness.history import EVENTS_TABLE, record_location
 from harness.model import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,6 @@ class Event:
         )
 
 
-EVENTS_TABLE = "heartbeat_events"
 
 
 def unfolded_marker(state_dir: Path) -> Path:

@@ -28,6 +28,7 @@ from harness.files import write_atomic
 
 log = logging.getLogger(__name__)
 
+EVENTS_TABLE = "heartbeat_events"
 LOCATION_FILE = "events.location"
 DEFAULT_SINCE = "24h"
 DEFAULT_LIMIT = 500
@@ -65,9 +66,13 @@ class EventQuery:
     limit: int = DEFAULT_LIMIT
 
 
-def events_folder(state_dir: Path) -> Path:
+def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
+    """The folder the last heartbeat recorded; without a record, the table's default folder in the
+    schema's folder of a local warehouse, when it exists."""
     path = state_dir / LOCATION_FILE
     if not path.exists():
+        if schema_folder is not None and (schema_folder / EVENTS_TABLE).is_dir():
+            return schema_folder / EVENTS_TABLE
         raise HeartbeatError(f"no event log recorded in {state_dir}: run `python -m harness tick` first")
     location = path.read_text().strip()
     parsed = urlparse(location)
@@ -77,12 +82,12 @@ def events_folder(state_dir: Path) -> Path:
     return Path(unquote(parsed.path))
 
 
-def read_events(state_dir: Path, query: EventQuery) -> list[dict[str, Any]]:
+def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None = None) -> list[dict[str, Any]]:
     """Matching events, oldest first; the newest `query.limit` of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = _read_table(events_folder(state_dir), query.since)
+    table = _read_table(events_folder(state_dir, schema_folder), query.since)
     if table is None or table.num_rows == 0:
         return []
     since = pa.scalar(query.since.astimezone(timezone.utc).replace(tzinfo=None), pa.timestamp("us"))

@@ -11,7 +11,7 @@ import argparse
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness import history, status
 from harness.config import Config
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
     return status.read_json(config.state_dir / status.SNAPSHOT_FILE)
+
+
+def _events(config: Config, query: history.EventQuery) -> list[dict[str, Any]]:
+    return history.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
 
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
@@ -43,7 +47,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
 def cmd_why(config: Config, args: argparse.Namespace) -> int:
     since = history.parse_since(args.since)
     try:
-        events = history.read_events(config.state_dir, history.EventQuery(since, job_id=args.job, limit=args.limit))
+        events = _events(config, history.EventQuery(since, job_id=args.job, limit=args.limit))
     except Exception as exc:  # noqa: BLE001 - the decision and rows are still worth printing
         events = []
         print(f"(the event log could not be read: {exc})")
@@ -53,7 +57,7 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_events(config: Config, args: argparse.Namespace) -> int:
     since = history.parse_since(args.since)
-    events = history.read_events(config.state_dir, history.EventQuery(
+    events = _events(config, history.EventQuery(
         since, job_id=args.job, upstream=args.upstream, event_types=[t.upper() for t in args.type or []],
         limit=args.limit))
     if args.json:
@@ -72,7 +76,8 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
 
     since = history.parse_since(args.since)
     path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
-    written = report.write_report(config.state_dir, config.project_dir, path, since, job_ids=args.job or (),
+    events = _events(config, history.EventQuery(since, limit=0))
+    written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
                                   max_jobs=args.max_jobs)
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness import history, status
+from harness import status
 from harness.model import upstream_label
 from harness.watermarks import when
 
@@ -220,10 +220,10 @@ td:first-child,th:first-child{{text-align:left}}</style></head>
 """
 
 
-def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, *, job_ids: Sequence[str] = (),
-                 max_jobs: int = 40) -> Path:
+def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
+                 *, job_ids: Sequence[str] = (), max_jobs: int = 40) -> Path:
+    """The page over `events` (read by harness.history) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
-    events = history.read_events(state_dir, history.EventQuery(since, limit=0))
     ticks = status.read_ticks(state_dir, since)
     snapshot = status.read_json(state_dir / status.SNAPSHOT_FILE)
     line = ""

@@ -148,7 +148,11 @@ class Selection:
     state: str | None = None
 
 
+ATTENTION_ORDER = [JobView.FAILED, JobView.READY, JobView.RUNNING, JobView.WAITING, JobView.PAUSED]
+
+
 def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]], JobView]]:
+    """Each job with its rows and state: failed jobs first, then ready, running, waiting, paused."""
     by_job: dict[str, list[dict[str, Any]]] = {}
     for row in snapshot["rows"]:
         by_job.setdefault(row["trigger_job_id"], []).append(row)
@@ -156,7 +160,7 @@ def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     for job in snapshot["jobs"]:
         rows = by_job.get(job["job_id"], [])
         out.append((job, rows, job_view(job, rows)))
-    return out
+    return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
 
 
 def _age(written_at: str, now: datetime) -> str:

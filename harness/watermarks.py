@@ -54,8 +54,8 @@ def describe(text: str | None) -> str:
     if "offsets" in value and isinstance(value["offsets"], dict):
         offsets = sorted(value["offsets"].items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
         shown = " ".join(f"p{p}={o}" for p, o in offsets[:MAX_PARTITIONS_SHOWN])
-        more = len(offsets) - MAX_PARTITIONS_SHOWN
-        parts.append(f"offsets {shown}" + (f" +{more} partitions" if more > 0 else ""))
+        hidden = len(offsets) - MAX_PARTITIONS_SHOWN
+        parts.append(f"offsets {shown}" + (f" +{hidden} partitions" if hidden > 0 else ""))
     if "changed_ns" in value:
         moment = datetime.fromtimestamp(int(value["changed_ns"]) / 1e9, timezone.utc) if value["changed_ns"] else None
         recent = [str(name) for name in value.get("recent") or []]

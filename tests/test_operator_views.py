@@ -129,6 +129,14 @@ def test_report_writes_a_self_contained_page_into_the_state_folder(ticked: tuple
     assert all(job in page for job in ("ok_job", "bad_job", "wait_job"))
 
 
+def test_the_catalog_counts_the_control_tables_rows(ticked: tuple[HeartbeatHarness, str]) -> None:
+    # what dbt docs' catalog reads as the table's row count (Spark's table statistics)
+    hb, _ = ticked
+    details = hb.spark.sql(f"DESCRIBE TABLE EXTENDED {hb.config.table('heartbeat_control_table')}").collect()
+    (statistics,) = [str(r[1]) for r in details if str(r[0]).strip() == "Statistics"]
+    assert statistics.endswith(" 5 rows")
+
+
 def test_tick_as_a_process_logs_json_lines_only_and_closed_pipes_end_quietly(tmp_path: Path) -> None:
     # GIVEN a heartbeat process with a trigger file waiting
     proc = HeartbeatProcess(tmp_path, "local", "json_job")

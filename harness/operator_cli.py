@@ -51,8 +51,9 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - the decision and rows are still worth printing
         events = []
         print(f"(the event log could not be read: {exc})")
-    print(status.render_why(_snapshot(config), args.job, events, since))
-    return 0
+    snapshot = _snapshot(config)
+    print(status.render_why(snapshot, args.job, events, since))
+    return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
 
 
 def cmd_events(config: Config, args: argparse.Namespace) -> int:

@@ -201,7 +201,7 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
 def _row_lines(r: dict[str, Any]) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
-    lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<19} {dep} {r['job_state']:<8} "
+    lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
              f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
     if r.get("latest_run_id"):
         lines.append(f"        run {r['latest_run_id']} started {when(r['job_start_timestamp'])}"

@@ -109,6 +109,7 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
 
 def _read_table(folder: Path, since: datetime) -> Any:
     import pyarrow as pa
+    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
     if not folder.is_dir():
@@ -118,17 +119,21 @@ def _read_table(folder: Path, since: datetime) -> Any:
 
         return DeltaTable(str(folder)).to_pyarrow_table()
     oldest = (since - _CLOCK_SLACK).timestamp()
+    files = [file for file in sorted(folder.iterdir())
+             if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest]
+    if not files:
+        return None
+    try:  # all at once (threaded); a file that is not whole parquet fails it, and is then skipped alone
+        return ds.dataset([str(f) for f in files], format="parquet").to_table()
+    except (pa.ArrowInvalid, OSError):
+        pass
     tables = []
-    for file in sorted(folder.iterdir()):
-        if not file.is_file() or file.name.startswith(("_", ".")) or file.stat().st_mtime < oldest:
-            continue
+    for file in files:
         try:
             tables.append(pq.read_table(file))
         except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
             log.warning("skipped %s in the event log: %s", file.name, exc)
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables, promote_options="default") if tables else None
 
 
 def plain(event: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
   tick       one heartbeat: track runs, refresh the models, sense, start ready jobs
   run        tick every --interval seconds until Ctrl-C
-  status     every job, whether it starts and why, and its rows
+  status     a count of jobs by state, then every job: whether it starts and why, and its rows
+  why        one job: its decision and reason, its rows, their latest events
+  events     browse the event log (--job, --upstream, --type, --since)
+  report     write the timeline page (HTML) into the state folder
   complete   mark a job's latest run successful (the "update status" step a job can run last)
   retry      hand a FAILED job's range to its next run (no manual backfill)
   validate   check the controls CSV without touching any table
@@ -15,13 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import dbt_runner, inbox, refresh, status
+from harness import inbox, operator_cli, refresh
 from harness.config import Config, load_config
 from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
@@ -30,10 +35,20 @@ from harness.state_lock import StateLock
 log = logging.getLogger("harness")
 
 
+_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
 class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (ISO 8601, UTC), level, logger, message, and the record's fields
+    (a tick step's tick_id, step, seconds, counts, job ids started or refused)."""
+
     def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({"time": self.formatTime(record), "level": record.levelname,
-                           "logger": record.name, "message": record.getMessage()})
+        line = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+                "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        line |= {k: v for k, v in vars(record).items() if k not in _RECORD_FIELDS}
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
 
 
 def setup_logging(fmt: str, verbose: bool) -> None:
@@ -66,6 +81,9 @@ def _runtime(config: Config):  # type: ignore[no-untyped-def]
 
 
 def cmd_tick(config: Config, args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _locked(config, lambda: operator_cli.print_dry_run(_runtime(config)), _refuse_busy)
+
     def action() -> int:
         from harness.tick import run_tick
 
@@ -115,14 +133,6 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
 def _refuse_busy(exc: StateBusyError) -> int:
     log.error("%s", exc)
     return 1
-
-
-def cmd_status(config: Config, args: argparse.Namespace) -> int:
-    """The snapshot the last tick left and the health of recent ticks; never starts Spark."""
-    state = config.state_dir
-    print(status.render(status.read_json(state / status.SNAPSHOT_FILE), status.read_json(state / status.HEALTH_FILE),
-                        StateLock(state).current_holder()))
-    return 0
 
 
 def _manual(config: Config, command: str, job_id: str) -> int:
@@ -193,12 +203,21 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_docs(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
+        from harness import dbt_runner
+
         _runtime(config)
         dbt_runner.invoke(config, ["docs", "generate"])
         print(f"docs written to {config.dbt_target_path} (open index.html, or `dbt docs serve`)")
         return 0
 
     return _locked(config, action, _refuse_busy)
+
+
+def _logging_options(p: argparse.ArgumentParser, default: object) -> None:
+    """Before or after the subcommand's name: `--log-format json tick` and `tick --log-format json`."""
+    p.add_argument("--log-format", choices=["text", "json"], default=default,
+                   help="progress lines as text (default) or one JSON object per line")
+    p.add_argument("-v", "--verbose", action="store_true", default=default, help="debug lines too")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -208,14 +227,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", choices=["text", "json"], default="text")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("tick", help="one heartbeat").set_defaults(func=cmd_tick)
+    tick = sub.add_parser("tick", help="one heartbeat")
+    tick.add_argument("--dry-run", action="store_true",
+                      help="sense and decide, print which jobs would start with their change ranges; "
+                           "start nothing, append nothing")
+    tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
     run.add_argument("--interval", type=float, default=60.0, help="seconds between ticks")
     run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
     run.add_argument("--until-idle", action="store_true",
                      help="stop after a tick that started nothing while no run was going")
     run.set_defaults(func=cmd_run)
-    sub.add_parser("status", help="jobs, reasons and rows").set_defaults(func=cmd_status)
+    operator_cli.register(sub)
     for name, func, text in (("complete", cmd_complete, "mark the job's latest run successful"),
                              ("retry", cmd_retry, "hand a FAILED job's range to its next run")):
         sp = sub.add_parser(name, help=text)
@@ -227,6 +250,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("seed", help="load the controls CSV now").set_defaults(func=cmd_seed)
     sub.add_parser("docs", help="generate the dbt docs site").set_defaults(func=cmd_docs)
     refresh.register(sub)
+    for command in sub.choices.values():
+        _logging_options(command, argparse.SUPPRESS)
     return p
 
 
@@ -235,7 +260,14 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_format, args.verbose)
     try:
         config = load_config(args.config)
-        return int(args.func(config, args))
+        code = int(args.func(config, args))
+        sys.stdout.flush()
+        return code
     except HeartbeatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`status | head`): the rest of the output is not wanted. Python would
+        # flush stdout again at exit and fail the same way, so stdout points at nothing from here on.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
+from harness.history import EVENTS_TABLE, record_location
 from harness.model import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,6 @@ class Event:
         )
 
 
-EVENTS_TABLE = "heartbeat_events"
 
 
 def unfolded_marker(state_dir: Path) -> Path:
@@ -116,8 +116,11 @@ class EventLog:
         """Create the event table, or adopt its folder when the metastore lost it (a lost or moved
         metastore): the events are the state's source of truth, everything else is rebuilt from them."""
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.config.catalog}.{self.config.schema}")
-        if self.spark.catalog.tableExists(self.table):
-            return
+        if not self.spark.catalog.tableExists(self.table):
+            self._create()
+        self._record_location()
+
+    def _create(self) -> None:
         cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
         create = f"CREATE TABLE {self.table} ({cols}) USING {self.config.table_format}"
         folder = self._orphaned_folder()
@@ -125,6 +128,13 @@ class EventLog:
             log.warning("the metastore has no event table but its folder %s holds events: adopting them", folder)
             create += f" LOCATION '{folder.as_uri()}'"
         self.spark.sql(create)
+
+    def _record_location(self) -> None:
+        """Where the table's files are, for the commands that read the log without Spark (harness.history)."""
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.table}").collect()
+        location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), None)
+        if location:
+            record_location(self.config.state_dir, location)
 
     def _orphaned_folder(self) -> Path | None:
         """The event table's default folder in a local warehouse, when it exists with files in it."""

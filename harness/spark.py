@@ -2,7 +2,8 @@
 
 Embedded default: `local[*]`, Hive support with a Derby metastore and the warehouse inside the state
 folder, so tables survive between processes. Delta is used when its jars are found (Config.table_format),
-otherwise Spark's own parquet tables. On Databricks the existing session is reused as it is. Nothing
+otherwise Spark's own parquet tables. The JVM's own output goes to `<state>/spark.log`, not the
+terminal. On Databricks the existing session is reused as it is. Nothing
 here touches the SparkContext or the JVM, so the same code runs on Spark Connect.
 """
 
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -23,6 +27,25 @@ JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/sqlite-jdbc.jar"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+SPARK_LOG = "spark.log"
+
+
+@contextmanager
+def jvm_output_to(path: Path) -> Iterator[None]:
+    """The JVM started inside this block writes its own output (the start-up banner, the JDK's
+    incubator warning, Spark's error log) to `path` instead of the terminal; Python's stderr is
+    restored when the block ends."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as target:
+            os.dup2(target.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def metastore_url(config: Config) -> str:
@@ -62,7 +85,8 @@ def get_spark(config: Config) -> SparkSession:
         builder = builder.config("spark.sql.extensions", DELTA_EXTENSION).config(
             "spark.sql.catalog.spark_catalog", DELTA_CATALOG
         )
-    spark = builder.getOrCreate()
+    with jvm_output_to(config.state_dir / SPARK_LOG):
+        spark = builder.getOrCreate()
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return spark

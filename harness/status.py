@@ -1,22 +1,32 @@
-"""What `python -m harness status` shows, without starting Spark: the snapshot of the control table and
-the trigger set the last tick left (`<state>/status.json`), and the health of recent ticks
-(`<state>/health.json`). Both are written atomically (a kill leaves the old file or the new one).
+"""What `python -m harness status` and `why` show, without starting Spark: the snapshot of the control
+table and the trigger set the last tick left (`<state>/status.json`), the health of recent ticks
+(`<state>/health.json`), and each tick's seconds per step (`<state>/ticks.jsonl`, for `report`).
+The two JSON files are written atomically (a kill leaves the old file or the new one); a tick line is
+appended whole, and a reader skips a line cut short.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from enum import Enum
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.files import write_atomic
 from harness.faults import crash_point
-from harness.tables import JobDecision
+from harness.model import JobState, Status, upstream_label
+from harness.watermarks import describe, fit, when
+
+if TYPE_CHECKING:
+    from harness.tables import JobDecision
 
 SNAPSHOT_FILE = "status.json"
 HEALTH_FILE = "health.json"
+TICKS_FILE = "ticks.jsonl"
+TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
+LABEL_WIDTH = 48
 
 
 def _plain(value: Any) -> Any:
@@ -49,6 +59,9 @@ class TickResult:
     started_at: datetime
     seconds: float
     error: str | None
+    steps: dict[str, float] = field(default_factory=dict)
+    started: Sequence[str] = ()
+    refused: Sequence[str] = ()
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
@@ -63,23 +76,109 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
         health["failures_in_a_row"] = int(health.get("failures_in_a_row") or 0) + 1
         health["first_failure_at"] = health.get("first_failure_at") or result.started_at.isoformat()
     write_atomic(state_dir / HEALTH_FILE, json.dumps(health))
+    _append_tick(state_dir, {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
+                             "seconds": round(result.seconds, 2), "steps": result.steps, "error": result.error,
+                             "started": list(result.started), "refused": list(result.refused)})
     return health
 
 
-def _when(value: Any) -> str:
-    if not value:
-        return "-"
-    return datetime.fromisoformat(str(value)).strftime("%Y-%m-%d %H:%M:%S")
+def _append_tick(state_dir: Path, line: dict[str, Any]) -> None:
+    path = state_dir / TICKS_FILE
+    with path.open("a") as handle:
+        handle.write(json.dumps(line) + "\n")
+    if path.stat().st_size > TICKS_KEPT * 400:  # keep the file bounded: the newest lines only
+        write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-TICKS_KEPT // 2:]))
 
 
-def _short_watermark(text: str | None) -> str:
-    if not text:
-        return "-"
-    value = json.loads(text)
-    if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k != "recent"}
-    out = json.dumps(value, separators=(",", ":"))
-    return out if len(out) <= 48 else out[:45] + "..."
+def read_ticks(state_dir: Path, since: datetime) -> list[dict[str, Any]]:
+    """The ticks started since `since`, oldest first (a line cut short by a kill is skipped)."""
+    path = state_dir / TICKS_FILE
+    if not path.exists():
+        return []
+    ticks = []
+    for text in path.read_text().splitlines():
+        try:
+            tick = json.loads(text)
+        except ValueError:
+            continue
+        if datetime.fromisoformat(tick["started_at"]) >= since:
+            ticks.append(tick)
+    return ticks
+
+
+class JobView(str, Enum):
+    """What an operator asks of a job, from its decision and its rows' statuses (the rules themselves
+    are the trigger set's: a job is `ready` exactly when the trigger set says it starts)."""
+
+    READY = "ready"
+    WAITING = "waiting"
+    RUNNING = "running"
+    FAILED = "failed"
+    PAUSED = "paused"
+
+
+def job_view(job: dict[str, Any], rows: Sequence[dict[str, Any]]) -> JobView:
+    statuses = {r["status"] for r in rows}
+    if Status.FAILED.value in statuses:
+        return JobView.FAILED
+    if Status.IN_PROGRESS.value in statuses:
+        return JobView.RUNNING
+    if job["should_start"]:
+        return JobView.READY
+    if rows and all(r["job_state"] == JobState.PAUSED.value for r in rows) or any(
+            r["job_state"] == JobState.PAUSED.value and r["is_hard_dependency"] for r in rows):
+        return JobView.PAUSED
+    return JobView.WAITING
+
+
+STATE_CHOICES = [v.value for v in JobView] + [s.value for s in Status] + ["NULL"]
+
+
+def _matches(state: str, view: JobView, rows: Sequence[dict[str, Any]]) -> bool:
+    """`--state`: a job view (ready, waiting, running, failed, paused) or a row status (a job with such a row)."""
+    if state.lower() in {v.value for v in JobView}:
+        return view.value == state.lower()
+    wanted = None if state.upper() == "NULL" else state.upper()
+    return any(r["status"] == wanted for r in rows)
+
+
+@dataclass(frozen=True)
+class Selection:
+    job_id: str | None = None
+    state: str | None = None
+
+
+ATTENTION_ORDER = [JobView.FAILED, JobView.READY, JobView.RUNNING, JobView.WAITING, JobView.PAUSED]
+
+
+def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]], JobView]]:
+    """Each job with its rows and state: failed jobs first, then ready, running, waiting, paused."""
+    by_job: dict[str, list[dict[str, Any]]] = {}
+    for row in snapshot["rows"]:
+        by_job.setdefault(row["trigger_job_id"], []).append(row)
+    out = []
+    for job in snapshot["jobs"]:
+        rows = by_job.get(job["job_id"], [])
+        out.append((job, rows, job_view(job, rows)))
+    return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
+
+
+def _age(written_at: str, now: datetime) -> str:
+    seconds = max(0, int((now - datetime.fromisoformat(written_at)).total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
+
+
+def summary(jobs: Sequence[tuple[dict[str, Any], list[dict[str, Any]], JobView]]) -> dict[str, int]:
+    counts = {v.value: 0 for v in JobView}
+    for _, _, view in jobs:
+        counts[view.value] += 1
+    return counts
 
 
 def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str]:
@@ -88,40 +187,117 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
     failures = int(health.get("failures_in_a_row") or 0)
-    success = f"last successful tick {_when(health.get('last_success_at'))}" if health.get("last_success_at") \
+    success = f"last successful tick {when(health.get('last_success_at'))}" if health.get("last_success_at") \
         else "no successful tick yet"
     if failures:
         lines.append(f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
-                     f"(since {_when(health.get('first_failure_at'))}); {success}")
+                     f"(since {when(health.get('first_failure_at'))}); {success}")
         lines.append(f"    last error: {last.get('error')}")
     else:
-        lines.append(f"last tick {_when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
+        lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
     return lines
 
 
-def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None) -> str:
+def _row_lines(r: dict[str, Any]) -> list[str]:
+    dep = "hard" if r["is_hard_dependency"] else "soft"
+    label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
+    lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
+             f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
+    if r.get("latest_run_id"):
+        lines.append(f"        run {r['latest_run_id']} started {when(r['job_start_timestamp'])}"
+                     f" ended {when(r['job_end_timestamp'])}")
+    if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
+        lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+    return lines
+
+
+def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
+           selection: Selection = Selection(), now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
     lines = render_health(health, holder)
     if snapshot is None:
         lines.append("no control table yet: run `python -m harness tick` first")
         return "\n".join(lines)
-    lines.append(f"state as the tick {snapshot['tick_id']} left it ({_when(snapshot['written_at'])})")
-    by_job: dict[str, list[dict[str, Any]]] = {}
-    for row in snapshot["rows"]:
-        by_job.setdefault(row["trigger_job_id"], []).append(row)
-    for job in snapshot["jobs"]:
-        verdict = "START" if job["should_start"] else "wait"
-        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {verdict}: {job['reason']}")
-        for r in by_job.get(job["job_id"], []):
-            dep = "hard" if r["is_hard_dependency"] else "soft"
-            lines.append(
-                f"    {r['upstream_label']:<48} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
-                f"watermark {_short_watermark(r['watermark'])}  changed {_when(r['status_change_timestamp'])}"
-            )
-            if r.get("latest_run_id"):
-                lines.append(f"        run {r['latest_run_id']} started {_when(r['job_start_timestamp'])}"
-                             f" ended {_when(r['job_end_timestamp'])}")
-            if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
-                lines.append(f"        last error {_when(r['last_error_timestamp'])}: {r['last_error']}")
+    jobs = jobs_of(snapshot)
+    counts = summary(jobs)
+    lines.insert(0, f"{len(jobs)} jobs: " + ", ".join(f"{n} {view}" for view, n in counts.items())
+                 + f" ({len(snapshot['rows'])} rows)")
+    lines.append(f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
+                 f"{_age(snapshot['written_at'], now)})")
+    shown = 0
+    for job, rows, view in jobs:
+        if selection.job_id is not None and job["job_id"] != selection.job_id:
+            continue
+        if selection.state is not None and not _matches(selection.state, view, rows):
+            continue
+        shown += 1
+        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}")
+        for r in rows:
+            lines.extend(_row_lines(r))
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
+    elif not shown:
+        lines.append("no job matches " + " and ".join(
+            f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v))
+    return "\n".join(lines)
+
+
+def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
+                selection: Selection = Selection(), now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    body: dict[str, Any] = {"holder": holder, "health": health, "snapshot": None}
+    if snapshot is not None:
+        jobs = jobs_of(snapshot)
+        body["snapshot"] = {
+            "tick_id": snapshot["tick_id"], "written_at": snapshot["written_at"],
+            "age_seconds": round((now - datetime.fromisoformat(snapshot["written_at"])).total_seconds(), 1),
+            "summary": summary(jobs),
+            "jobs": [job | {"view": view.value, "rows": rows} for job, rows, view in jobs
+                     if (selection.job_id is None or job["job_id"] == selection.job_id)
+                     and (selection.state is None or _matches(selection.state, view, rows))],
+        }
+    return json.dumps(body, indent=2, default=str)
+
+
+# --- why ------------------------------------------------------------------------------------------
+
+def event_line(e: dict[str, Any], with_job: bool = True) -> str:
+    label = upstream_label(e["sensor_source"], e["sensor_id"]) if e.get("sensor_source") else "-"
+    parts = [when(e["event_time"]), f"{e['event_type']:<21}"]
+    if with_job:
+        parts.append(f"{e.get('trigger_job_id') or '-'}")
+    parts.append(fit(label, LABEL_WIDTH))
+    if e.get("status"):
+        parts.append(f"-> {e['status']}")
+    if e.get("run_id"):
+        parts.append(f"run {e['run_id']}")
+    if e.get("watermark_after"):
+        parts.append(f"watermark {describe(e['watermark_after'])}")
+    if e.get("message"):
+        parts.append(f"- {e['message']}")
+    return "  ".join(parts)
+
+
+def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[dict[str, Any]],
+               since: datetime) -> str:
+    if snapshot is None:
+        return "no control table yet: run `python -m harness tick` first"
+    found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
+    if not found:
+        known = sorted(j["job_id"] for j in snapshot["jobs"])
+        near = [k for k in known if job_id.lower() in k.lower()][:5]
+        return (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
+                + (f"; did you mean {', '.join(near)}?" if near else ""))
+    job, rows, view = found[0]
+    verdict = "starts at the next tick" if job["should_start"] else "does not start"
+    lines = [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
+             f"    because: {job['reason']}",
+             f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)", "rows:"]
+    for r in rows:
+        lines.extend(_row_lines(r))
+        lines.append(f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
+                     f"last successful run consumed {describe(r.get('last_success_watermark'))}")
+    lines.append(f"events since {when(since)} UTC ({len(events)}, newest last):" if events
+                 else f"no events of this job since {when(since)} UTC (widen with --since)")
+    lines.extend("    " + event_line(e, with_job=False) for e in events)
     return "\n".join(lines)

@@ -3,9 +3,10 @@ and the digest of the controls CSV the seed holds. Every table by its three-part
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -17,6 +18,17 @@ CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
 OPEN_RUNS = "heartbeat_open_runs"
+DRY_RUN_VIEW = "heartbeat_dry_run_control_table"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A row's state as a detection would leave it (the status and watermark its event carries)."""
+
+    key: RowKey
+    status: str
+    watermark: str | None
+    detected_at: datetime
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,35 @@ class Tables:
     def job_decisions(self) -> list[JobDecision]:
         return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
                 for r in self._rows(TRIGGER_SET, "trigger_job_id")]
+
+    def job_decisions_as_if(self, detections: Sequence[Detection]) -> list[JobDecision] | None:
+        """The trigger set's decisions over the control table as `detections` would leave it, without
+        writing anything: the trigger set's own compiled SQL (dbt's target folder) run over a temporary
+        view. None when dbt has not compiled the model yet in this state's target folder."""
+        compiled = next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET}.sql"), None)
+        if compiled is None or not self.exists(CONTROL_TABLE):
+            return None
+        frame = self.spark.table(self.config.table(CONTROL_TABLE))
+        if detections:
+            from pyspark.sql import functions as F
+
+            keys = ["sensor_source", "sensor_id", "trigger_job_id"]
+            changed = self.spark.createDataFrame(
+                [(d.key.sensor_source, d.key.sensor_id, d.key.trigger_job_id, d.status, d.watermark,
+                  d.detected_at.astimezone(timezone.utc).replace(tzinfo=None)) for d in detections],
+                "sensor_source string, sensor_id string, trigger_job_id string, dry_status string, "
+                "dry_watermark string, dry_detected_at timestamp")
+            columns = frame.columns
+            frame = (frame.join(changed, keys, "left")
+                     .withColumn("status", F.coalesce("dry_status", "status"))
+                     .withColumn("watermark", F.coalesce("dry_watermark", "watermark"))
+                     .withColumn("latest_event_fetched_timestamp",
+                                 F.coalesce("dry_detected_at", "latest_event_fetched_timestamp"))
+                     .select(*columns))
+        frame.createOrReplaceTempView(DRY_RUN_VIEW)
+        sql = re.sub(rf"[\w`.]*\b{CONTROL_TABLE}\b`?", DRY_RUN_VIEW, compiled.read_text())
+        return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
+                for r in self.spark.sql(sql).orderBy("trigger_job_id").collect()]
 
     def open_runs(self) -> list[OpenRunRow]:
         return [

@@ -20,6 +20,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from harness import fold, inbox
 from harness.errors import DbtError
@@ -74,8 +75,11 @@ class Step:
         self.report.seconds[self.name] = round(self.report.seconds.get(self.name, 0.0)
                                                + time.monotonic() - self.started, 2)
 
-    def done(self, summary: str) -> None:
-        log.info("%-15s %s (%.1fs)", self.name, summary, time.monotonic() - self.started)
+    def done(self, summary: str, **counts: Any) -> None:
+        """The step's progress line; `counts` (numbers, job ids) also go to structured logs as fields."""
+        seconds = time.monotonic() - self.started
+        log.info("%-15s %s (%.1fs)", self.name, summary, seconds,
+                 extra={"tick_id": self.report.tick_id, "step": self.name, "seconds": round(seconds, 3), **counts})
 
 
 def apply_requests(runtime: Runtime) -> int:
@@ -95,7 +99,7 @@ def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: boo
     report.dbt_builds += 1
     report.controls_applied = report.controls_applied or with_seed
     step.done(f"control table refreshed{' with the new controls CSV' if with_seed else ''} "
-              f"(dbt {seconds:.1f}s)")
+              f"(dbt {seconds:.1f}s)", dbt_seconds=round(seconds, 3), with_seed=with_seed)
 
 
 def run_tick(runtime: Runtime) -> TickReport:
@@ -113,7 +117,8 @@ def run_tick(runtime: Runtime) -> TickReport:
         log.exception("tick %s failed", report.tick_id)
     finally:
         record_tick(runtime.config.state_dir,
-                    TickResult(report.tick_id, started_at, time.monotonic() - started, report.error))
+                    TickResult(report.tick_id, started_at, time.monotonic() - started, report.error,
+                               steps=dict(report.seconds), started=report.started, refused=report.start_refused))
     return report
 
 
@@ -122,7 +127,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 
     with Step(report, "requests") as step:
         report.requests_applied = apply_requests(runtime)
-        step.done(f"{report.requests_applied} applied")
+        step.done(f"{report.requests_applied} applied", applied=report.requests_applied)
 
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())
@@ -133,7 +138,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
         step.done(f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
                   f"{tracked.failed} failed, {tracked.repaired} starts repaired, "
-                  f"{len(recovered)} rows recovered by a later success")
+                  f"{len(recovered)} rows recovered by a later success",
+                  open=len(runs), running=tracked.running, succeeded=tracked.succeeded, failed=tracked.failed,
+                  repaired=tracked.repaired, recovered=len(recovered))
 
     with Step(report, "fold") as step:
         planned = fold.plan(runtime)
@@ -141,7 +148,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         if planned.needed:
             fold_now(runtime, report, step, with_seed=planned.with_seed)
         else:
-            step.done(f"skipped: {planned.reason}")
+            step.done(f"skipped: {planned.reason}", skipped=True)
 
     with Step(report, "sense") as step:
         rows = runtime.tables.sensed_rows()
@@ -155,7 +162,8 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         for label, reason in sensed.nothing_new.items():
             log.debug("%s: nothing new: %s", label, reason)
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
-                  f"{sensed.errors} errors")
+                  f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
+                  errors=sensed.errors)
 
     if sensed.new_data:
         with Step(report, "fold") as step:
@@ -172,7 +180,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
         step.done(f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
-                  f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}")
+                  f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}",
+                  jobs=len(decisions), ready=len(ready), started=started.started, refused=started.refused,
+                  unconfirmed=started.unconfirmed)
 
     if runtime.events.unfolded:
         with Step(report, "fold") as step:

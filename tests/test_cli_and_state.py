@@ -59,7 +59,7 @@ def test_status_shows_each_job_with_its_reason_and_rows(heartbeat: HeartbeatHarn
     heartbeat.tick()
     assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
     out = capsys.readouterr().out
-    assert "job j (j-name): wait: waiting for hard dependency trigger_file:a" in out
+    assert "job j (j-name): waiting: waiting for hard dependency trigger_file:a" in out
     assert "trigger_file:b" in out and "NEW_EVENT_AVAILABLE  soft UNPAUSED" in out
 
 
@@ -113,7 +113,7 @@ def test_status_right_after_a_tick_shows_the_state_that_tick_left(
 
     # THEN it shows the run that tick started, not the data waiting for it
     out = capsys.readouterr().out
-    assert "job j (j-name): wait: a run is in progress" in out
+    assert "job j (j-name): running: a run is in progress" in out
     assert "trigger_file:in" in out and "IN_PROGRESS" in out and "NEW_EVENT_AVAILABLE" not in out
     assert "last tick " in out and " ok (" in out
 

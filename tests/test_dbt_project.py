@@ -47,3 +47,11 @@ def test_every_model_and_column_has_a_description_for_the_docs_site(tmp_path: Pa
         if not description.strip()
     ]
     assert undocumented == []
+
+
+def test_docs_site_opens_on_an_overview_and_every_unit_test_is_described(tmp_path: Path) -> None:
+    manifest = parse_for_databricks(tmp_path)
+    overview = manifest["docs"]["doc.heartbeat.__overview__"]["block_contents"]
+    assert all(part in overview for part in ("## The control table", "| `IN_PROGRESS` |", "## When a job starts"))
+    undescribed = [n["name"] for n in manifest["unit_tests"].values() if not (n.get("description") or "").strip()]
+    assert len(manifest["unit_tests"]) >= 13 and undescribed == []

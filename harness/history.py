@@ -1,0 +1,147 @@
+"""Reading the event log without Spark, for `events`, `why` and `report`.
+
+The event table (harness.events) is a folder of files: Spark's parquet tables on the embedded default
+(one file per append, each committed by one rename, so every file a reader lists is whole; an
+interrupted append leaves only a `_temporary` folder, which is skipped like every name starting with
+`_` or `.`), or a Delta table (read through its log with delta-rs, so only committed files count).
+Its folder is recorded in `<state>/events.location` each time a heartbeat opens the log, so these
+reads need neither Spark nor the metastore, and work while a heartbeat holds the state.
+
+Reads are bounded: a file written before `since` holds only events older than `since` (an event's
+time is taken before its file is written), so those files are not opened at all, and at most `limit`
+events are returned (the newest).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import unquote, urlparse
+
+from harness.errors import HeartbeatError
+from harness.files import write_atomic
+
+log = logging.getLogger(__name__)
+
+EVENTS_TABLE = "heartbeat_events"
+LOCATION_FILE = "events.location"
+DEFAULT_SINCE = "24h"
+DEFAULT_LIMIT = 500
+_CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the same clock; some slack anyway
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def record_location(state_dir: Path, location: str) -> None:
+    path = state_dir / LOCATION_FILE
+    if not path.exists() or path.read_text().strip() != location:
+        write_atomic(path, location + "\n")
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`90s`, `30m`, `2h`, `7d`, `1w` ago, or an ISO 8601 time (UTC when it names no zone)."""
+    now = now or datetime.now(timezone.utc)
+    match = _DURATION.match(text)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise HeartbeatError(f"--since {text!r}: give a duration (90s, 30m, 2h, 7d, 1w) or a time "
+                             "(2026-11-22T21:40:00)") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    since: datetime
+    job_id: str | None = None
+    upstream: str | None = None  # `source:sensor_id`, or a part of it
+    event_types: Sequence[str] = ()
+    limit: int = DEFAULT_LIMIT
+
+
+def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
+    """The folder the last heartbeat recorded; without a record, the table's default folder in the
+    schema's folder of a local warehouse, when it exists."""
+    path = state_dir / LOCATION_FILE
+    if not path.exists():
+        if schema_folder is not None and (schema_folder / EVENTS_TABLE).is_dir():
+            return schema_folder / EVENTS_TABLE
+        raise HeartbeatError(f"no event log recorded in {state_dir}: run `python -m harness tick` first")
+    location = path.read_text().strip()
+    parsed = urlparse(location)
+    if parsed.scheme not in ("", "file"):
+        raise HeartbeatError(f"the event log is at {location}, which only Spark can read: query the table "
+                             "heartbeat_events there (this command reads local folders only)")
+    return Path(unquote(parsed.path))
+
+
+def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None = None) -> list[dict[str, Any]]:
+    """Matching events, oldest first; the newest `query.limit` of them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = _read_table(events_folder(state_dir, schema_folder), query.since)
+    if table is None or table.num_rows == 0:
+        return []
+    since = pa.scalar(query.since.astimezone(timezone.utc).replace(tzinfo=None), pa.timestamp("us"))
+    mask = pc.greater_equal(table["event_time"].cast(pa.timestamp("us")), since)
+    if query.job_id is not None:
+        mask = pc.and_(mask, pc.equal(table["trigger_job_id"], query.job_id))
+    if query.event_types:
+        mask = pc.and_(mask, pc.is_in(table["event_type"], pa.array(list(query.event_types))))
+    if query.upstream:
+        label = pc.binary_join_element_wise(table["sensor_source"], table["sensor_id"], ":")
+        mask = pc.and_(mask, pc.match_substring(label, query.upstream))
+    rows = table.filter(pc.fill_null(mask, False)).to_pylist()
+    rows.sort(key=lambda r: r["event_time"])
+    rows = rows[-query.limit:] if query.limit else rows
+    for row in rows:
+        row["event_time"] = row["event_time"].replace(tzinfo=timezone.utc)
+    return rows
+
+
+def _read_table(folder: Path, since: datetime) -> Any:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    if not folder.is_dir():
+        return None
+    if (folder / "_delta_log").is_dir():
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(folder)).to_pyarrow_table()
+    oldest = (since - _CLOCK_SLACK).timestamp()
+    files = [file for file in sorted(folder.iterdir())
+             if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest]
+    if not files:
+        return None
+    try:  # all at once (threaded); a file that is not whole parquet fails it, and is then skipped alone
+        return ds.dataset([str(f) for f in files], format="parquet").to_table()
+    except (pa.ArrowInvalid, OSError):
+        pass
+    tables = []
+    for file in files:
+        try:
+            tables.append(pq.read_table(file))
+        except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
+            log.warning("skipped %s in the event log: %s", file.name, exc)
+    return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def plain(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as JSON-ready values: times in ISO 8601 UTC, details parsed."""
+    out = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in event.items()}
+    if isinstance(out.get("details"), str):
+        try:
+            out["details"] = json.loads(out["details"])
+        except ValueError:
+            pass
+    return out

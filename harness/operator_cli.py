@@ -1,0 +1,146 @@
+"""The operator's commands: `status`, `why`, `events`, `report`, and the output of `tick --dry-run`.
+
+None of them starts Spark (except the dry run, which senses): they read what every tick leaves in the
+state folder (harness.status) and the event log's files (harness.history), so they answer in a moment
+and work while a heartbeat holds the state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import history, status
+from harness.config import Config
+from harness.errors import HeartbeatError
+from harness.model import EventType
+from harness.state_lock import StateLock
+from harness.watermarks import describe
+
+if TYPE_CHECKING:
+    from harness.runtime import Runtime
+
+
+def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
+    return status.read_json(config.state_dir / status.SNAPSHOT_FILE)
+
+
+def _events(config: Config, query: history.EventQuery) -> list[dict[str, Any]]:
+    return history.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
+
+
+def cmd_status(config: Config, args: argparse.Namespace) -> int:
+    """The snapshot the last tick left and the health of recent ticks; never starts Spark."""
+    state = config.state_dir
+    if args.state is not None and args.state.lower() not in {c.lower() for c in status.STATE_CHOICES}:
+        raise HeartbeatError(f"--state {args.state}: choose one of {', '.join(status.STATE_CHOICES)}")
+    selection = status.Selection(job_id=args.job, state=args.state)
+    render = status.render_json if args.json else status.render
+    print(render(_snapshot(config), status.read_json(state / status.HEALTH_FILE), StateLock(state).current_holder(),
+                 selection))
+    return 0
+
+
+def cmd_why(config: Config, args: argparse.Namespace) -> int:
+    since = history.parse_since(args.since)
+    try:
+        events = _events(config, history.EventQuery(since, job_id=args.job, limit=args.limit))
+    except Exception as exc:  # noqa: BLE001 - the decision and rows are still worth printing
+        events = []
+        print(f"(the event log could not be read: {exc})")
+    snapshot = _snapshot(config)
+    print(status.render_why(snapshot, args.job, events, since))
+    return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
+
+
+def cmd_events(config: Config, args: argparse.Namespace) -> int:
+    since = history.parse_since(args.since)
+    events = _events(config, history.EventQuery(
+        since, job_id=args.job, upstream=args.upstream, event_types=[t.upper() for t in args.type or []],
+        limit=args.limit))
+    if args.json:
+        for event in events:
+            print(json.dumps(history.plain(event), default=str))
+        return 0
+    if not events:
+        print(f"no events since {since.strftime('%Y-%m-%d %H:%M:%S')} UTC match (widen with --since)")
+    for event in events:
+        print(status.event_line(event))
+    return 0
+
+
+def cmd_report(config: Config, args: argparse.Namespace) -> int:
+    from harness import report
+
+    since = history.parse_since(args.since)
+    path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
+    events = _events(config, history.EventQuery(since, limit=0))
+    written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
+                                  max_jobs=args.max_jobs)
+    print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def print_dry_run(runtime: "Runtime") -> int:
+    from harness.dry_run import dry_run
+
+    result = dry_run(runtime)
+    print(f"dry run: nothing started, nothing appended ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)")
+    if result.unfolded:
+        print("note: events wait to be folded into the control table; the next tick folds them first")
+    print(f"sensed {result.rows_sensed} rows, {result.upstreams_checked} upstreams: "
+          f"{len(result.detections)} rows with new data, {len(result.check_errors)} check errors")
+    for d in result.detections:
+        print(f"    new data  {d.key.sensor_source}:{d.key.sensor_id} -> {d.key.trigger_job_id}: "
+              f"watermark {describe(d.watermark)}")
+    for message in result.check_errors:
+        print(f"    error     {message}")
+    if result.decisions is None:
+        print("no decision: the trigger set is not built yet (run `python -m harness tick` once)")
+        return 0
+    print(f"{len(result.would_start)} of {len(result.decisions)} jobs would start")
+    for change in result.would_start:
+        print(f"job {change['job_id']} would start with:")
+        for u in change["upstreams"]:
+            print(f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
+                  f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
+                  f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    states = ", ".join(status.STATE_CHOICES)
+    p = sub.add_parser("status", help="jobs by state, then each job's decision and rows (no Spark)")
+    p.add_argument("--job", help="only this job (trigger_job_id)")
+    p.add_argument("--state", type=str.strip, metavar="STATE",
+                   help=f"only jobs in this state, or with a row of this status: {states}")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of text")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")
+    p.add_argument("--job", required=True, help="the trigger_job_id")
+    p.add_argument("--since", default="7d", help="events since (30m, 2h, 7d, or an ISO time; default 7d)")
+    p.add_argument("--limit", type=int, default=30, help="at most this many events, the newest (default 30)")
+    p.set_defaults(func=cmd_why)
+
+    types = ", ".join(t.value for t in EventType)
+    p = sub.add_parser("events", help="browse the event log (no Spark)")
+    p.add_argument("--job", help="only this job's events")
+    p.add_argument("--upstream", help="only events of upstreams whose label (source:sensor_id) contains this")
+    p.add_argument("--type", action="append", metavar="TYPE", help=f"only this event type (repeatable): {types}")
+    p.add_argument("--since", default=history.DEFAULT_SINCE,
+                   help=f"events since (90s, 30m, 2h, 7d, or an ISO time; default {history.DEFAULT_SINCE})")
+    p.add_argument("--limit", type=int, default=history.DEFAULT_LIMIT,
+                   help=f"at most this many events, the newest (default {history.DEFAULT_LIMIT}; 0: all)")
+    p.add_argument("--json", action="store_true", help="one JSON object per event and line")
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("report", help="write the timeline page (HTML) into the state folder")
+    p.add_argument("--since", default="2d", help="the window (30m, 2h, 7d, or an ISO time; default 2d)")
+    p.add_argument("--job", action="append", help="only this job (repeatable); default: the busiest jobs")
+    p.add_argument("--max-jobs", type=int, default=40, help="at most this many jobs on the timeline (default 40)")
+    p.add_argument("--output", help="the HTML file (default <state>/report.html)")
+    p.set_defaults(func=cmd_report)

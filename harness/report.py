@@ -1,0 +1,238 @@
+"""`python -m harness report`: one self-contained HTML page (plotly, its script inline) over a window:
+per job, a timeline of detections, starts and runs (duration, outcome) and the time from the first
+detection to the start; and each tick's seconds per step over time. It reads the event log's files
+(harness.history) and the ticks' record (harness.status), never Spark.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness import status
+from harness.model import upstream_label
+from harness.watermarks import when
+
+REPORT_FILE = "report.html"
+OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
+
+
+@dataclass
+class Run:
+    job_id: str
+    run_id: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: str = "running"
+    first_detection_at: datetime | None = None  # the first detection the run covers
+
+    @property
+    def seconds(self) -> float | None:
+        return (self.ended_at - self.started_at).total_seconds() if self.ended_at else None
+
+    @property
+    def wait_seconds(self) -> float | None:
+        """From the first detection this run covers to its start."""
+        return (self.started_at - self.first_detection_at).total_seconds() if self.first_detection_at else None
+
+
+@dataclass
+class JobHistory:
+    job_id: str
+    detections: list[tuple[datetime, str]] = field(default_factory=list)  # (time, upstream label)
+    runs: list[Run] = field(default_factory=list)
+    errors: list[tuple[datetime, str, str]] = field(default_factory=list)  # (time, type, message)
+
+
+def event_facets(project_dir: Path) -> dict[str, set[str]]:
+    """What each event type sets in a row's state (`detection`, `run_start`, `run_end`, `success`,
+    `error`, ...): `vars.heartbeat_event_types` of dbt_project.yml, the one place that says it."""
+    import yaml
+
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text())
+    return {kind: set(parts) for kind, parts in project["vars"]["heartbeat_event_types"].items()}
+
+
+def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]]) -> dict[str, JobHistory]:
+    """Each job's detections, runs and errors from its events (oldest first). Events are per row, so a
+    run of a job with three rows appears three times: it is counted once, by its run id."""
+    jobs: dict[str, JobHistory] = {}
+    runs: dict[tuple[str, str], Run] = {}
+    pending_detection: dict[str, datetime] = {}
+    for e in sorted(events, key=lambda e: e["event_time"]):
+        job_id = e.get("trigger_job_id")
+        if not job_id:
+            continue
+        job = jobs.setdefault(job_id, JobHistory(job_id))
+        t, kind = e["event_time"], e["event_type"]
+        parts = facets.get(kind, set())
+        if "detection" in parts:
+            job.detections.append((t, upstream_label(e["sensor_source"], e["sensor_id"])))
+            pending_detection.setdefault(job_id, t)
+        elif "run_start" in parts and e.get("run_id"):
+            if (job_id, e["run_id"]) not in runs:
+                run = Run(job_id, e["run_id"], t, first_detection_at=pending_detection.pop(job_id, None))
+                runs[(job_id, e["run_id"])] = run
+                job.runs.append(run)
+        elif "run_end" in parts:
+            run_of = runs.get((job_id, e.get("run_id") or ""))
+            if run_of is not None and run_of.ended_at is None:
+                run_of.ended_at, run_of.outcome = t, "succeeded" if "success" in parts else "failed"
+        elif "error" in parts:
+            if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
+                job.errors.append((t, kind, e.get("message") or ""))
+    return jobs
+
+
+def _busiest(jobs: dict[str, JobHistory], job_ids: Sequence[str], max_jobs: int) -> list[JobHistory]:
+    if job_ids:
+        return [jobs[j] for j in job_ids if j in jobs]
+    ranked = sorted(jobs.values(), key=lambda j: (-(len(j.runs) * 10 + len(j.detections) + len(j.errors)), j.job_id))
+    return sorted(ranked[:max_jobs], key=lambda j: j.job_id)
+
+
+def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for outcome, colour in OUTCOME_COLOURS.items():
+        runs = [r for j in jobs for r in j.runs if r.outcome == outcome]
+        if not runs:
+            continue
+        fig.add_trace(go.Bar(
+            name=f"run {outcome}", orientation="h", marker_color=colour, opacity=0.75,
+            y=[r.job_id for r in runs], base=[r.started_at for r in runs],
+            x=[((r.ended_at or now) - r.started_at).total_seconds() * 1000 for r in runs],
+            customdata=[[r.run_id, when(r.started_at), when(r.ended_at) if r.ended_at else "still running",
+                         f"{r.seconds:.0f} s" if r.seconds is not None else "-",
+                         f"{r.wait_seconds:.0f} s" if r.wait_seconds is not None else "-"] for r in runs],
+            hovertemplate=("%{y}<br>run %{customdata[0]}<br>started %{customdata[1]}<br>ended %{customdata[2]}"
+                           "<br>duration %{customdata[3]}<br>first detection to start %{customdata[4]}"
+                           "<extra></extra>")))
+    detections = [(j.job_id, t, label) for j in jobs for t, label in j.detections]
+    if detections:
+        fig.add_trace(go.Scatter(
+            name="detection", mode="markers", marker=dict(symbol="circle-open", size=9, color="#ff7f0e"),
+            x=[t for _, t, _ in detections], y=[job for job, _, _ in detections], text=[d[2] for d in detections],
+            hovertemplate="%{y}<br>new data %{x}<br>%{text}<extra></extra>"))
+    starts = [r for j in jobs for r in j.runs]
+    if starts:
+        fig.add_trace(go.Scatter(
+            name="start", mode="markers", marker=dict(symbol="triangle-right", size=11, color="#111111"),
+            x=[r.started_at for r in starts], y=[r.job_id for r in starts],
+            hovertemplate="%{y}<br>started %{x}<extra></extra>"))
+    errors = [(j.job_id, t, kind, msg) for j in jobs for t, kind, msg in j.errors]
+    if errors:
+        fig.add_trace(go.Scatter(
+            name="error", mode="markers", marker=dict(symbol="x", size=9, color="#d62728"),
+            x=[e[1] for e in errors], y=[e[0] for e in errors], text=[f"{e[2]}: {e[3][:200]}" for e in errors],
+            hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>"))
+    fig.update_layout(
+        title="Jobs: detections, starts and runs", barmode="overlay", height=max(320, 28 * len(jobs) + 160),
+        xaxis=dict(type="date", title="time (UTC)"), yaxis=dict(title=None, autorange="reversed", type="category"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(l=10, r=10, t=70, b=40))
+    return fig
+
+
+def wait_figure(jobs: Sequence[JobHistory]) -> Any:
+    import plotly.graph_objects as go
+
+    runs = [r for j in jobs for r in j.runs if r.wait_seconds is not None]
+    fig = go.Figure(go.Scatter(
+        mode="markers", x=[r.started_at for r in runs], y=[r.wait_seconds for r in runs],
+        text=[r.job_id for r in runs], marker=dict(size=8),
+        hovertemplate="%{text}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>"))
+    fig.update_layout(title="Time from the first detection to the start, per run", height=320,
+                      xaxis=dict(type="date", title="start (UTC)"), yaxis=dict(title="seconds", rangemode="tozero"),
+                      margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def ticks_figure(ticks: Sequence[dict[str, Any]]) -> Any:
+    import plotly.graph_objects as go
+
+    steps: list[str] = []
+    for tick in ticks:
+        steps.extend(s for s in tick.get("steps") or {} if s not in steps)
+    fig = go.Figure()
+    times = [datetime.fromisoformat(t["started_at"]) for t in ticks]
+    for step in steps:
+        fig.add_trace(go.Scatter(name=step, x=times, y=[(t.get("steps") or {}).get(step, 0.0) for t in ticks],
+                                 mode="lines", stackgroup="steps",
+                                 hovertemplate=f"{step}: %{{y:.2f}} s<extra></extra>"))
+    failed = [(time, t) for time, t in zip(times, ticks) if t.get("error")]
+    if failed:
+        fig.add_trace(go.Scatter(name="failed tick", mode="markers", marker=dict(symbol="x", color="#d62728", size=10),
+                                 x=[f[0] for f in failed], y=[f[1]["seconds"] for f in failed],
+                                 text=[html.escape(str(f[1]["error"]))[:200] for f in failed],
+                                 hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(title="Ticks: seconds per step", height=360, hovermode="x unified",
+                      xaxis=dict(type="date", title="tick start (UTC)"), yaxis=dict(title="seconds"),
+                      margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def _job_table(jobs: Sequence[JobHistory]) -> str:
+    head = ("<tr><th>job</th><th>detections</th><th>runs</th><th>failed</th><th>median run</th>"
+            "<th>median detection&rarr;start</th><th>errors</th></tr>")
+    body = []
+    for j in jobs:
+        outcomes = Counter(r.outcome for r in j.runs)
+        durations = [r.seconds for r in j.runs if r.seconds is not None]
+        waits = [r.wait_seconds for r in j.runs if r.wait_seconds is not None]
+        body.append(
+            f"<tr><td>{html.escape(j.job_id)}</td><td>{len(j.detections)}</td><td>{len(j.runs)}</td>"
+            f"<td>{outcomes.get('failed', 0)}</td>"
+            f"<td>{f'{statistics.median(durations):.0f} s' if durations else '-'}</td>"
+            f"<td>{f'{statistics.median(waits):.0f} s' if waits else '-'}</td><td>{len(j.errors)}</td></tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], facets: dict[str, set[str]],
+                  since: datetime, now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
+                  summary_line: str = "") -> str:
+    histories = job_histories(events, facets)
+    jobs = _busiest(histories, job_ids, max_jobs)
+    figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
+    parts = [f.to_html(full_html=False, include_plotlyjs=(i == 0), default_width="100%")
+             for i, f in enumerate(figures)]
+    shown = f"{len(jobs)} of {len(histories)} jobs with events" + (
+        " (the busiest; choose with --job)" if len(jobs) < len(histories) and not job_ids else "")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Heartbeat report</title>
+<style>body{{font-family:system-ui,sans-serif;margin:1.5em;color:#222}}
+table{{border-collapse:collapse;font-size:0.9em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
+td:first-child,th:first-child{{text-align:left}}</style></head>
+<body><h1>Heartbeat</h1>
+<p>From {when(since)} to {when(now)} UTC. {html.escape(summary_line)}</p>
+<p>{shown}; {len(ticks)} ticks.</p>
+{parts[0]}
+{parts[1]}
+{parts[2]}
+<h2>Jobs</h2>
+{_job_table(jobs)}
+</body></html>
+"""
+
+
+def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
+                 *, job_ids: Sequence[str] = (), max_jobs: int = 40) -> Path:
+    """The page over `events` (read by harness.history) and the ticks since `since`, written whole."""
+    now = datetime.now(timezone.utc)
+    ticks = status.read_ticks(state_dir, since)
+    snapshot = status.read_json(state_dir / status.SNAPSHOT_FILE)
+    line = ""
+    if snapshot is not None:
+        counts = status.summary(status.jobs_of(snapshot))
+        line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
+    from harness.files import write_atomic
+
+    page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
+                         summary_line=line)
+    write_atomic(path, page)
+    return path

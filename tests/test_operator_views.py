@@ -1,0 +1,163 @@
+"""What an operator reads: `status`, `why`, `events`, `tick --dry-run`, `report`, over one ticked state
+(a job that succeeded, a job whose run failed, a job waiting for a hard dependency), and the logs a
+tick writes as its own process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from harness import cli, history, operator_cli
+from harness.config import PROJECT_DIR
+from tests.processes import HeartbeatProcess
+from tests.support import HeartbeatHarness, control_row
+
+LONG_ID = "landing/" + "a_very_long_folder_name_" * 3 + "end"
+
+
+@pytest.fixture(scope="module")
+def ticked(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[HeartbeatHarness, str]]:
+    """GIVEN ok_job succeeded, bad_job's run failed, wait_job has new data on one of its two hard rows."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        hb = HeartbeatHarness.create(spark, session_state, tmp_path_factory.mktemp("operator"), monkeypatch,
+                                     "operator_views")
+        hb.write_controls([control_row("trigger_file", "a", "ok_job"), control_row("trigger_file", "b", "bad_job"),
+                           control_row("trigger_file", "c1", "wait_job"), control_row("trigger_file", "c2", "wait_job"),
+                           control_row("trigger_file", LONG_ID, "wait_job", hard=False)])
+        hb.define_jobs("ok_job", "bad_job", "wait_job")
+        hb.set_exit_code("bad_job", 1)
+        for folder, name in (("a", "a1"), ("b", "b1"), ("c1", "c1"), (LONG_ID, "l1")):
+            hb.drop_trigger_file(folder, name)
+        (hb.config.trigger_root / "c2").mkdir()  # type: ignore[operator]
+        hb.tick_until_settled()
+        yield hb, str(hb.write_config_file())
+
+
+def _run(capsys: pytest.CaptureFixture[str], config_file: str, *args: str) -> str:
+    assert cli.main(["--config", config_file, *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_status_first_line_counts_jobs_by_state(ticked: tuple[HeartbeatHarness, str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _, config_file = ticked
+    out = _run(capsys, config_file, "status")
+    assert out.splitlines()[0] == "3 jobs: 0 ready, 2 waiting, 0 running, 1 failed, 0 paused (5 rows)"
+    assert "job bad_job (bad_job-name): failed:" in out
+    assert "s ago)" in out.splitlines()[3]  # how old the snapshot is
+
+
+def test_status_state_filter_shows_only_the_failed_job(ticked: tuple[HeartbeatHarness, str],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    _, config_file = ticked
+    out = _run(capsys, config_file, "status", "--state", "FAILED")
+    assert [line.split(" (")[0] for line in out.splitlines() if line.startswith("job ")] == ["job bad_job"]
+
+
+def test_status_shows_watermarks_as_times_and_file_names_and_fits_long_labels(
+        ticked: tuple[HeartbeatHarness, str], capsys: pytest.CaptureFixture[str]) -> None:
+    _, config_file = ticked
+    out = _run(capsys, config_file, "status", "--job", "wait_job")
+    (c1,) = [line for line in out.splitlines() if line.strip().startswith("trigger_file:c1 ")]
+    assert " watermark file 20" in c1 and c1.endswith(" c1")
+    (long_row,) = [line for line in out.splitlines() if "…" in line]
+    label = long_row.split()[0]
+    assert len(label) == 48 and label.startswith("trigger_file:landing/") and label.endswith("_name_end")
+
+
+def test_status_json_carries_the_summary_and_the_selected_jobs(ticked: tuple[HeartbeatHarness, str],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _, config_file = ticked
+    body = json.loads(_run(capsys, config_file, "status", "--json", "--job", "ok_job"))
+    assert body["snapshot"]["summary"] == {"ready": 0, "waiting": 2, "running": 0, "failed": 1, "paused": 0}
+    (job,) = body["snapshot"]["jobs"]
+    assert (job["job_id"], job["view"], [r["status"] for r in job["rows"]]) == ("ok_job", "waiting", ["COMPLETED"])
+
+
+def test_why_gives_the_reason_and_the_events_of_the_job(ticked: tuple[HeartbeatHarness, str],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _, config_file = ticked
+    out = _run(capsys, config_file, "why", "--job", "wait_job")
+    assert "    because: waiting for hard dependency trigger_file:c2" in out
+    assert "DATA_CHANGED" in out and "trigger_file:c1  -> NEW_EVENT_AVAILABLE" in out
+    failed = _run(capsys, config_file, "why", "--job", "bad_job")
+    assert [t for t in ("DATA_CHANGED", "TRIGGER_REQUESTED", "RUN_STARTED", "RUN_FAILED") if t in failed] == [
+        "DATA_CHANGED", "TRIGGER_REQUESTED", "RUN_STARTED", "RUN_FAILED"]
+
+
+def test_events_filters_by_type_and_upstream_and_prints_json_lines(ticked: tuple[HeartbeatHarness, str],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    hb, config_file = ticked
+    lines = _run(capsys, config_file, "events", "--type", "run_succeeded", "--json").splitlines()
+    assert [(e["event_type"], e["trigger_job_id"]) for e in map(json.loads, lines)] == [("RUN_SUCCEEDED", "ok_job")]
+    assert json.loads(lines[0])["event_time"].endswith("+00:00")
+    text = _run(capsys, config_file, "events", "--upstream", "trigger_file:c", "--since", "1h").splitlines()
+    assert {line.split()[4] for line in text} == {"trigger_file:c1"}
+    # the same log Spark reads: every event of the table, none more
+    everything = history.read_events(hb.config.state_dir, history.EventQuery(history.parse_since("1d"), limit=0))
+    assert sorted(e["event_id"] for e in everything) == sorted(e["event_id"] for e in hb.events())
+
+
+def test_dry_run_prints_the_job_that_would_start_with_its_range_and_writes_nothing(
+        ticked: tuple[HeartbeatHarness, str], capsys: pytest.CaptureFixture[str]) -> None:
+    hb, _ = ticked
+    hb.drop_trigger_file("a", "a2")
+    events_before, runs_before = len(hb.events()), len(hb.job_runs())
+    assert operator_cli.print_dry_run(hb.runtime()) == 0
+    out = capsys.readouterr().out
+    assert "1 of 3 jobs would start" in out
+    assert "job ok_job would start with:" in out
+    (line,) = [line for line in out.splitlines() if line.startswith("    trigger_file:a (hard): from file 20")]
+    assert " a1" in line.split(" to ")[0] and line.split(" to ")[1].startswith("file 20") and "a2" in line
+    assert (len(hb.events()), len(hb.job_runs())) == (events_before, runs_before)
+    assert hb.job_status("ok_job") == {"COMPLETED"}
+
+
+def test_report_writes_a_self_contained_page_into_the_state_folder(ticked: tuple[HeartbeatHarness, str],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    hb, config_file = ticked
+    _run(capsys, config_file, "report", "--since", "1h")
+    page = (hb.config.state_dir / "report.html").read_text()
+    assert "<script src=" not in page and "Plotly.newPlot" in page
+    assert all(job in page for job in ("ok_job", "bad_job", "wait_job"))
+
+
+def test_the_catalog_counts_the_control_tables_rows(ticked: tuple[HeartbeatHarness, str]) -> None:
+    # what dbt docs' catalog reads as the table's row count (Spark's table statistics)
+    hb, _ = ticked
+    details = hb.spark.sql(f"DESCRIBE TABLE EXTENDED {hb.config.table('heartbeat_control_table')}").collect()
+    (statistics,) = [str(r[1]) for r in details if str(r[0]).strip() == "Statistics"]
+    assert statistics.endswith(" 5 rows")
+
+
+def test_tick_as_a_process_logs_json_lines_only_and_closed_pipes_end_quietly(tmp_path: Path) -> None:
+    # GIVEN a heartbeat process with a trigger file waiting
+    proc = HeartbeatProcess(tmp_path, "local", "json_job")
+    proc.write_config()
+    proc.drop("batch1")
+    try:
+        # WHEN it ticks with --log-format json after the subcommand
+        assert proc.run("tick", "--log-format", "json") == 0
+        lines = proc.output().splitlines()
+        # THEN every line it printed is a JSON object (no Spark banner, no JDK warning) ...
+        records = [json.loads(line) for line in lines]
+        steps = {r["step"]: r for r in records if "step" in r}
+        assert steps["start jobs"]["started"] == ["json_job"] and steps["start jobs"]["refused"] == []
+        assert steps["sense"]["new_data"] == 1 and isinstance(steps["sense"]["seconds"], float)
+        assert all(r["time"].endswith("+00:00") and r["tick_id"] == proc.last_tick_id() for r in steps.values())
+        # ... and reading commands piped into `head` end quietly
+        for command in ("status | head -3", "events | head -1"):
+            done = subprocess.run(["bash", "-o", "pipefail", "-c",
+                                   f"{sys.executable} -m harness --config {proc.config} {command}"],
+                                  cwd=PROJECT_DIR, env=proc.env, capture_output=True, text=True, timeout=120)
+            assert (done.returncode, done.stderr) == (0, ""), command
+            assert len(done.stdout.splitlines()) == (3 if "status" in command else 1)
+    finally:
+        proc.cleanup()

@@ -80,6 +80,10 @@ class HeartbeatProcess:
         """Run `python -m harness ARGS` to its end; returns its exit code (-9 when a crash point killed it)."""
         return self.finish(self.start(*args, crash_at=crash_at))
 
+    def output_so_far(self) -> str:
+        """What the process started last has printed until now."""
+        return self._log.read_text(errors="replace") if self._log.exists() else ""
+
     def output(self, n: int = -1) -> str:
         logs = sorted(self.root.glob("process-*.log"), key=lambda p: int(p.name.split("-")[1]))
         return logs[n].read_text(errors="replace")

@@ -1,12 +1,10 @@
 """What an operator reads: `status`, `why`, `events`, `tick --dry-run`, `report`, over one ticked state
-(a job that succeeded, a job whose run failed, a job waiting for a hard dependency), and the logs a
-tick writes as its own process."""
+(a job that succeeded, a job whose run failed, a job waiting for a hard dependency). The logs of a
+heartbeat process and closed pipes: tests/test_run_loop.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -14,8 +12,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness import cli, history, operator_cli
-from harness.config import PROJECT_DIR
-from tests.processes import HeartbeatProcess
 from tests.support import HeartbeatHarness, control_row
 
 LONG_ID = "landing/" + "a_very_long_folder_name_" * 3 + "end"
@@ -135,29 +131,3 @@ def test_the_catalog_counts_the_control_tables_rows(ticked: tuple[HeartbeatHarne
     details = hb.spark.sql(f"DESCRIBE TABLE EXTENDED {hb.config.table('heartbeat_control_table')}").collect()
     (statistics,) = [str(r[1]) for r in details if str(r[0]).strip() == "Statistics"]
     assert statistics.endswith(" 5 rows")
-
-
-def test_tick_as_a_process_logs_json_lines_only_and_closed_pipes_end_quietly(tmp_path: Path) -> None:
-    # GIVEN a heartbeat process with a trigger file waiting
-    proc = HeartbeatProcess(tmp_path, "local", "json_job")
-    proc.write_config()
-    proc.drop("batch1")
-    try:
-        # WHEN it ticks with --log-format json after the subcommand
-        assert proc.run("tick", "--log-format", "json") == 0
-        lines = proc.output().splitlines()
-        # THEN every line it printed is a JSON object (no Spark banner, no JDK warning) ...
-        records = [json.loads(line) for line in lines]
-        steps = {r["step"]: r for r in records if "step" in r}
-        assert steps["start jobs"]["started"] == ["json_job"] and steps["start jobs"]["refused"] == []
-        assert steps["sense"]["new_data"] == 1 and isinstance(steps["sense"]["seconds"], float)
-        assert all(r["time"].endswith("+00:00") and r["tick_id"] == proc.last_tick_id() for r in steps.values())
-        # ... and reading commands piped into `head` end quietly
-        for command in ("status | head -3", "events | head -1"):
-            done = subprocess.run(["bash", "-o", "pipefail", "-c",
-                                   f"{sys.executable} -m harness --config {proc.config} {command}"],
-                                  cwd=PROJECT_DIR, env=proc.env, capture_output=True, text=True, timeout=120)
-            assert (done.returncode, done.stderr) == (0, ""), command
-            assert len(done.stdout.splitlines()) == (3 if "status" in command else 1)
-    finally:
-        proc.cleanup()

@@ -27,7 +27,6 @@ from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR
 from harness.errors import DbtError
-from harness.faults import CRASH_ENV
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
 D0 = datetime(2025, 12, 31)

@@ -1,51 +1,61 @@
-"""`python -m harness run` loops until Ctrl-C, then stops cleanly after the current step."""
+"""`python -m harness run` loops until Ctrl-C, then stops cleanly after the current step; its logs as JSON
+lines; `--until-idle`."""
 
 from __future__ import annotations
 
-import os
+import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from harness.config import PROJECT_DIR
+from harness.state_lock import StateLock
 from harness.tick import TickReport
+from tests.processes import HeartbeatProcess
 
 
-def test_run_loop_stops_cleanly_on_ctrl_c_and_releases_the_state(tmp_path: Path) -> None:
-    # GIVEN a heartbeat with its own state folder (its own metastore: a second process)
-    (tmp_path / "triggers" / "demo_orders_landed").mkdir(parents=True)
-    config = tmp_path / "heartbeat.yml"
-    config.write_text(yaml.safe_dump({"state_dir": "state", "trigger_file": {"root": "triggers"},
-                                      "controls_csv": str(PROJECT_DIR / "seeds" / "heartbeat_controls.csv")}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTBEAT_")}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "--config", str(config), "run", "--interval", "1"],
-                            cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    # GIVEN a heartbeat process (its own state folder and metastore) with a trigger file waiting, looping
+    # with --log-format json after the subcommand's name
+    hb = HeartbeatProcess(tmp_path, "local", "json_job")
+    hb.write_config()
+    hb.drop("batch1")
+    proc = hb.start("run", "--interval", "1", "--log-format", "json")
     try:
-        # WHEN its first tick has finished and Ctrl-C arrives
-        output = []
+        # WHEN its first tick has started the job and Ctrl-C arrives
         deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            output.append(line)
-            if "start jobs" in line:
-                break
+        while time.monotonic() < deadline and '"step": "start jobs"' not in hb.output_so_far():
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=120)
+        code = hb.finish(proc)
     finally:
-        proc.kill()
-    text = "".join(output) + rest
+        hb.cleanup()
+        if proc.poll() is None:
+            proc.kill()
+    text = hb.output()
 
-    # THEN it says it stops, exits 0 after whole ticks, and a next process can take the state
-    assert proc.returncode == 0, text
-    assert "stopping after the current step (signal 2)" in text and "stopped after" in text
-    assert "Traceback" not in text
-    from harness.state_lock import StateLock
-
-    StateLock(tmp_path / "state").acquire().release()
+    # THEN every line it printed is a JSON object (no Spark banner, no JDK warning, no traceback) ...
+    records = [json.loads(line) for line in text.splitlines()]
+    messages = [r["message"] for r in records]
+    assert code == 0, text
+    assert "stopping after the current step (signal 2)" in messages and any(m.startswith("stopped after") for m in messages)
+    # ... whose step lines carry the tick, the step, its seconds, its counts and the jobs it started
+    steps = [r for r in records if "step" in r]
+    first_tick = [r for r in steps if r["tick_id"] == steps[0]["tick_id"]]
+    by_step = {r["step"]: r for r in first_tick}
+    assert by_step["start jobs"]["started"] == ["json_job"] and by_step["start jobs"]["refused"] == []
+    assert by_step["sense"]["new_data"] == 1 and isinstance(by_step["sense"]["seconds"], float)
+    assert all(r["time"].endswith("+00:00") and r["level"] == "INFO" for r in steps)
+    # ... it released the state, and reading commands piped into `head` end quietly
+    StateLock(hb.state).acquire().release()
+    for command, lines in (("status | head -3", 3), ("events | head -1", 1)):
+        done = subprocess.run(["bash", "-o", "pipefail", "-c",
+                               f"{sys.executable} -m harness --config {hb.config} {command}"],
+                              cwd=PROJECT_DIR, env=hb.env, capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (0, ""), command
+        assert len(done.stdout.splitlines()) == lines, command
 
 
 def test_a_tick_is_idle_only_when_it_started_nothing_and_no_run_is_going() -> None:

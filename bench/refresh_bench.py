@@ -68,7 +68,8 @@ def write_source(spark: SparkSession, schema: str, first: int, count: int, day: 
     if changed:
         parts.append(f"select cast(id as int), 'changed', cast(id % 1000 as double), timestamp'2026-01-{day:02d} 00:00:00' "
                      f"from range({changed_from}, {changed_from + changed})")
-    spark.sql(f"create or replace table {schema}.src_{MODEL} using parquet as " + " union all ".join(parts))
+    spark.sql(f"drop table if exists {schema}.src_{MODEL}")  # parquet tables have no CREATE OR REPLACE
+    spark.sql(f"create table {schema}.src_{MODEL} using parquet as " + " union all ".join(parts))
 
 
 def load(config: Config, batch: str) -> float:

@@ -150,10 +150,10 @@ class HeartbeatHarness:
         rows = self.tables.control_rows()
         self.runtime().events.append(inbox.new_request(command, job_id).events(rows, "by the test"))
 
-    def tick_until_settled(self) -> TickReport:
-        """Tick, wait for the runs it started, tick again to record their ends."""
+    def tick_until_settled(self, timeout: float = 60.0) -> TickReport:
+        """Tick, wait (at most `timeout` s) for the runs it started, tick again to record their ends."""
         self.tick()
-        self.wait_for_runs()
+        self.wait_for_runs(timeout)
         return self.tick()
 
     def given_failed_job(self, job_id: str, exit_code: int = 1) -> None:

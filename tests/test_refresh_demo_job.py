@@ -35,12 +35,6 @@ def run_outputs(heartbeat: HeartbeatHarness) -> list[str]:
     return [(folder / "output.log").read_text() for folder in folders]
 
 
-def settle(heartbeat: HeartbeatHarness) -> None:
-    heartbeat.tick()
-    heartbeat.wait_for_runs(timeout=JOB_SECONDS)
-    heartbeat.tick()
-
-
 def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_healed_without_duplicates(
         heartbeat: HeartbeatHarness, tmp_path: Path) -> None:
     # GIVEN the demo's customers job, fed by a trigger folder whose files name extracts, whose first run
@@ -57,7 +51,7 @@ def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_h
 
     # WHEN a trigger file naming customers_001.csv lands and the run ends
     (triggers / "customers_001.ready").write_text("customers_001.csv\n")
-    settle(heartbeat)
+    heartbeat.tick_until_settled(JOB_SECONDS)
 
     # THEN the run loaded its three customers as new (N), then failed
     assert heartbeat.job_status(JOB) == {"FAILED"}
@@ -68,7 +62,7 @@ def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_h
 
     # WHEN the job is retried (`python -m harness retry`)
     heartbeat.request("retry", JOB)
-    settle(heartbeat)
+    heartbeat.tick_until_settled(JOB_SECONDS)
 
     # THEN the retry was handed the same range, loaded the same records again as unchanged (U), and the
     # dataset still holds each customer once, from the first load

@@ -1,24 +1,40 @@
-"""Benchmark: how long a tick takes at thousands of control rows, with nothing new and with new data.
+"""Benchmark: what a tick costs at thousands of control rows, before and after a year of events, and
+what the same sensing costs done the way a per-row heartbeat does it.
 
-Builds its own state folder, a controls CSV of --rows rows (trigger_file upstreams, several rows per
-upstream and per job, a quarter of them soft), then runs ticks in one warm process and prints the
-time of each step. Usage: .venv/bin/python bench/tick_bench.py --rows 2000 [--state /tmp/hb-bench]
+Each size runs in a process of its own (a state folder, a Derby metastore and a warm SparkSession):
+  1. a controls CSV of --rows rows over --upstreams trigger-file upstreams and --jobs jobs (four rows a
+     job, a quarter of them soft), and a first tick that loads it;
+  2. --ticks ticks with nothing new, then a tick with new data on 10 % of the upstreams (whose jobs
+     start on the local runner), and the tick after it, which records the runs' ends;
+  3. a year of history: --history-days days of --events-per-day events on the same rows, written into
+     the event log's past days; then the same ticks again;
+  4. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
+     upstream and one write of that row's status to a control table; its per-row cost times the rows
+     is what one pass over every row costs done that way.
+
+    .venv/bin/python bench/tick_bench.py                      # 2,000 and 10,000 rows, a year of history
+    .venv/bin/python bench/tick_bench.py --sizes 2000 --history-days 0
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from harness.cli import setup_logging
-from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings
-from harness.controls import USER_COLUMNS
-from harness.runtime import Runtime
-from harness.tick import TickReport, run_tick
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings  # noqa: E402
+from harness.controls import USER_COLUMNS  # noqa: E402
+from harness.tick import TickReport  # noqa: E402
 
 
 def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
@@ -34,21 +50,102 @@ def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
             })
 
 
-def line(name: str, reports: list[TickReport], total: list[float]) -> str:
-    steps = sorted({k for r in reports for k in r.seconds})
-    parts = [f"{k} {statistics.median(r.seconds.get(k, 0.0) for r in reports):.2f}s" for k in steps]
-    return f"{name}: median {statistics.median(total):.2f}s (min {min(total):.2f}s) over {len(total)} ticks | " + ", ".join(parts)
+def timed(runtime: Any, run_tick: Any) -> tuple[float, TickReport]:
+    started = time.monotonic()
+    report = run_tick(runtime)
+    return time.monotonic() - started, report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=2000)
-    parser.add_argument("--upstreams", type=int, default=0, help="distinct upstreams (default rows/2)")
-    parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4: four rows a job)")
-    parser.add_argument("--ticks", type=int, default=5)
-    parser.add_argument("--state", default="/tmp/heartbeat-bench")
-    args = parser.parse_args()
-    upstreams, jobs = args.upstreams or args.rows // 2, args.jobs or args.rows // 4
+def steps(reports: list[TickReport]) -> dict[str, float]:
+    names = sorted({k for r in reports for k in r.seconds})
+    return {k: round(statistics.median(r.seconds.get(k, 0.0) for r in reports), 2) for k in names}
+
+
+def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch: str) -> dict[str, Any]:
+    """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends."""
+    from harness.tick import run_tick
+
+    idle = [timed(runtime, run_tick) for _ in range(ticks)]
+    changed = max(1, upstreams // 10)
+    for u in range(changed):
+        (triggers / f"up{u:05d}" / batch).write_text("x")
+    new_seconds, new = timed(runtime, run_tick)
+    wait_for_runs(runtime.config.state_dir / "local_runs")
+    ends_seconds, ends = timed(runtime, run_tick)
+    return {
+        "idle_median": round(statistics.median(s for s, _ in idle), 2), "idle_min": round(min(s for s, _ in idle), 2),
+        "idle_steps": steps([r for _, r in idle]),
+        "new_data_upstreams": changed, "new_data_rows": new.new_data, "started": len(new.started),
+        "new_data_seconds": round(new_seconds, 2), "new_data_steps": steps([new]),
+        "ends_seconds": round(ends_seconds, 2), "ends_steps": steps([ends]), "runs_ended": ends.runs_succeeded,
+    }
+
+
+def wait_for_runs(runs: Path, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all((p / "result.json").exists() for p in runs.glob("local-*")):
+            return
+        time.sleep(0.2)
+
+
+def fill_history(runtime: Any, days: int, per_day: int) -> float:
+    """`days` days before today of `per_day` events each on the control table's rows: detections, run
+    requests, starts and ends, as a year of ticks would have left them."""
+    from harness.history import EVENTS_TABLE
+
+    started = time.monotonic()
+    table = runtime.config.table(EVENTS_TABLE)
+    keys = runtime.config.table("heartbeat_control_table")
+    total = days * per_day
+    runtime.spark.sql(f"""
+        INSERT INTO {table}
+        SELECT uuid(), t, element_at(array('DATA_CHANGED', 'TRIGGER_REQUESTED', 'RUN_STARTED', 'RUN_SUCCEEDED'),
+                                     cast(k % 4 AS int) + 1),
+               'history', sensor_source, sensor_id, trigger_job_id,
+               element_at(array('NEW_EVENT_AVAILABLE', 'IN_PROGRESS', NULL, 'COMPLETED'), cast(k % 4 AS int) + 1),
+               NULL, '{{"recent": ["old"]}}', IF(k % 4 = 2, concat('run-', k div 4), NULL),
+               IF(k % 4 > 0, concat('history-', k div 4), NULL), NULL, NULL, to_date(t)
+        FROM (
+            SELECT id AS k,
+                   timestamp_seconds(unix_seconds(date_trunc('DAY', current_timestamp())) - {days} * 86400
+                                     + cast(id * ({days} * 86400.0 / {total}) AS bigint)) AS t,
+                   id % (SELECT count(*) FROM {keys}) AS n
+            FROM range({total})
+        ) AS e
+        JOIN (SELECT *, row_number() OVER (ORDER BY sensor_id, trigger_job_id) - 1 AS n FROM {keys}) AS c USING (n)
+        DISTRIBUTE BY to_date(t)
+    """)
+    return time.monotonic() - started
+
+
+def baseline(runtime: Any, triggers: Path, sample: int, rows: int) -> dict[str, Any]:
+    """The per-row way: for each row in turn, one Spark query on its upstream and one write of its status."""
+    spark = runtime.spark
+    table = runtime.config.table("bench_baseline_control")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} (sensor_id string, trigger_job_id string, status string, "
+              "checked_at timestamp) USING parquet")
+    control = spark.table(runtime.config.table("heartbeat_control_table")).select("sensor_id", "trigger_job_id")
+    chosen = control.orderBy("trigger_job_id", "sensor_id").limit(sample).collect()
+    started = time.monotonic()
+    for row in chosen:
+        found = (spark.read.format("binaryFile").load(str(triggers / row["sensor_id"]))
+                 .where("modificationTime > timestamp'2000-01-01'").select("path").count())
+        status = "NEW_EVENT_AVAILABLE" if found else "COMPLETED"
+        spark.sql(f"INSERT INTO {table} VALUES ('{row['sensor_id']}', '{row['trigger_job_id']}', '{status}', "
+                  "current_timestamp())")
+    per_row = (time.monotonic() - started) / max(1, len(chosen))
+    return {"sample_rows": len(chosen), "seconds_per_row": round(per_row, 3),
+            "seconds_for_all_rows": round(per_row * rows, 1)}
+
+
+def run_size(args: argparse.Namespace) -> dict[str, Any]:
+    from harness.cli import setup_logging
+    from harness.runtime import Runtime
+    from harness.tick import run_tick
+
+    rows, upstreams = args.rows, min(args.upstreams, args.rows)
+    jobs = args.jobs or rows // 4
     state = Path(args.state)
     shutil.rmtree(state, ignore_errors=True)
     seeds = PROJECT_DIR / "state" / "bench-seeds"
@@ -57,36 +154,85 @@ def main() -> None:
     triggers = state / "triggers"
     for u in range(upstreams):
         (triggers / f"up{u:05d}").mkdir(parents=True)
-    write_controls(seeds / "heartbeat_controls.csv", args.rows, upstreams, jobs)
+    write_controls(seeds / "heartbeat_controls.csv", rows, upstreams, jobs)
     setup_logging("text", False)
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state,
                     controls_csv=seeds / "heartbeat_controls.csv", trigger_root=triggers,
                     sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8),
                     local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)})
-    print(f"bench: {args.rows} rows, {upstreams} upstreams, {jobs} jobs, state {state}")
-
+    result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs}
     started = time.monotonic()
     runtime = Runtime.open(config)
-    print(f"spark session: {time.monotonic() - started:.1f}s")
-    started = time.monotonic()
-    first = run_tick(runtime)
-    print(line("first tick (loads the CSV, creates the models)", [first], [time.monotonic() - started]))
-
-    reports, totals = [], []
-    for _ in range(args.ticks):
-        started = time.monotonic()
-        reports.append(run_tick(runtime))
-        totals.append(time.monotonic() - started)
-    print(line("tick with nothing new", reports, totals))
-
-    changed = max(1, upstreams // 10)
-    for u in range(changed):
-        (triggers / f"up{u:05d}" / "batch.done").write_text("x")
-    started = time.monotonic()
-    new = run_tick(runtime)
-    print(line(f"tick with new data on {changed} upstreams", [new], [time.monotonic() - started]))
-    print(f"  -> {new.new_data} rows with new data, {len(new.started)} jobs started")
+    result["session_seconds"] = round(time.monotonic() - started, 1)
+    first_seconds, first = timed(runtime, run_tick)
+    result["first_tick"] = {"seconds": round(first_seconds, 1), "steps": steps([first])}
+    result["fresh"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch1")
+    if args.history_days:
+        fill_seconds = fill_history(runtime, args.history_days, args.events_per_day)
+        count = runtime.spark.table(runtime.events.table).count()
+        result["history"] = {"days": args.history_days, "events": count, "fill_seconds": round(fill_seconds, 1)}
+        result["after_history"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch2")
+    if args.baseline_sample:
+        result["baseline"] = baseline(runtime, triggers, args.baseline_sample, rows)
     shutil.rmtree(seeds, ignore_errors=True)
+    return result
+
+
+def show(r: dict[str, Any]) -> None:
+    print(f"\n== {r['rows']} rows, {r['upstreams']} upstreams, {r['jobs']} jobs "
+          f"(session {r['session_seconds']}s, first tick {r['first_tick']['seconds']}s)")
+    for name in ("fresh", "after_history"):
+        s = r.get(name)
+        if not s:
+            continue
+        label = "no history" if name == "fresh" else (f"after {r['history']['days']} days, {r['history']['events']:,} "
+                                                       f"events (written in {r['history']['fill_seconds']}s)")
+        print(f"  {label}:")
+        print(f"    tick with nothing new: median {s['idle_median']}s (min {s['idle_min']}s) | {s['idle_steps']}")
+        print(f"    tick with new data on {s['new_data_upstreams']} upstreams ({s['new_data_rows']} rows, "
+              f"{s['started']} jobs started): {s['new_data_seconds']}s | {s['new_data_steps']}")
+        print(f"    next tick ({s['runs_ended']} run ends recorded): {s['ends_seconds']}s | {s['ends_steps']}")
+    b = r.get("baseline")
+    if b:
+        idle = (r.get("after_history") or r["fresh"])["idle_median"]
+        print(f"  baseline (per row: one Spark query + one status write): {b['seconds_per_row']}s a row over "
+              f"{b['sample_rows']} rows -> {b['seconds_for_all_rows']}s for all {r['rows']} rows; "
+              f"{b['seconds_for_all_rows'] / idle:.0f}x a heartbeat tick with nothing new ({idle}s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="2000,10000", help="control-table sizes, one process each")
+    parser.add_argument("--rows", type=int, help=argparse.SUPPRESS)  # one size, in this process
+    parser.add_argument("--upstreams", type=int, default=2000)
+    parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4)")
+    parser.add_argument("--ticks", type=int, default=5)
+    parser.add_argument("--history-days", type=int, default=365)
+    parser.add_argument("--events-per-day", type=int, default=20000)
+    parser.add_argument("--baseline-sample", type=int, default=200, help="rows the baseline runs (0: none)")
+    parser.add_argument("--state", default="/tmp/heartbeat-bench")
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args()
+    if args.rows:
+        print("RESULT " + json.dumps(run_size(args)), flush=True)
+        return
+    results = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        command = [sys.executable, __file__, "--rows", str(size), "--upstreams", str(args.upstreams),
+                   "--jobs", str(args.jobs), "--ticks", str(args.ticks), "--history-days", str(args.history_days),
+                   "--events-per-day", str(args.events_per_day), "--state", f"{args.state}-{size}",
+                   "--baseline-sample", str(args.baseline_sample if size == max(map(int, args.sizes.split(",")))
+                                            else 0)]
+        print(f"bench: {size} rows ...", flush=True)
+        done = subprocess.run(command, capture_output=True, text=True)
+        line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+            raise SystemExit(f"bench: the {size}-row run failed (exit {done.returncode})")
+        results.append(json.loads(line.removeprefix("RESULT ")))
+        show(results[-1])
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import math
 import os
 import types
 from dataclasses import dataclass, field
@@ -58,11 +59,18 @@ class RunsSettings(Settings):
     # A refused start is retried after a wait that doubles from this, up to the maximum.
     refused_start_retry_seconds: PositiveFloat = 60.0
     refused_start_retry_max_seconds: PositiveFloat = 3600.0
+    max_parallel_starts: PositiveInt = 8  # start requests sent side by side in one tick
 
     @property
     def track_days(self) -> float:
         """How far back open runs are looked for: well beyond the time a run may take."""
         return max(30.0, self.stuck_after_seconds * 4 / 86400)
+
+
+class EventsSettings(Settings):
+    # Days of events kept whole; older days keep only what a rebuild of the control table needs, the
+    # rest moves to the archive table (harness.retention). None: every event is kept.
+    keep_days: PositiveInt | None = None
 
 
 class TriggerFileSettings(Settings):
@@ -220,6 +228,7 @@ class HeartbeatFile(Settings):
     dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
     sensing: SensingSettings = SensingSettings()
     runs: RunsSettings = RunsSettings()
+    events: EventsSettings = EventsSettings()
     trigger_file: TriggerFileSettings = TriggerFileSettings()
     local_runner: LocalRunnerSettings = LocalRunnerSettings()
     kafka: KafkaSettings = KafkaSettings()
@@ -249,6 +258,7 @@ class Config:
     trigger_root: Path | None = None
     sensing: SensingSettings = SensingSettings()
     runs: RunsSettings = RunsSettings()
+    events: EventsSettings = EventsSettings()
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
     dbt_target_dir: Path | None = None
     kafka: KafkaSettings = KafkaSettings()
@@ -358,6 +368,12 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
             f"{where}: catalog: is required with the databricks target: the Unity Catalog catalog that holds "
             f"the heartbeat's schema {parsed.schema_!r} (the harness and dbt both address its tables as "
             "catalog.schema.table); or set HEARTBEAT_CATALOG")
+    keep_days = parsed.events.keep_days
+    if keep_days is not None and keep_days < parsed.runs.track_days:
+        raise ConfigError(
+            f"{where}: events.keep_days is {keep_days}, shorter than the {parsed.runs.track_days:g} days open "
+            "runs are looked for (runs.stuck_after_seconds x 4, at least 30): set it to at least "
+            f"{math.ceil(parsed.runs.track_days)}")
     root = parsed.trigger_file.root
     return Config(
         config_path=config_path,
@@ -371,6 +387,7 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         trigger_root=_path(root, base) if root else None,
         sensing=parsed.sensing,
         runs=parsed.runs,
+        events=parsed.events,
         local_jobs=parsed.local_runner.jobs,
         dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
         kafka=parsed.kafka,

@@ -18,10 +18,10 @@ from typing import Any, Sequence
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
-from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
-from harness.history import EVENTS_TABLE, record_location
+from harness.history import EVENTS_TABLE, PARTITION_COLUMN, record_location
 from harness.model import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,12 @@ EVENT_SCHEMA = StructType(
         StructField("idempotency_token", StringType(), True),
         StructField("message", StringType(), True),
         StructField("details", StringType(), True),
+        # The UTC date of event_time: the table's partition column, so every reader that wants recent
+        # events (the fold, the open runs, retention) reads only the days it needs.
+        StructField("event_date", DateType(), False),
     ]
 )
+LEGACY_TABLE = EVENTS_TABLE + "_unpartitioned"  # the event table of versions before partitioning, while it is moved
 
 _clock_lock = threading.Lock()
 _last_time = datetime.min.replace(tzinfo=timezone.utc)
@@ -76,9 +80,10 @@ class Event:
 
     def as_tuple(self, tick_id: str | None) -> tuple[Any, ...]:
         row = self.row
+        event_time = self.event_time.astimezone(timezone.utc).replace(tzinfo=None)
         return (
             self.event_id,
-            self.event_time.astimezone(timezone.utc).replace(tzinfo=None),
+            event_time,
             self.event_type.value,
             tick_id,
             row.sensor_source if row else None,
@@ -91,6 +96,7 @@ class Event:
             self.idempotency_token,
             self.message,
             dumps(self.details) if self.details else None,
+            event_time.date(),
         )
 
 
@@ -110,24 +116,53 @@ class EventLog:
         self.table = config.table(EVENTS_TABLE)
         self.tick_id = tick_id
         self.marker = unfolded_marker(config.state_dir)
+        self.version = 0  # moves on every append and fold: what was read from the tables may be stale
         self._ensure()
 
     def _ensure(self) -> None:
         """Create the event table, or adopt its folder when the metastore lost it (a lost or moved
-        metastore): the events are the state's source of truth, everything else is rebuilt from them."""
+        metastore): the events are the state's source of truth, everything else is rebuilt from them.
+        An event table of an earlier version (not partitioned by date) is moved into the new one."""
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.config.catalog}.{self.config.schema}")
-        if not self.spark.catalog.tableExists(self.table):
+        exists = self.spark.catalog.tableExists(self.table)
+        if exists and PARTITION_COLUMN not in self.spark.table(self.table).columns:
+            log.warning("moving the event log into a table partitioned by date (%s)", PARTITION_COLUMN)
+            self.spark.sql(f"ALTER TABLE {self.table} RENAME TO {self.config.table(LEGACY_TABLE)}")
+            exists = False
+        if not exists:
             self._create()
+        elif self.marker.exists():
+            self.recover_partitions()  # a process may have died between writing a new day's files and registering them
+        if self.spark.catalog.tableExists(self.config.table(LEGACY_TABLE)):
+            self._move_legacy_events()
         self._record_location()
 
     def _create(self) -> None:
         cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
-        create = f"CREATE TABLE {self.table} ({cols}) USING {self.config.table_format}"
+        create = f"CREATE TABLE {self.table} ({cols}) USING {self.config.table_format} PARTITIONED BY ({PARTITION_COLUMN})"
         folder = self._orphaned_folder()
         if folder is not None:
             log.warning("the metastore has no event table but its folder %s holds events: adopting them", folder)
             create += f" LOCATION '{folder.as_uri()}'"
         self.spark.sql(create)
+        if folder is not None:
+            self.recover_partitions()
+
+    def recover_partitions(self) -> None:
+        """Register the day folders the metastore does not know (parquet tables keep their partitions in
+        the metastore; Delta keeps them in its log, where a commit is whole or absent)."""
+        if self.config.table_format == "parquet":
+            self.spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
+
+    def _move_legacy_events(self) -> None:
+        """Copy the events of the earlier, unpartitioned table that the new one lacks, then drop it:
+        repeatable after a kill at any point (an event id is copied once)."""
+        legacy = self.config.table(LEGACY_TABLE)
+        columns = ", ".join(f"l.{f.name}" for f in EVENT_SCHEMA.fields if f.name != PARTITION_COLUMN)
+        self.spark.sql(f"INSERT INTO {self.table} SELECT {columns}, to_date(l.event_time) AS {PARTITION_COLUMN} "
+                       f"FROM {legacy} AS l LEFT ANTI JOIN {self.table} AS e ON e.event_id = l.event_id")
+        self.spark.sql(f"DROP TABLE {legacy}")
+        self.marker.touch()  # the moved events are folded like new ones
 
     def _record_location(self) -> None:
         """Where the table's files are, for the commands that read the log without Spark (harness.history)."""
@@ -152,15 +187,32 @@ class EventLog:
 
     def mark_folded(self) -> None:
         self.marker.unlink(missing_ok=True)
+        self.version += 1
+
+    def changed(self) -> None:
+        """The tables built from the log are about to change (a fold starts)."""
+        self.version += 1
 
     def append(self, events: Sequence[Event]) -> int:
         """Append in one write; returns how many rows were written."""
         if not events:
             return 0
         self.marker.touch()  # before the write: a kill after it still leaves the marker
+        self.version += 1
         df = self.spark.createDataFrame([e.as_tuple(self.tick_id) for e in events], EVENT_SCHEMA)
-        df.coalesce(1).write.insertInto(self.table)
+        try:
+            df.coalesce(1).write.insertInto(self.table)
+        except Exception:
+            self._recover_quietly()
+            raise
         return len(events)
+
+    def _recover_quietly(self) -> None:
+        """After a failed append, register any day folder it wrote; the append's own error is what counts."""
+        try:
+            self.recover_partitions()
+        except Exception as exc:  # noqa: BLE001 - retried when the next process opens the log
+            log.debug("recovering the event log's partitions failed: %s", exc)
 
     def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
                 since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -174,7 +226,7 @@ class EventLog:
             conditions.append("trigger_job_id = :job_id")
             args["job_id"] = job_id
         if since is not None:
-            conditions.append("event_time >= :since")
+            conditions.append(f"event_time >= :since AND {PARTITION_COLUMN} >= to_date(:since)")
             args["since"] = since.astimezone(timezone.utc).replace(tzinfo=None) if since.tzinfo else since
         frame = self.spark.sql(f"SELECT * FROM {self.table} WHERE {' AND '.join(conditions)}", args=args)
         if limit is not None:

@@ -111,6 +111,7 @@ def views_current(runtime: Runtime) -> bool:
 def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     """Refresh the heartbeat models; returns the seconds dbt took. Raises DbtError."""
     started = time.monotonic()
+    runtime.events.changed()
     select = ALL_MODELS if with_seed or not runtime.views_built else ["heartbeat_control_table"]
     command = ["build", "--select", *select]
     if with_seed:

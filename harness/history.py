@@ -18,7 +18,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import unquote, urlparse
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "heartbeat_events"
 LOCATION_FILE = "events.location"
+PARTITION_COLUMN = "event_date"  # the event table is partitioned by the UTC date of event_time
+PARTITION_PREFIX = f"{PARTITION_COLUMN}="  # its day folders
 DEFAULT_SINCE = "24h"
 DEFAULT_LIMIT = 500
 _CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the same clock; some slack anyway
@@ -118,9 +120,9 @@ def _read_table(folder: Path, since: datetime) -> Any:
         from deltalake import DeltaTable
 
         return DeltaTable(str(folder)).to_pyarrow_table()
-    oldest = (since - _CLOCK_SLACK).timestamp()
-    files = [file for file in sorted(folder.iterdir())
-             if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest]
+    oldest = since - _CLOCK_SLACK
+    files = [file for day in _day_folders(folder, oldest.date()) for file in sorted(day.iterdir())
+             if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest.timestamp()]
     if not files:
         return None
     try:  # all at once (threaded); a file that is not whole parquet fails it, and is then skipped alone
@@ -134,6 +136,20 @@ def _read_table(folder: Path, since: datetime) -> Any:
         except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
             log.warning("skipped %s in the event log: %s", file.name, exc)
     return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def _day_folders(folder: Path, first_day: date) -> list[Path]:
+    """The table's folder (an event log written before it was partitioned) and its day folders
+    (`event_date=YYYY-MM-DD`) from `first_day` on: only the days asked for are listed."""
+    days = [folder]
+    for child in sorted(folder.glob(f"{PARTITION_PREFIX}*")):
+        try:
+            day = date.fromisoformat(child.name.removeprefix(PARTITION_PREFIX))
+        except ValueError:
+            continue
+        if child.is_dir() and day >= first_day:
+            days.append(child)
+    return days
 
 
 def plain(event: dict[str, Any]) -> dict[str, Any]:

@@ -40,5 +40,6 @@ class Runtime:
     @classmethod
     def open(cls, config: Config) -> "Runtime":
         spark = get_spark(config)
-        return cls(config, spark, EventLog(spark, config), Tables(spark, config), build_backend(config),
+        events = EventLog(spark, config)
+        return cls(config, spark, events, Tables(spark, config, lambda: events.version), build_backend(config),
                    build_registry(config))

@@ -1,12 +1,17 @@
 """Reading what dbt built: the control table, the sensing eligibility, the trigger set, the open runs,
-and the digest of the controls CSV the seed holds. Every table by its three-part name."""
+and the digest of the controls CSV the seed holds. Every table by its three-part name.
+
+What was read is kept until the event log changes (an append or a fold; `EventLog.version`): a tick
+with nothing new reads no table at all. The trigger set also depends on the clock (a refused start
+waits until a given time), so its reading is kept only until the earliest of those times.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -63,14 +68,35 @@ def utc(value: Any) -> Any:
     return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) else value
 
 
+T = TypeVar("T")
+FOREVER = datetime.max.replace(tzinfo=timezone.utc)
+
+
 class Tables:
-    def __init__(self, spark: SparkSession, config: Config) -> None:
+    def __init__(self, spark: SparkSession, config: Config, version: Callable[[], int] | None = None) -> None:
+        """`version` changes whenever what dbt built may have changed; without it nothing is kept."""
         self.spark, self.config = spark, config
+        self._version = version
+        self._kept: dict[str, tuple[int, datetime, Any]] = {}
 
     def exists(self, name: str) -> bool:
         return bool(self.spark.catalog.tableExists(self.config.table(name)))
 
+    def _kept_or(self, key: str, read: Callable[[], T], until: Callable[[T], datetime] = lambda _: FOREVER) -> T:
+        """The reading kept under `key` while the version is the same and `until` its value has not passed."""
+        if self._version is None:
+            return read()
+        version, hit = self._version(), self._kept.get(key)
+        if hit is not None and hit[0] == version and datetime.now(timezone.utc) < hit[1]:
+            return hit[2]  # type: ignore[no-any-return]
+        value = read()
+        self._kept[key] = (version, until(value), value)
+        return value
+
     def _rows(self, name: str, *order: str) -> list[dict[str, Any]]:
+        return self._kept_or(f"{name}:{','.join(order)}", lambda: self._read(name, *order))
+
+    def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         if not self.exists(name):
             return []
         frame = self.spark.table(self.config.table(name))
@@ -84,6 +110,9 @@ class Tables:
 
     def sensed_rows(self) -> list[ControlRow]:
         """Rows to sense this tick (the eligibility model), with their control-table state."""
+        return self._kept_or(ELIGIBILITY, self._read_sensed_rows)
+
+    def _read_sensed_rows(self) -> list[ControlRow]:
         if not self.exists(ELIGIBILITY):
             return []
         frame = self.spark.sql(
@@ -92,8 +121,9 @@ class Tables:
         return [_control_row(r.asDict()) for r in frame.collect()]
 
     def job_decisions(self) -> list[JobDecision]:
+        rows = self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), _next_retry)
         return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-                for r in self._rows(TRIGGER_SET, "trigger_job_id")]
+                for r in rows]
 
     def job_decisions_as_if(self, detections: Sequence[Detection]) -> list[JobDecision] | None:
         """The trigger set's decisions over the control table as `detections` would leave it, without
@@ -143,6 +173,14 @@ class Tables:
             return None
         properties = self.spark.sql(f"SHOW TBLPROPERTIES {self.config.table(SEED)}").collect()
         return next((str(r["value"]) for r in properties if r["key"] == DIGEST_PROPERTY), None)
+
+
+def _next_retry(trigger_set: list[dict[str, Any]]) -> datetime:
+    """When the trigger set's decisions change with the clock alone: the earliest time a refused start
+    may be retried."""
+    waits = [utc(r["retry_start_after"]) for r in trigger_set
+             if r.get("is_start_refused") and not r["should_start"] and r.get("retry_start_after") is not None]
+    return min(waits, default=FOREVER)
 
 
 def _control_row(r: dict[str, Any]) -> ControlRow:

@@ -8,7 +8,8 @@
   5. fold again when step 4 found new data;
   6. start the jobs the trigger set marks ready;
   7. fold what this tick appended, and write the status snapshot: what `status` shows is the state
-     this tick left. A tick with nothing new does no dbt work at all.
+     this tick left. A tick with nothing new does no dbt work and reads no table (harness.tables);
+  8. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.retention).
 Every tick's outcome goes to the health record (`status` shows failing ticks).
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from harness import fold, inbox
+from harness import fold, inbox, retention
 from harness.errors import DbtError
 from harness.events import Event
 from harness.faults import crash_point, tick_started
@@ -176,7 +177,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         if ready:
             for row in runtime.tables.control_rows():
                 rows_by_job[row.key.trigger_job_id].append(row)
-        started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events)
+        started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events, config.runs.max_parallel_starts)
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
         step.done(f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
@@ -188,6 +189,15 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         with Step(report, "fold") as step:
             fold_now(runtime, report, step)
     write_snapshot(config.state_dir, report.tick_id, runtime.tables.job_decisions(), runtime.tables.control_table())
+
+    today = datetime.now(timezone.utc).date()
+    if retention.due(runtime, today):
+        with Step(report, "retention") as step:
+            done = retention.compact(runtime, today)
+            if done is not None:
+                step.done(f"events before {done.before} compacted: {done.archived} archived, {done.kept} kept, "
+                          f"{done.dropped_days} days dropped", archived=done.archived, kept=done.kept,
+                          dropped_days=done.dropped_days)
 
 
 def _named(job_ids: list[str], what: str) -> str:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
@@ -170,8 +171,10 @@ def start_jobs(
     rows_by_job: dict[str, list[ControlRow]],
     backend: JobBackend,
     events: EventLog,
+    parallel: int = 1,
 ) -> StartOutcome:
-    """Start every ready job once: record intents, call the backend, record outcomes."""
+    """Start every ready job once: record intents, call the backend (`parallel` requests at a time),
+    record outcomes."""
     runs: list[OpenRun] = []
     for job_id, job_name in ready:
         rows = [r for r in rows_by_job.get(job_id, []) if r.job_state == JobState.UNPAUSED.value]
@@ -190,8 +193,10 @@ def start_jobs(
     events.append([event for run in runs for event in _intents(run)])
     crash_point("start:intent-recorded")
     recorded: list[Event] = []
-    for run in runs:
-        run_events, result = _call_start(backend, run)
+    # Each request is its own, with its own token: sent side by side (a backend call is mostly waiting).
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(runs))), thread_name_prefix="start") as pool:
+        answers = list(pool.map(lambda run: _call_start(backend, run), runs))
+    for run, (run_events, result) in zip(runs, answers):
         recorded.extend(run_events)
         outcome.add(result, run.job_id)
     events.append(recorded)

@@ -19,6 +19,7 @@ classified as (
         trigger_job_id,
         event_id,
         event_time,
+        event_date,
         event_type,
         status,
         watermark_before,

@@ -40,7 +40,8 @@ row_events as (
 
     select * from {{ ref('int_heartbeat__row_events') }}
     {% if is_incremental() %}
-    where event_time > (
+    {%- set first_day = heartbeat_fold_first_day(this) %}
+    where {% if first_day %}event_date >= cast('{{ first_day }}' as date) and {% endif %}event_time > (
         select {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
         from {{ this }}
     )

@@ -14,6 +14,7 @@ events as (
     select * from {{ ref('int_heartbeat__row_events') }}
     where idempotency_token is not null
       and event_time >= {{ dbt.dateadd('day', -1 * var('heartbeat_open_run_days') | int, dbt.current_timestamp()) }}
+      and event_date >= date_sub(current_date(), {{ var('heartbeat_open_run_days') | int }})
 
 ),
 

@@ -6,10 +6,12 @@ with source as (
 
 deduplicated as (
 
-    -- An event drained from the inbox may be appended twice after a crash; its id is kept once.
+    -- An event drained from the inbox may be appended twice after a crash; its id is kept once. Both
+    -- copies have the same time, so the same date: partitioning the window by date lets a reader's
+    -- filter on event_date reach the table, which then reads only those days.
     select
         *,
-        row_number() over (partition by event_id order by event_time) as occurrence
+        row_number() over (partition by event_date, event_id order by event_time) as occurrence
     from source
 
 ),
@@ -30,7 +32,8 @@ renamed as (
         run_id,
         idempotency_token,
         message,
-        details
+        details,
+        event_date
     from deduplicated
     where occurrence = 1
 

@@ -1,0 +1,150 @@
+"""Retention of the event log (`events.keep_days` in heartbeat.yml).
+
+The control table carries every row's state, so old events are history, not state. Once a day, the
+days older than `keep_days` are compacted:
+  1. every event of the days that just passed the limit is copied to `heartbeat_events_archive`
+     (partitioned like the log; an event id is copied once, so a repeat after a kill adds nothing);
+  2. of all days past the limit, the log keeps only what a rebuild of the control table from scratch
+     needs: per control row, the latest event of each event type (with and without a status: every
+     part of a row's state is the latest event of some of its types), and the detections after the
+     row's last success (its change range is still to be handed to a run);
+  3. those days are rewritten with just these events; days left with none are dropped.
+A rebuild from scratch after compaction gives the same control table. The open runs read only the
+last `runs.track_days`, which is why `keep_days` may not be shorter. What compaction has done is
+recorded in `<state>/events.retention.json`; if a process dies while rewriting the days of a parquet
+log, the next compaction takes the kept events from the archive, which holds every event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from harness.files import write_atomic
+from harness.history import EVENTS_TABLE, PARTITION_COLUMN
+from harness.report import event_facets
+from harness.runtime import Runtime
+from harness.tables import CONTROL_TABLE
+
+log = logging.getLogger(__name__)
+
+ARCHIVE_TABLE = "heartbeat_events_archive"
+KEPT_TABLE = "heartbeat_events_kept"  # the kept events while the old days are rewritten
+RECORD = "events.retention.json"  # {"compacted_before": "YYYY-MM-DD" | null, "rewriting": bool}
+KEY = ("sensor_source", "sensor_id", "trigger_job_id")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    before: date  # days before this one were compacted
+    archived: int  # events copied to the archive
+    kept: int  # events the compacted days still hold
+    dropped_days: int  # days left with no event
+    seconds: float
+
+
+def cutoff(today: date, keep_days: int) -> date:
+    return today - timedelta(days=keep_days)
+
+
+def _record(runtime: Runtime) -> tuple[date | None, bool]:
+    path = runtime.config.state_dir / RECORD
+    if not path.exists():
+        return None, False
+    recorded = json.loads(path.read_text())
+    before = recorded.get("compacted_before")
+    return (date.fromisoformat(before) if before else None), bool(recorded.get("rewriting"))
+
+
+def _write_record(runtime: Runtime, before: date | None, rewriting: bool) -> None:
+    text = json.dumps({"compacted_before": before.isoformat() if before else None, "rewriting": rewriting})
+    write_atomic(runtime.config.state_dir / RECORD, text + "\n")
+
+
+def due(runtime: Runtime, today: date) -> bool:
+    """Retention is set and a day passed the limit since the last compaction (or one was interrupted)."""
+    keep_days = runtime.config.events.keep_days
+    if keep_days is None:
+        return False
+    before, rewriting = _record(runtime)
+    return rewriting or before is None or before < cutoff(today, keep_days)
+
+
+def compact(runtime: Runtime, today: date) -> Compaction | None:
+    """Compact the days past `events.keep_days` (see the module's text); None when retention is off."""
+    keep_days = runtime.config.events.keep_days
+    if keep_days is None:
+        return None
+    started = time.monotonic()
+    spark, config = runtime.spark, runtime.config
+    events, archive, kept = (config.table(EVENTS_TABLE), config.table(ARCHIVE_TABLE), config.table(KEPT_TABLE))
+    limit = cutoff(today, keep_days)
+    compacted_before, interrupted = _record(runtime)
+    first = compacted_before or date.min
+
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {archive} LIKE {events}")
+    new_days = f"{PARTITION_COLUMN} BETWEEN DATE'{first}' AND DATE'{limit - timedelta(days=1)}'"
+    archived = spark.sql(
+        f"SELECT e.* FROM (SELECT * FROM {events} WHERE {new_days}) AS e "
+        f"LEFT ANTI JOIN (SELECT event_id FROM {archive} WHERE {new_days}) AS a ON a.event_id = e.event_id")
+    archived_count = archived.count()
+    archived.write.insertInto(archive)
+
+    _write_record(runtime, compacted_before, rewriting=True)
+    # After an interrupted rewrite a day of a parquet log may be missing: the archive has every event.
+    source = archive if interrupted and config.table_format == "parquet" else events
+    spark.sql(f"DROP TABLE IF EXISTS {kept}")
+    spark.sql(f"CREATE TABLE {kept} USING {config.table_format} AS {_kept_events(runtime, source, limit)}")
+    kept_count = spark.table(kept).count()
+    dropped = _rewrite_old_days(runtime, events, kept, limit)
+    spark.sql(f"DROP TABLE {kept}")
+    _write_record(runtime, limit, rewriting=False)
+    runtime.events.changed()
+    return Compaction(limit, archived_count, kept_count, dropped, round(time.monotonic() - started, 2))
+
+
+def _kept_events(runtime: Runtime, source: str, limit: date) -> str:
+    """The events of the days before `limit` that a rebuild of the control table needs."""
+    columns = ", ".join(runtime.spark.table(runtime.config.table(EVENTS_TABLE)).columns)
+    detections = ", ".join(f"'{kind}'" for kind, parts in event_facets(runtime.config.project_dir).items()
+                           if "detection" in parts)
+    key = ", ".join(KEY)
+    joined = " AND ".join(f"c.{k} = o.{k}" for k in KEY)
+    return f"""
+        WITH old AS (
+            SELECT *, row_number() OVER (
+                PARTITION BY {key}, event_type, status IS NULL ORDER BY event_time DESC, event_id) AS recency
+            FROM {source}
+            WHERE {PARTITION_COLUMN} < DATE'{limit}' AND {' AND '.join(f'{k} IS NOT NULL' for k in KEY)}
+        ),
+        deduplicated AS (
+            SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY event_time) AS occurrence FROM old
+        )
+        SELECT {', '.join(f'o.{c}' for c in columns.split(', '))}
+        FROM deduplicated AS o
+        LEFT JOIN {runtime.config.table(CONTROL_TABLE)} AS c ON {joined}
+        WHERE o.occurrence = 1 AND (o.recency = 1 OR (
+            o.event_type IN ({detections}) AND c.sensor_id IS NOT NULL
+            AND (c.last_success_timestamp IS NULL OR o.event_time > c.last_success_timestamp)))
+    """
+
+
+def _rewrite_old_days(runtime: Runtime, events: str, kept: str, limit: date) -> int:
+    """Replace the days before `limit` with the kept events; returns how many days were left empty."""
+    spark, config = runtime.spark, runtime.config
+    if config.table_format == "delta":  # one transaction
+        spark.sql(f"DELETE FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' "
+                  f"AND event_id NOT IN (SELECT event_id FROM {kept})")
+        return 0
+    kept_days = {r[0] for r in spark.sql(f"SELECT DISTINCT {PARTITION_COLUMN} FROM {kept}").collect()}
+    old_days = {r[0] for r in spark.sql(
+        f"SELECT DISTINCT {PARTITION_COLUMN} FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}'").collect()}
+    if kept_days:
+        spark.table(kept).write.option("partitionOverwriteMode", "dynamic").insertInto(events, overwrite=True)
+    empty = sorted(old_days - kept_days)
+    for day in empty:
+        spark.sql(f"ALTER TABLE {events} DROP IF EXISTS PARTITION ({PARTITION_COLUMN} = DATE'{day}')")
+    return len(empty)

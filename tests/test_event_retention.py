@@ -1,0 +1,110 @@
+"""The event log is partitioned by day and its old days are compacted (events.keep_days) without
+changing any row's state: a rebuild of the control table from scratch after compaction gives the
+same table, the archive holds every event, and an event log written before partitioning is moved in."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import fold, retention
+from harness.config import ConfigError, EventsSettings, config_from_mapping
+from harness.events import EVENT_SCHEMA, EventLog
+from harness.history import EVENTS_TABLE, PARTITION_COLUMN
+from harness.tables import CONTROL_TABLE
+from tests.support import HeartbeatHarness, control_row
+
+
+def _state(heartbeat: HeartbeatHarness) -> list[dict[str, Any]]:
+    return heartbeat.tables.control_table()
+
+
+def _count(heartbeat: HeartbeatHarness, table: str, where: str = "true") -> int:
+    return int(heartbeat.spark.sql(f"SELECT count(*) FROM {heartbeat.config.table(table)} WHERE {where}").first()[0])
+
+
+def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job that ran twice, and a job whose run failed with detections still to hand over
+    heartbeat.write_controls([control_row("trigger_file", "ok", "good"), control_row("trigger_file", "bad", "failing")])
+    heartbeat.define_jobs("good", "failing")
+    heartbeat.set_exit_code("failing", 1)
+    heartbeat.with_config(events=EventsSettings(keep_days=30))
+    heartbeat.drop_trigger_file("ok", "b1")
+    heartbeat.drop_trigger_file("bad", "b1")
+    heartbeat.tick_until_settled()
+    heartbeat.drop_trigger_file("ok", "b2")
+    heartbeat.tick_until_settled()
+    assert heartbeat.job_status("good") == {"COMPLETED"} and heartbeat.job_status("failing") == {"FAILED"}
+    before = _state(heartbeat)
+    total = _count(heartbeat, EVENTS_TABLE)
+    days = {r[0] for r in heartbeat.spark.sql(
+        f"SHOW PARTITIONS {heartbeat.config.table(EVENTS_TABLE)}").collect()}
+    assert days == {f"{PARTITION_COLUMN}={datetime.now(timezone.utc).date()}"}
+
+    # WHEN the log is compacted as if 40 days had passed (every event is past the limit)
+    runtime = heartbeat.runtime()
+    later = date.today() + timedelta(days=40)
+    assert retention.due(runtime, later)
+    done = retention.compact(runtime, later)
+
+    # THEN the archive has every event, the log keeps fewer, and the control table did not move
+    assert done is not None and done.archived == total
+    assert _count(heartbeat, retention.ARCHIVE_TABLE) == total
+    kept = _count(heartbeat, EVENTS_TABLE)
+    assert 0 < kept < total and done.kept == kept
+    assert _state(heartbeat) == before
+    # the failed job's detection after its last success is still in the log (its range is still owed)
+    assert _count(heartbeat, EVENTS_TABLE, "trigger_job_id = 'failing' AND event_type = 'DATA_CHANGED'") == 1
+    assert not retention.due(runtime, later)
+
+    # WHEN the control table is rebuilt from scratch from the compacted log
+    heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(CONTROL_TABLE)}")
+    runtime.views_built = False
+    fold.fold(runtime, with_seed=True)
+    # THEN it is the same table
+    assert _state(heartbeat) == before
+
+    # WHEN compaction runs again the next day: nothing is archived twice, nothing more is dropped
+    again = retention.compact(runtime, later + timedelta(days=1))
+    assert again is not None and again.archived == 0 and again.kept == kept
+    assert _count(heartbeat, retention.ARCHIVE_TABLE) == total
+
+    # AND the heartbeat carries on: the failed job's range still starts at its last success
+    heartbeat.request("retry", "failing")
+    heartbeat.set_exit_code("failing", 0)
+    heartbeat.tick_until_settled()
+    failing_runs = heartbeat.job_runs("failing")
+    assert failing_runs[-1]["range"]["upstreams"][0]["from"] is None
+
+
+def test_an_event_log_written_before_partitioning_is_moved_into_the_partitioned_table(
+        heartbeat: HeartbeatHarness) -> None:
+    # GIVEN an event table in the earlier layout (no event_date), holding two events
+    table = heartbeat.config.table(EVENTS_TABLE)
+    spark = heartbeat.spark
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {heartbeat.config.catalog}.{heartbeat.config.schema}")
+    old_columns = [f for f in EVENT_SCHEMA.fields if f.name != PARTITION_COLUMN]
+    spark.sql(f"CREATE TABLE {table} ({', '.join(f'{f.name} {f.dataType.simpleString()}' for f in old_columns)}) "
+              "USING parquet")
+    spark.sql(f"INSERT INTO {table} (event_id, event_time, event_type) VALUES "
+              "('a', TIMESTAMP'2026-01-01 10:00:00', 'CONFIG_REJECTED'), "
+              "('b', TIMESTAMP'2026-02-01 10:00:00', 'CONFIG_REJECTED')")
+
+    # WHEN the log is opened
+    log = EventLog(spark, heartbeat.config)
+
+    # THEN its events are in the partitioned table, each on its day, once; the earlier table is gone
+    assert PARTITION_COLUMN in spark.table(table).columns
+    rows = {r["event_id"]: r[PARTITION_COLUMN] for r in spark.table(table).collect()}
+    assert rows == {"a": date(2026, 1, 1), "b": date(2026, 2, 1)}
+    assert not spark.catalog.tableExists(heartbeat.config.table(retention.ARCHIVE_TABLE))
+    assert not spark.catalog.tableExists(heartbeat.config.table(EVENTS_TABLE + "_unpartitioned"))
+    assert log.unfolded  # the moved events are folded by the next tick
+
+
+def test_keep_days_shorter_than_the_open_runs_window_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="events.keep_days is 7.*at least 30"):
+        config_from_mapping({"events": {"keep_days": 7}}, tmp_path)

@@ -22,7 +22,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -115,7 +114,6 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         ticks = 0
         while not stop.is_set():
-            started = time.monotonic()
             report = run_tick(runtime)
             ticks += 1
             if report.error:
@@ -125,7 +123,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             if args.until_idle and report.idle:
                 log.info("idle: this tick started nothing and no run is going")
                 break
-            stop.wait(max(0.0, args.interval - (time.monotonic() - started)))  # ticks start every interval
+            stop.wait(args.interval)
         log.info("stopped after %d ticks", ticks)
         return 0
 
@@ -235,8 +233,7 @@ def parser() -> argparse.ArgumentParser:
                            "start nothing, append nothing")
     tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
-    run.add_argument("--interval", type=float, default=60.0,
-                     help="seconds from one tick's start to the next (a longer tick is followed at once)")
+    run.add_argument("--interval", type=float, default=60.0, help="seconds between ticks")
     run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
     run.add_argument("--until-idle", action="store_true",
                      help="stop after a tick that started nothing while no run was going")

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
-from harness.config import Config
+from harness.config import LOCAL_CATALOG, Config
 from harness.history import EVENTS_TABLE, PARTITION_COLUMN, record_location
 from harness.model import EventType, RowKey, dumps
 
@@ -102,6 +102,12 @@ class Event:
 
 
 
+def create_statement(table: str, table_format: str) -> str:
+    """CREATE TABLE for a table of events (the log, its archive): partitioned by day."""
+    columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
+    return f"CREATE TABLE {table} ({columns}) USING {table_format} PARTITIONED BY ({PARTITION_COLUMN})"
+
+
 def unfolded_marker(state_dir: Path) -> Path:
     """Exists while events were (or may have been) appended that the control table has not folded."""
     return state_dir / "events.unfolded"
@@ -127,7 +133,9 @@ class EventLog:
         exists = self.spark.catalog.tableExists(self.table)
         if exists and PARTITION_COLUMN not in self.spark.table(self.table).columns:
             log.warning("moving the event log into a table partitioned by date (%s)", PARTITION_COLUMN)
-            self.spark.sql(f"ALTER TABLE {self.table} RENAME TO {self.config.table(LEGACY_TABLE)}")
+            # Spark's own catalog takes the new name without its catalog part; Unity Catalog takes all three.
+            legacy = self.config.table(LEGACY_TABLE).removeprefix(f"{LOCAL_CATALOG}.")
+            self.spark.sql(f"ALTER TABLE {self.table} RENAME TO {legacy}")
             exists = False
         if not exists:
             self._create()
@@ -138,8 +146,7 @@ class EventLog:
         self._record_location()
 
     def _create(self) -> None:
-        cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
-        create = f"CREATE TABLE {self.table} ({cols}) USING {self.config.table_format} PARTITIONED BY ({PARTITION_COLUMN})"
+        create = create_statement(self.table, self.config.table_format)
         folder = self._orphaned_folder()
         if folder is not None:
             log.warning("the metastore has no event table but its folder %s holds events: adopting them", folder)

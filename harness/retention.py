@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from harness.events import create_statement
 from harness.files import write_atomic
 from harness.history import EVENTS_TABLE, PARTITION_COLUMN
 from harness.report import event_facets
@@ -85,7 +86,11 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     compacted_before, interrupted = _record(runtime)
     first = compacted_before or date.min
 
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {archive} LIKE {events}")
+    if not spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect():
+        _write_record(runtime, limit, rewriting=False)  # nothing is that old yet
+        return Compaction(limit, 0, 0, 0, round(time.monotonic() - started, 2))
+    if not spark.catalog.tableExists(archive):
+        spark.sql(create_statement(archive, config.table_format))
     new_days = f"{PARTITION_COLUMN} BETWEEN DATE'{first}' AND DATE'{limit - timedelta(days=1)}'"
     archived = spark.sql(
         f"SELECT e.* FROM (SELECT * FROM {events} WHERE {new_days}) AS e "

@@ -169,6 +169,9 @@ class Tables:
 
     def controls_digest(self) -> str | None:
         """The digest of the controls CSV the seed table holds; None when it holds none (or no complete load)."""
+        return self._kept_or(SEED, self._read_controls_digest)
+
+    def _read_controls_digest(self) -> str | None:
         if not self.exists(SEED):
             return None
         properties = self.spark.sql(f"SHOW TBLPROPERTIES {self.config.table(SEED)}").collect()

@@ -5,9 +5,22 @@
   its TRIGGER_REQUESTED events (the intent, written before the backend is called); it is closed by an
   event that records its outcome (var heartbeat_event_types, flag closes_run). The tick re-sends an open
   request without a run id with the same idempotency token, and polls one with a run id.
-  Read over the last var('heartbeat_open_run_days') days of events: far longer than any run lasts.
+  Read from the oldest trigger of a row still IN_PROGRESS (every row of an open request is), or from
+  the control table's newest folded event less the look-back (events not folded yet are newer), if
+  earlier; and never beyond var('heartbeat_open_run_days') days. The event log is partitioned by day,
+  so a steady heartbeat reads a day or two of events here, whatever the log's history.
 -#}
 with
+
+window_start as (
+
+    select least(
+        coalesce(min(case when status = 'IN_PROGRESS' then job_start_timestamp end), cast('9999-12-31' as timestamp)),
+        {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
+    ) as since
+    from {{ ref('heartbeat_control_table') }}
+
+),
 
 events as (
 
@@ -15,6 +28,8 @@ events as (
     where idempotency_token is not null
       and event_time >= {{ dbt.dateadd('day', -1 * var('heartbeat_open_run_days') | int, dbt.current_timestamp()) }}
       and event_date >= date_sub(current_date(), {{ var('heartbeat_open_run_days') | int }})
+      and event_time >= (select since from window_start)
+      and event_date >= (select to_date(since) from window_start)
 
 ),
 

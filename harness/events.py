@@ -162,6 +162,15 @@ class EventLog:
         df.coalesce(1).write.insertInto(self.table)
         return len(events)
 
+    def detections(self, job_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The DATA_CHANGED events of these jobs' rows (key, watermarks, details), for their ranges."""
+        frame = self.spark.sql(
+            f"SELECT event_id, event_time, sensor_source, sensor_id, trigger_job_id, watermark_before, "
+            f"watermark_after, details FROM {self.table} "
+            "WHERE event_type = :type AND array_contains(:jobs, trigger_job_id)",
+            args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)})
+        return [r.asDict() for r in frame.collect()]
+
     def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
                 since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Events, oldest first, filtered by type, job and time (newest `limit` when given)."""

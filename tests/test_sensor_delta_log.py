@@ -85,7 +85,7 @@ def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> No
     # GIVEN a partitioned table at version 5 whose commit 3 was cleaned from the log, and a row at version 2
     commits = KnownCommits({4: Commit(4, "t4", "WRITE", "APPEND", partitions=((("region", "eu"),),)),
                             5: Commit(5, "t5", "DELETE", "DELETE", partitions=((("region", "us"),),))})
-    position = TableState(5, commits, partition_columns=("region",))
+    position = TableState("/lake/t", 5, commits, partition_columns=("region",))
     sensor, upstream = DeltaSensor({}, delta_on_spark=False), Upstream(SensorSource.DELTA_TABLE, "/lake/sales")
 
     # WHEN it is compared with the row's watermark (no table, no I/O)
@@ -101,7 +101,7 @@ def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> No
 
 def test_delta_detection_on_a_recreated_table_reports_the_version_going_back() -> None:
     # GIVEN a row at version 9 of a table recreated since, now at version 0 with one append
-    position = TableState(0, KnownCommits({0: Commit(0, None, "CREATE TABLE AS SELECT", "APPEND")}))
+    position = TableState("/lake/t", 0, KnownCommits({0: Commit(0, None, "CREATE TABLE AS SELECT", "APPEND")}))
     sensor, upstream = DeltaSensor({}, delta_on_spark=False), Upstream(SensorSource.DELTA_TABLE, "/lake/sales")
 
     # WHEN compared, THEN the new table's data is new, with a note saying why the version went back

@@ -7,7 +7,8 @@ A row is NEW_EVENT_AVAILABLE when, at the tick's time:
     columns: `ds=2026-01-05` on a table partitioned by ds and hour is every hour of that day);
   - at least one of them is not yet acted on: its fingerprint differs from the one in the row's
     watermark (never acted on, or overwritten since: new files replaced the ones acted on);
-  - with `tags`: a change that touched a named partition since the watermark carries all of them.
+  - with `tags`: a change that made a changed partition's data carries all of them (since the
+    watermark for a partition acted on before, any retained change for one never acted on).
 The watermark keeps the position's own fields plus `partitions`: the fingerprints of the named
 partitions acted on, so it holds only what the filter names now.
 """
@@ -78,7 +79,7 @@ def detect_partitions(label: str, position: PartitionedPosition, trigger: Partit
     changed = [name for name, digest in ready.items() if acted.get(name) != digest]
     if not changed:
         return NothingNew(f"partition {', '.join(ready)} already acted on, unchanged since")
-    events = [e for e in position.events_since(since) if any(e.touches(p) for p in wanted)]
+    events = _events_of(position, since, [p for p in wanted if partition_name(p) in changed], acted)
     if tags and not any(tags_match(tags, e.tags) for e in events):
         wanted_tags = ";".join(f"{k}={v}" for k, v in tags.items())
         return NothingNew(f"partition {', '.join(changed)} changed, but no change of it carries the tags {wanted_tags}")
@@ -89,3 +90,16 @@ def detect_partitions(label: str, position: PartitionedPosition, trigger: Partit
         "partitions_overwritten": [name for name in changed if name in acted],
         **described(events),
     })
+
+
+def _events_of(position: PartitionedPosition, since: Watermark | None, changed: list[Partition],
+               acted: Mapping[str, str]) -> list[ChangeEvent]:
+    """The change events behind the changed partitions: since the watermark for a partition acted on
+    before (its overwrite), every retained one for a partition never acted on (it may have landed
+    before the row's watermark moved for another partition)."""
+    fresh = [p for p in changed if partition_name(p) not in acted]
+    recent = position.events_since(since)
+    pool = position.events_since(None) if fresh else recent
+    recent_ids = {e.snapshot_id for e in recent}
+    return [e for e in pool
+            if any(e.touches(p) for p in fresh) or (e.snapshot_id in recent_ids and any(e.touches(p) for p in changed))]

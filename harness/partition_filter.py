@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
-from harness.errors import ControlsError
-
 DEFAULT_FORMAT = "%Y-%m-%d"
 _BASES = ("now", "today", "yesterday")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -152,10 +150,3 @@ def check_row(partition_filter: str, tags: str) -> list[str]:
             problems.append("tags are matched against the changes of the named partitions: set partition_filter too")
     return problems
 
-
-def require_filter(text: str, label: str) -> PartitionFilter:
-    """A filter already validated with the CSV; ControlsError naming the row if it is not."""
-    try:
-        return parse_filter(text)
-    except ValueError as exc:
-        raise ControlsError(f"{label}: partition_filter refused: {exc}") from exc

@@ -149,4 +149,3 @@ def check_row(partition_filter: str, tags: str) -> list[str]:
         if not partition_filter:
             problems.append("tags are matched against the changes of the named partitions: set partition_filter too")
     return problems
-

@@ -30,7 +30,7 @@ from harness.preprocess import render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.partition_trigger import detect_partitions
+from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +89,13 @@ class UpstreamCheck:
         return events, reasons
 
     def _partition_trigger(self, row: ControlRow, position: Position, since: Watermark | None) -> Detection:
-        if not hasattr(position, "partition_contents"):
+        if not isinstance(position, PartitionedPosition):
             raise SensorError(f"{row.label}: partition_filter is not supported for {self.upstream.source.value}")
         try:
             trigger, tags = parse_filter(row.partition_filter or ""), parse_tags(row.tags or "")
         except ValueError as exc:  # the CSV's validator refuses these; a table edited by hand is not checked
             raise SensorError(f"{row.label}: partition_filter or tags refused: {exc}") from exc
-        return detect_partitions(row.label, position, trigger, tags, since, self.at)  # type: ignore[arg-type]
+        return detect_partitions(row.label, position, trigger, tags, since, self.at)
 
     def _preprocess(self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None,
                     detection: NewData) -> Detection:

@@ -83,8 +83,8 @@ class TableState:
         """The add actions of the current snapshot grouped by partition; a partition's fingerprint is
         that of its files' paths (an overwrite replaces them)."""
         if self.files is None:
-            raise SensorError(f"delta_table:{self.table}: a partition trigger reads the table's files from its "
-                              "log: give the table's path or URI as sensor_id")
+            raise SensorError(f"{self.table}: a partition trigger reads the table's files from its log, which "
+                              "needs the table's path or URI as sensor_id (e.g. s3://bucket/sales/orders)")
         actions = self.files()
         if actions.num_rows == 0:
             return []
@@ -278,7 +278,8 @@ class DeltaSensor(Sensor[TableState]):
         if undescribed == 0 and not any(c.change for c in commits):
             return NothingNew(f"versions {first}-{position.version} change no data "
                               f"({', '.join(sorted({c.operation for c in commits}))})")
-        changes = describe_changes(upstream.sensor_id, seen, position.version, commits, undescribed, bool(position.partition_columns))
+        changes = describe_changes(upstream.sensor_id, seen, position.version, commits, undescribed,
+                                   bool(position.partition_columns))
         return NewData(watermark=position.watermark, changes=changes)
 
     @staticmethod

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Mapping, Protocol, Sequence
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from harness.errors import SensorError
 from harness.partition_filter import Partition, PartitionFilter, partition_name, tags_match
@@ -37,6 +37,7 @@ class PartitionContent:
         return all(str(self.values.get(column)) == value for column, value in partition)
 
 
+@runtime_checkable
 class PartitionedPosition(Protocol):
     @property
     def watermark(self) -> Watermark: ...

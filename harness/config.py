@@ -161,6 +161,18 @@ class DeltaSettings(Settings):
     storage_options_env: dict[str, str] = {}  # option -> the environment variable holding its secret value
 
 
+class IcebergCatalogSettings(Settings):
+    """One pyiceberg catalog: its properties (`type: sql`, `uri`, `warehouse`, a REST `uri`...), and the
+    properties whose values are secrets, read from environment variables."""
+
+    properties: dict[str, str] = {}
+    properties_env: dict[str, str] = {}  # property -> the environment variable holding its value
+
+
+class IcebergSettings(Settings):
+    catalogs: dict[str, IcebergCatalogSettings] = {}  # sensor_id "<catalog>: namespace.table"; "default" without
+
+
 class UpstreamTableAlias(Settings):
     table: str
     match_column: str = "sensor_id"
@@ -238,6 +250,7 @@ class HeartbeatFile(Settings):
     delta: DeltaSettings = DeltaSettings()
     upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
     databricks: DatabricksSettings = DatabricksSettings()
+    iceberg: IcebergSettings = IcebergSettings()
 
 
 LOCAL_CATALOG = "spark_catalog"
@@ -268,6 +281,7 @@ class Config:
     delta: DeltaSettings = DeltaSettings()
     upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
     databricks: DatabricksSettings = DatabricksSettings()
+    iceberg: IcebergSettings = IcebergSettings()
     delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
 
     @property
@@ -397,6 +411,7 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         delta=parsed.delta,
         upstream_sensor_table=parsed.upstream_sensor_table,
         databricks=parsed.databricks,
+        iceberg=parsed.iceberg,
         delta_jars=delta_jars(),
     )
 

@@ -10,18 +10,30 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ControlsError
 from harness.model import JobState, ReadType, SensorSource
+from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
 
 USER_COLUMNS = (
     "sensor_source", "sensor_id", "sensor_read_type", "asset_description", "upstream_key",
     "preprocess_query", "trigger_job_id", "trigger_job_name", "job_state", "dependency_flag",
 )
+# Optional: a CSV without them loads as if their cells were empty.
+OPTIONAL_COLUMNS = ("partition_filter", "tags")
+# dbt's seed loader (agate) warns when a column_types entry matches no column of the file: expected for
+# these in a CSV written before they existed. The adapter imports this module before every seed load.
+for _column in OPTIONAL_COLUMNS:
+    warnings.filterwarnings("ignore", message=f'"{_column}" does not match the name of any column',
+                            category=RuntimeWarning)
+# The sources whose rows may wait for partitions (their positions list partitions and change events).
+PARTITIONED_SOURCES = (SensorSource.DELTA_TABLE, SensorSource.LMU_DELTA_TABLE, SensorSource.ICEBERG_TABLE,
+                       SensorSource.HIVE_TABLE)
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
     "latest_event_fetched_timestamp", "status", "status_change_timestamp",
@@ -47,6 +59,8 @@ class ControlSpec:
     trigger_job_name: str
     job_state: str
     is_hard_dependency: bool
+    partition_filter: str = ""
+    tags: str = ""
 
 
 def file_digest(path: Path) -> str:
@@ -81,7 +95,22 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             problems.append(problem)
         elif PLACEHOLDER in query and not row.get("upstream_key", "").strip():
             problems.append("preprocess_query uses ?upstream_key but upstream_key is empty")
+    partition_filter, tags = row.get("partition_filter", "").strip(), row.get("tags", "").strip()
+    problems.extend(check_partition_filter(partition_filter, tags))
+    if partition_filter and source and source not in {s.value for s in PARTITIONED_SOURCES}:
+        problems.append(f"partition_filter is for partitioned tables ({_choices_of(PARTITIONED_SOURCES)}), "
+                        f"not {source}")
+    if partition_filter and (row.get("upstream_key", "").strip() or query):
+        problems.append("partition_filter cannot be combined with upstream_key or preprocess_query: "
+                        "a row waits either for partitions or for data beyond its watermark")
+    if tags and source == SensorSource.HIVE_TABLE.value:
+        problems.append("tags need a table format whose changes carry them (delta_table, iceberg_table); "
+                        "a hive_table's changes have none")
     return problems
+
+
+def _choices_of(values: tuple[SensorSource, ...]) -> str:
+    return ", ".join(v.value for v in values)
 
 
 def read_controls(path: Path) -> list[ControlSpec]:
@@ -92,7 +121,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in USER_COLUMNS if c not in header]
-        unknown = [c for c in header if c not in USER_COLUMNS + HARNESS_COLUMNS]
+        unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
         if missing or unknown:
             parts = []
             if missing:
@@ -132,6 +161,8 @@ def read_controls(path: Path) -> list[ControlSpec]:
                 trigger_job_name=row.get("trigger_job_name", "").strip(),
                 job_state=row["job_state"].strip().upper(),
                 is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
+                partition_filter=row.get("partition_filter", "").strip(),
+                tags=row.get("tags", "").strip(),
             ))
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))

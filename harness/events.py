@@ -221,6 +221,17 @@ class EventLog:
         except Exception as exc:  # noqa: BLE001 - retried when the next process opens the log
             log.debug("recovering the event log's partitions failed: %s", exc)
 
+    def detections(self, job_ids: Sequence[str], days: int | None = None) -> list[dict[str, Any]]:
+        """The DATA_CHANGED events of these jobs' rows (key, watermarks, details), for their ranges: of the
+        last `days` days (only those days are read), or of the whole log."""
+        recent = f" AND {PARTITION_COLUMN} >= date_sub(current_date(), {int(days)})" if days is not None else ""
+        frame = self.spark.sql(
+            f"SELECT event_id, event_time, sensor_source, sensor_id, trigger_job_id, watermark_before, "
+            f"watermark_after, details FROM {self.table} "
+            "WHERE event_type = :type AND array_contains(:jobs, trigger_job_id)" + recent,
+            args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)})
+        return [r.asDict() for r in frame.collect()]
+
     def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
                 since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Events, oldest first, filtered by type, job and time (newest `limit` when given)."""

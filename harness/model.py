@@ -18,6 +18,8 @@ class SensorSource(str, Enum):
     SAP_B4 = "sap_b4"
     JDBC = "jdbc"
     UPSTREAM_SENSOR_TABLE = "upstream_sensor_table"
+    ICEBERG_TABLE = "iceberg_table"
+    HIVE_TABLE = "hive_table"
 
 
 class Status(str, Enum):
@@ -86,6 +88,8 @@ class ControlRow:
     latest_trigger_token: str | None
     latest_run_id: str | None
     job_start_timestamp: datetime | None
+    partition_filter: str | None = None  # a partition trigger: the partitions to wait for
+    tags: str | None = None  # with partition_filter: `k=v;...` a change of those partitions must carry
 
     @property
     def label(self) -> str:

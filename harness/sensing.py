@@ -16,6 +16,7 @@ import time
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
@@ -24,10 +25,12 @@ from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
 from harness.events import Event, now
 from harness.model import ControlRow, EventType, SensorSource, Status, dumps
+from harness.partition_filter import parse_filter, parse_tags
 from harness.preprocess import render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +54,11 @@ def _error_events(rows: Sequence[ControlRow], message: str) -> list[Event]:
 
 
 class UpstreamCheck:
-    """Reads one upstream once and compares it with each of its rows' watermarks."""
+    """Reads one upstream once and compares it with each of its rows' watermarks (a partition trigger's
+    row: with the partitions its filter names at the tick's time `at`)."""
 
-    def __init__(self, sensor: Sensor[Any], upstream: Upstream, rows: Sequence[ControlRow]):
-        self.sensor, self.upstream, self.rows = sensor, upstream, rows
+    def __init__(self, sensor: Sensor[Any], upstream: Upstream, rows: Sequence[ControlRow], at: datetime):
+        self.sensor, self.upstream, self.rows, self.at = sensor, upstream, rows, at
 
     def run(self, context: CheckContext) -> tuple[list[Event], dict[str, str]]:
         position = self.sensor.read_position(context, self.upstream)
@@ -63,7 +67,8 @@ class UpstreamCheck:
         for row in self.rows:
             try:
                 since = json.loads(row.watermark) if row.watermark else None
-                detection = self.sensor.detect(self.upstream, position, since)
+                detection = (self._partition_trigger(row, position, since) if row.partition_filter
+                             else self.sensor.detect(self.upstream, position, since))
                 if isinstance(detection, NewData) and row.preprocess_query:
                     detection = self._preprocess(context, row, position, since, detection)
             except HeartbeatError as exc:
@@ -82,6 +87,15 @@ class UpstreamCheck:
                 details=details,
             ))
         return events, reasons
+
+    def _partition_trigger(self, row: ControlRow, position: Position, since: Watermark | None) -> Detection:
+        if not isinstance(position, PartitionedPosition):
+            raise SensorError(f"{row.label}: partition_filter is not supported for {self.upstream.source.value}")
+        try:
+            trigger, tags = parse_filter(row.partition_filter or ""), parse_tags(row.tags or "")
+        except ValueError as exc:  # the CSV's validator refuses these; a table edited by hand is not checked
+            raise SensorError(f"{row.label}: partition_filter or tags refused: {exc}") from exc
+        return detect_partitions(row.label, position, trigger, tags, since, self.at)
 
     def _preprocess(self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None,
                     detection: NewData) -> Detection:
@@ -112,10 +126,13 @@ def sense(
     spark: SparkSession | None,
     config: Config,
     clock: Callable[[], float] = time.monotonic,
+    at: datetime | None = None,
 ) -> SensingOutcome:
     """Check every distinct upstream of `rows` once; return the events to append. Only `config.sensing`
-    is read: each sensor has its own settings since the registry was built."""
+    is read: each sensor has its own settings since the registry was built. `at` is the tick's time,
+    which partition filters are relative to (default: now)."""
     outcome = SensingOutcome()
+    at = at or now()  # one time for every row of the tick
     groups: dict[Upstream, list[ControlRow]] = defaultdict(list)
     for row in rows:
         try:
@@ -129,7 +146,7 @@ def sense(
         if sensor is None:
             outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.source.value}"))
             continue
-        checks.append(UpstreamCheck(sensor, upstream, group))
+        checks.append(UpstreamCheck(sensor, upstream, group, at))
     for check, result in _run_bounded(checks, spark, config.sensing, clock):
         if isinstance(result, BaseException):
             outcome.events.extend(_error_events(check.rows, _describe(check.upstream, result)))

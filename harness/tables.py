@@ -201,4 +201,6 @@ def _control_row(r: dict[str, Any]) -> ControlRow:
         latest_trigger_token=r["latest_trigger_token"],
         latest_run_id=r["latest_run_id"],
         job_start_timestamp=utc(r["job_start_timestamp"]),
+        partition_filter=r.get("partition_filter"),
+        tags=r.get("tags"),
     )

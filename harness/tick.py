@@ -31,7 +31,7 @@ from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
 from harness.status import TickResult, record_tick, write_snapshot
-from harness.triggering import open_runs, recover_failed_jobs, start_jobs, track_runs
+from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 
 log = logging.getLogger("harness.tick")
 
@@ -132,6 +132,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())
+        describe_ranges(runtime.events, [run for run in runs if run.run_id is None])  # re-sent as first sent
         tracked = track_runs(runs, runtime.backend, config.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
         runtime.events.append(tracked.events + recovered)

@@ -9,7 +9,8 @@ A token with a request but no outcome is re-sent as is by the next tick: the bac
 run for the same token, so a crash anywhere yields neither a second run nor a lost one.
 
 Each run is handed its change range: per upstream, from the watermark consumed by the job's last
-successful run to the watermark now, so a failed run's range folds into the next run.
+successful run to the watermark now, so a failed run's range folds into the next run; for table
+sources also the data change events in it (`harness.range_events`, from the log's detections).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.errors import BackendError
 from harness.events import Event, EventLog, now
 from harness.faults import crash_point
 from harness.model import ControlRow, EventType, JobState, RowKey, Status, dumps
+from harness.range_events import RangeEvents, range_events, reach_their_starts
 from harness.redact import redact
 from harness.tables import OpenRunRow
 
@@ -74,12 +76,18 @@ class OpenRun:
     flagged_stuck: bool = False
     last_poll_error: str | None = None
     last_poll_error_at: datetime | None = None
+    change_events: dict[RowKey, RangeEvents] = field(default_factory=dict)  # per row, when described
 
     def request(self) -> RunRequest:
-        return RunRequest(self.job_id, self.job_name, self.token, change_range(self.job_id, self.token, self.rows))
+        return RunRequest(self.job_id, self.job_name, self.token,
+                          change_range(self.job_id, self.token, self.rows, self.change_events))
 
 
-def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow]) -> dict[str, Any]:
+def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow],
+                 change_events: Mapping[RowKey, RangeEvents] | None = None) -> dict[str, Any]:
+    """What a run is handed: per upstream its range of watermarks, and the change events in it when the
+    upstream is a table (`events`, oldest first; `events_complete` false when part of the range's
+    detections could not be found)."""
     return {
         "job_id": job_id,
         "run_context_id": token,
@@ -90,10 +98,31 @@ def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow]) -> dict[
                 "dependency": "hard" if r.is_hard else "soft",
                 "from": _json(r.from_watermark),
                 "to": _json(r.to_watermark),
+                **(change_events or {}).get(r.key, {}),
             }
             for r in sorted(rows, key=lambda r: (r.key.sensor_source, r.key.sensor_id))
         ],
     }
+
+
+RECENT_DETECTION_DAYS = 7  # a range's detections are looked for in the last week first,
+MAX_DETECTION_DAYS = 448  # then 8 and 64 times as far back, then in the whole log
+
+
+def describe_ranges(events: EventLog, runs: Sequence[OpenRun]) -> None:
+    """Attach to each run the change events of its rows' ranges: one read of the log's detections."""
+    if not runs:
+        return
+    jobs = sorted({run.job_id for run in runs})
+    ranges = [(r.key, r.from_watermark, r.to_watermark) for run in runs for r in run.rows]
+    days: int | None = RECENT_DETECTION_DAYS
+    while True:  # the log is read from recent days back, only as far as the oldest range needs
+        detections = events.detections(jobs, days)
+        if days is None or reach_their_starts(detections, ranges):
+            break
+        days = days * 8 if days < MAX_DETECTION_DAYS else None
+    for run in runs:
+        run.change_events = range_events(detections, [(r.key, r.from_watermark, r.to_watermark) for r in run.rows])
 
 
 def _row_events(
@@ -190,6 +219,7 @@ def start_jobs(
     outcome = StartOutcome()
     if not runs:
         return outcome
+    describe_ranges(events, runs)
     events.append([event for run in runs for event in _intents(run)])
     crash_point("start:intent-recorded")
     recorded: list[Event] = []

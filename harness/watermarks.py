@@ -66,6 +66,15 @@ def describe(text: str | None) -> str:
         parts.append(_sap_time(value["sap_time"]))
     if "status_change_timestamp" in value:
         parts.append(f"load {when(value['status_change_timestamp'])}")
+    if "snapshot_id" in value:
+        parts.append(f"snapshot {value['snapshot_id'] if value['snapshot_id'] is not None else 'none yet'}")
+    if "fingerprint" in value:
+        modified = int(value.get("modified_ms") or 0)
+        parts.append(f"files up to {when(datetime.fromtimestamp(modified / 1000, timezone.utc)) if modified else '-'}")
+    if isinstance(value.get("partitions"), dict):
+        names = sorted(value["partitions"])
+        more = f" +{len(names) - 2} more" if len(names) > 2 else ""
+        parts.append(f"acted on {', '.join(names[:2])}{more}")
     return ", ".join(parts) if parts else json.dumps(value, separators=(",", ":"), default=str)
 
 

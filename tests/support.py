@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from harness import inbox, tables
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
-from harness.controls import USER_COLUMNS
+from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.runtime import Runtime
 from harness.tick import TickReport, run_tick
 
@@ -76,8 +76,11 @@ class HeartbeatHarness:
 
     # --- configuration -------------------------------------------------------------------------
     def write_controls(self, rows: Iterable[Mapping[str, str]]) -> None:
+        """The CSV with the user columns, and the optional ones only when a row sets them."""
+        rows = list(rows)
+        optional = [c for c in OPTIONAL_COLUMNS if any(c in row for row in rows)]
         with self.config.controls_csv.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
+            writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, *optional])
             writer.writeheader()
             writer.writerows(rows)
 

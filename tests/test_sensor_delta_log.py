@@ -85,7 +85,7 @@ def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> No
     # GIVEN a partitioned table at version 5 whose commit 3 was cleaned from the log, and a row at version 2
     commits = KnownCommits({4: Commit(4, "t4", "WRITE", "APPEND", partitions=((("region", "eu"),),)),
                             5: Commit(5, "t5", "DELETE", "DELETE", partitions=((("region", "us"),),))})
-    position = TableState(5, commits, partition_columns=("region",))
+    position = TableState("/lake/t", 5, commits, partition_columns=("region",))
     sensor, upstream = DeltaSensor({}, delta_on_spark=False), Upstream(SensorSource.DELTA_TABLE, "/lake/sales")
 
     # WHEN it is compared with the row's watermark (no table, no I/O)
@@ -97,11 +97,16 @@ def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> No
     assert [c["version"] for c in changes["commits"]] == [4, 5] and changes["commits_not_described"] == 1
     assert changes["operations"] == ["APPEND", "DELETE"] and changes["partitions"] is None
     assert (changes["commit_timestamp_from"], changes["commit_timestamp_to"]) == ("t4", "t5")
+    # AND each described version is a data change event, the missing one counted as not listed
+    assert [(e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"], e["table_format"])
+            for e in changes["events"]] == [(4, 3, "APPEND", [{"region": "eu"}], "delta"),
+                                            (5, 4, "DELETE", [{"region": "us"}], "delta")]
+    assert changes["events_not_listed"] == 1
 
 
 def test_delta_detection_on_a_recreated_table_reports_the_version_going_back() -> None:
     # GIVEN a row at version 9 of a table recreated since, now at version 0 with one append
-    position = TableState(0, KnownCommits({0: Commit(0, None, "CREATE TABLE AS SELECT", "APPEND")}))
+    position = TableState("/lake/t", 0, KnownCommits({0: Commit(0, None, "CREATE TABLE AS SELECT", "APPEND")}))
     sensor, upstream = DeltaSensor({}, delta_on_spark=False), Upstream(SensorSource.DELTA_TABLE, "/lake/sales")
 
     # WHEN compared, THEN the new table's data is new, with a note saying why the version went back
@@ -109,3 +114,16 @@ def test_delta_detection_on_a_recreated_table_reports_the_version_going_back() -
     assert isinstance(detection, NewData)
     assert detection.changes["note"] == "version went back from 9 to 0: the table was recreated"
     assert isinstance(sensor.detect(upstream, position, detection.watermark), NothingNew)
+
+
+def test_commit_info_fields_set_by_the_writer_are_the_commit_tags() -> None:
+    # GIVEN a commit whose writer attached its own fields (delta-rs custom_metadata, Spark's userMetadata)
+    lines = commit_file(
+        {"commitInfo": {"timestamp": 1767571200000, "operation": "WRITE", "engineInfo": "delta-rs",
+                        "operationParameters": {"mode": "Append"}, "source": "crm", "userMetadata": "nightly"}},
+        {"add": {"path": "a.parquet", "partitionValues": {"ds": "2026-01-05"}, "dataChange": True}},
+    )
+    # WHEN parsed, THEN those fields (and only those) are the tags of its change event
+    event = parse_commit(7, lines).change_event("/lake/orders")
+    assert event.tags == {"source": "crm", "userMetadata": "nightly"}
+    assert (event.snapshot_id, event.previous_snapshot_id, event.operation) == (7, 6, "APPEND")

@@ -14,6 +14,8 @@ from harness.errors import ConfigError
 from harness.model import SensorSource
 from harness.sensors.base import Sensor
 from harness.sensors.delta import DeltaSensor
+from harness.sensors.hive_table import HiveTableSensor
+from harness.sensors.iceberg import IcebergSensor
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.kafka import KafkaSensor
 from harness.sensors.sap import SapChainSensor
@@ -34,6 +36,8 @@ def build_registry(config: Config) -> Registry:
         lambda: SapChainSensor.from_settings(SensorSource.SAP_BW, config.sap_bw),
         lambda: SapChainSensor.from_settings(SensorSource.SAP_B4, config.sap_b4),
         lambda: UpstreamSensorTableSensor.from_settings(config.upstream_sensor_table),
+        lambda: IcebergSensor.from_settings(config.iceberg),
+        HiveTableSensor,
     ]
     registry: Registry = {}
     problems: list[str] = []

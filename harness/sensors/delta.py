@@ -14,8 +14,10 @@ statistics where they are exact (integers, decimals, dates), else from a scan of
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from functools import cached_property
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -32,6 +34,7 @@ from harness.model import SensorSource
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.change_events import ChangeEvent
 from harness.sensors.context import CheckContext
 from harness.sensors.delta_log import (
     MAX_DETAILED_COMMITS,
@@ -43,6 +46,7 @@ from harness.sensors.delta_log import (
     describe_changes,
     parse_commit,
 )
+from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 
 
@@ -53,13 +57,16 @@ def is_path(sensor_id: str) -> bool:
 @dataclass(frozen=True)
 class TableState:
     """The position of a Delta table: its version, how to read the commits behind it, and with an
-    upstream_key that column's max (None: the table is empty)."""
+    upstream_key that column's max (None: the table is empty). `files` lists the current snapshot's
+    data files (read only when a partition trigger asks); None where they cannot be read (named tables)."""
 
+    table: str
     version: int
     commits: CommitSource
     partition_columns: tuple[str, ...] = ()
     key: str | None = None
     key_max: Any = None
+    files: Callable[[], pa.Table] | None = None
     watermark: Watermark = field(init=False)
 
     def __post_init__(self) -> None:  # encoded once, so a key of an unsupported type fails the read
@@ -67,6 +74,32 @@ class TableState:
         if self.key is not None:
             watermark |= {"key": self.key, "max": key_values.encode(self.key_max) if self.key_max is not None else None}
         object.__setattr__(self, "watermark", watermark)
+
+    def partition_contents(self) -> Sequence[PartitionContent]:
+        return self._partitions
+
+    @cached_property
+    def _partitions(self) -> list[PartitionContent]:
+        """The add actions of the current snapshot grouped by partition; a partition's fingerprint is
+        that of its files' paths (an overwrite replaces them)."""
+        if self.files is None:
+            raise SensorError(f"{self.table}: a partition trigger reads the table's files from its log, which "
+                              "needs the table's path or URI as sensor_id (e.g. s3://bucket/sales/orders)")
+        actions = self.files()
+        if actions.num_rows == 0:
+            return []
+        columns = [f"partition.{c}" for c in self.partition_columns]
+        paths: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+        for row in actions.select(["path", *columns]).to_pylist():
+            paths[tuple(row[c] for c in columns)].append(row["path"])
+        return [PartitionContent({c: None if v is None else str(v) for c, v in zip(self.partition_columns, values)},
+                                 fingerprint(files)) for values, files in paths.items()]
+
+    def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
+        seen = seen_version(since)
+        first = seen + 1 if seen < self.version else 0
+        commits, _ = commits_between(self.commits, first, self.version)
+        return [c.change_event(self.table) for c in commits if c.change]
 
 
 def seen_version(since: Watermark | None) -> int:
@@ -115,8 +148,9 @@ class PathTables:
     def position(self, upstream: Upstream) -> TableState:
         table = self.open(upstream)
         key_max = self._key_max(upstream, table) if upstream.upstream_key else None
-        return TableState(table.version(), CommitLog(upstream.sensor_id, self.storage_options),
-                          tuple(table.metadata().partition_columns), upstream.upstream_key, key_max)
+        return TableState(upstream.sensor_id, table.version(), CommitLog(upstream.sensor_id, self.storage_options),
+                          tuple(table.metadata().partition_columns), upstream.upstream_key, key_max,
+                          files=lambda: pa.table(table.get_add_actions(flatten=True)))
 
     @staticmethod
     def _key_max(upstream: Upstream, table: DeltaTable) -> Any:
@@ -189,7 +223,8 @@ class NamedTables:
                 raise context.timed_out(upstream.label) from exc
             raise SensorError(f"{upstream.label}: {spark_error_text(exc)}") from exc
         commits = {c.version: c for c in map(commit_from_history, history)}
-        return TableState(max(commits, default=-1), KnownCommits(commits), key=upstream.upstream_key, key_max=key_max)
+        return TableState(upstream.sensor_id, max(commits, default=-1), KnownCommits(commits),
+                          key=upstream.upstream_key, key_max=key_max)
 
     @staticmethod
     def new_rows(context: CheckContext, upstream: Upstream, state: TableState, since: Watermark | None) -> DataFrame:
@@ -243,7 +278,8 @@ class DeltaSensor(Sensor[TableState]):
         if undescribed == 0 and not any(c.change for c in commits):
             return NothingNew(f"versions {first}-{position.version} change no data "
                               f"({', '.join(sorted({c.operation for c in commits}))})")
-        changes = describe_changes(seen, position.version, commits, undescribed, bool(position.partition_columns))
+        changes = describe_changes(upstream.sensor_id, seen, position.version, commits, undescribed,
+                                   bool(position.partition_columns))
         return NewData(watermark=position.watermark, changes=changes)
 
     @staticmethod

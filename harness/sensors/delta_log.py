@@ -13,12 +13,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Protocol
 
+from harness.sensors.change_events import ChangeEvent, described, overall_operation
+
 MAX_DETAILED_COMMITS = 100  # commits described in one event; older ones are counted, not described
 _DATA_OPERATIONS = {"DELETE": "DELETE", "UPDATE": "UPDATE", "MERGE": "UPDATE", "RESTORE": "UPDATE",
                     "TRUNCATE": "DELETE"}
 _WRITE_MODES = {"append": "APPEND", "overwrite": "UPDATE"}
 
 Partition = tuple[tuple[str, str | None], ...]  # (column, value) pairs, sorted
+# commitInfo fields Delta writers set themselves; any other text field is a tag its writer attached
+# (delta-rs `CommitProperties(custom_metadata=...)`, Spark's `userMetadata`).
+_COMMIT_INFO_FIELDS = {"timestamp", "operation", "operationParameters", "operationMetrics", "engineInfo",
+                       "clientVersion", "isolationLevel", "isBlindAppend", "txnId", "readVersion", "userId",
+                       "userName", "clusterId", "job", "notebook", "inCommitTimestamp"}
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,19 @@ class Commit:
     change: str | None  # APPEND / UPDATE / DELETE, None when the commit changes no data
     partitions: tuple[Partition, ...] = ()
     added_files: tuple[str, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation,
                 "change": self.change}
+
+    def change_event(self, table: str) -> ChangeEvent:
+        """The version as a data change event (only for versions that change data)."""
+        return ChangeEvent(event_time=self.timestamp, table=table, table_format="delta", snapshot_id=self.version,
+                           snapshot_time=self.timestamp,
+                           previous_snapshot_id=self.version - 1 if self.version > 0 else None,
+                           operation=self.change or "UPDATE", partition_values=tuple(dict(p) for p in self.partitions),
+                           tags=dict(self.tags))
 
 
 def change_kind(operation: str, parameters: Mapping[str, Any], adds: int, removes: int) -> str | None:
@@ -82,6 +98,7 @@ def parse_commit(version: int, lines: Iterable[str]) -> Commit:
         change=change_kind(str(info.get("operation", "")), parameters, len(adds), len(removes)),
         partitions=tuple(sorted(p for p in partitions if p)),
         added_files=tuple(a["path"] for a in adds),
+        tags=tuple(sorted((k, v) for k, v in info.items() if isinstance(v, str) and k not in _COMMIT_INFO_FIELDS)),
     )
 
 
@@ -125,11 +142,10 @@ def commits_between(source: CommitSource, first: int, last: int) -> tuple[list[C
 
 def overall_change(commits: Iterable[Commit]) -> str | None:
     """One word for several commits: their change when they agree, else UPDATE; None: no data change."""
-    kinds = {c.change for c in commits if c.change}
-    return kinds.pop() if len(kinds) == 1 else ("UPDATE" if kinds else None)
+    return overall_operation(c.change for c in commits)
 
 
-def describe_changes(seen: int, version: int, commits: list[Commit], undescribed: int,
+def describe_changes(table: str, seen: int, version: int, commits: list[Commit], undescribed: int,
                      partitioned: bool) -> dict[str, Any]:
     """The event's details for versions after `seen` (-1: never sensed) up to `version`."""
     data = [c for c in commits if c.change]
@@ -141,11 +157,12 @@ def describe_changes(seen: int, version: int, commits: list[Commit], undescribed
         "commits": [c.describe() for c in commits],
         "commit_timestamp_from": commits[0].timestamp if commits else None,
         "commit_timestamp_to": commits[-1].timestamp if commits else None,
+        **described([c.change_event(table) for c in data]),
     }
     if seen > version:
         changes["note"] = f"version went back from {seen} to {version}: the table was recreated"
     if undescribed:
-        changes["commits_not_described"] = undescribed
+        changes["commits_not_described"] = changes["events_not_listed"] = undescribed
     if partitioned:
         touched = {p for c in data for p in c.partitions}
         changes["partitions"] = [dict(p) for p in sorted(touched)] if not undescribed else None

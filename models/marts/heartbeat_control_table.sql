@@ -135,7 +135,9 @@ final as (
         folded.last_error_timestamp,
         folded.last_start_refusal,
         folded.last_start_refused_at,
-        folded.last_event_time
+        folded.last_event_time,
+        controls.partition_filter,
+        controls.tags
     from controls
     inner join folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

@@ -18,7 +18,9 @@ renamed as (
         upper(trim(job_state)) as job_state,
         upper(replace(dependency_flag, ' ', '')) as dependency_flag,
         upper(replace(dependency_flag, ' ', '')) = 'TRUE' as is_hard_dependency,
-        concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label
+        concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'partition_filter') }} as partition_filter,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'tags') }} as tags
     from source
 
 )

@@ -1,0 +1,70 @@
+"""The change events of a run's range, from the detections in the event log.
+
+A row's watermark moves only by detections (DATA_CHANGED events), each from the watermark the row had
+(`watermark_before`) to the one it found (`watermark_after`). The detections of a range
+(from the watermark of the job's last successful run to the row's watermark now) are therefore the chain
+that leads back from the row's watermark to the range's start; each carries the `events` its sensor
+described (table sources: one per snapshot). Walking that chain needs no read of the upstream, so the
+range handed to a run is the same when the start is re-sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from harness.model import RowKey
+from harness.sensors.change_events import MAX_EVENTS
+
+RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "events_not_listed": n}
+RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at
+
+
+def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey, str], Mapping[str, Any]]:
+    """Each row's detections by the watermark they found (the newest, should two have found the same)."""
+    newest: dict[tuple[RowKey, str], Mapping[str, Any]] = {}
+    for detection in sorted(detections, key=lambda d: d["event_time"]):
+        key = RowKey(detection["sensor_source"], detection["sensor_id"], detection["trigger_job_id"])
+        if detection["watermark_after"]:
+            newest[(key, detection["watermark_after"])] = detection
+    return newest
+
+
+def reach_their_starts(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> bool:
+    """Whether these detections hold every row's chain back to its range's start (else older ones are needed)."""
+    newest = _by_watermark(detections)
+    return all(_chain(newest, key, start, end)[1] for key, start, end in rows)
+
+
+def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> dict[RowKey, RangeEvents]:
+    """Per row whose detections describe change events (table sources), the events of its range, oldest
+    first (at most MAX_EVENTS, the newest); rows of other sources are left out."""
+    newest = _by_watermark(detections)
+    out: dict[RowKey, RangeEvents] = {}
+    for key, start, end in rows:
+        chain, complete = _chain(newest, key, start, end)
+        described = [json.loads(d["details"] or "{}") for d in chain]
+        if not any("events" in d for d in described):
+            continue
+        events = [e for d in reversed(described) for e in d.get("events", [])]
+        not_listed = sum(int(d.get("events_not_listed", 0)) for d in described) + max(0, len(events) - MAX_EVENTS)
+        out[key] = {"events": events[-MAX_EVENTS:], "events_complete": complete and not_listed == 0}
+        if not_listed:
+            out[key]["events_not_listed"] = not_listed
+    return out
+
+
+def _chain(newest: Mapping[tuple[RowKey, str], Mapping[str, Any]], key: RowKey, start: str | None,
+           end: str | None) -> tuple[list[Mapping[str, Any]], bool]:
+    """The detections from `end` back to `start`, newest first, and whether the chain reached `start`."""
+    chain: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    current = end
+    while current is not None and current != start:
+        detection = newest.get((key, current))
+        if detection is None or detection["event_id"] in seen:
+            return chain, False
+        seen.add(detection["event_id"])
+        chain.append(detection)
+        current = detection["watermark_before"]
+    return chain, current == start

@@ -1,0 +1,228 @@
+"""iceberg_table: new snapshots of an Iceberg table, read with pyiceberg (no JVM).
+
+sensor_id is `[catalog:] namespace.table`; the catalog is one of `iceberg.catalogs` in heartbeat.yml
+(`default` without a prefix), loaded with pyiceberg's `load_catalog` (a SQL catalog, REST, Glue, Hive...).
+One read per check: the table's metadata (its snapshots, each with its parent, time, summary operation
+and properties). Only when something is new are the manifests of the new snapshots read, for the
+partitions they touched, and, for a partition trigger, the manifests of the current snapshot.
+
+The watermark is `{"snapshot_id": id}`. New data: the current snapshot differs from the watermark's and
+one of the snapshots between them changes data (`append`, `overwrite`, `delete`; a `replace` only
+rewrites files, like compaction). The snapshots between are the current one's ancestors back to the
+watermark's; a watermark that is no ancestor (a rollback, an expired snapshot) lists them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any, Mapping, Sequence
+
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.table import Table
+
+from harness.config import IcebergSettings, env_secret
+from harness.errors import ConfigError, SensorError
+from harness.model import SensorSource
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
+from harness.sensors.context import CheckContext
+from harness.sensors.partition_trigger import PartitionContent, fingerprint
+
+DEFAULT_CATALOG = "default"
+_CHANGES = {"append": "APPEND", "overwrite": "UPDATE", "delete": "DELETE"}  # replace: no data change
+_SUMMARY_FIELDS = {"operation"}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    parent_id: int | None
+    timestamp: str
+    operation: str  # the summary's operation: append / overwrite / delete / replace
+    properties: Mapping[str, str]  # the summary's other fields: metrics and the writer's own properties
+
+    @property
+    def change(self) -> str | None:
+        return _CHANGES.get(self.operation)
+
+
+def _iso(timestamp_ms: int) -> str:
+    return datetime.fromtimestamp(timestamp_ms / 1000, tz=timezone.utc).isoformat()
+
+
+@dataclass(frozen=True)
+class IcebergState:
+    """An Iceberg table now: its current snapshot and every snapshot its metadata still lists."""
+
+    table_name: str
+    table: Table = field(repr=False, compare=False)
+    snapshot_id: int | None
+    snapshots: Mapping[int, Snapshot]
+    partition_columns: tuple[str, ...]
+
+    @property
+    def watermark(self) -> Watermark:
+        return {"snapshot_id": self.snapshot_id}
+
+    def between(self, seen: int | None) -> tuple[list[Snapshot], bool]:
+        """The snapshots after `seen` up to the current one, oldest first (the newest MAX_EVENTS + 1 at
+        most), and whether `seen` was found among the current snapshot's ancestors."""
+        chain: list[Snapshot] = []
+        current = self.snapshot_id
+        while current is not None and current != seen and len(chain) <= MAX_EVENTS:
+            snapshot = self.snapshots.get(current)
+            if snapshot is None:
+                break  # expired: the ancestry ends here
+            chain.append(snapshot)
+            current = snapshot.parent_id
+        return chain[::-1], current == seen
+
+    def change_event(self, snapshot: Snapshot) -> ChangeEvent:
+        tags = {k: v for k, v in snapshot.properties.items() if not _is_metric(k)}
+        return ChangeEvent(event_time=snapshot.timestamp, table=self.table_name, table_format="iceberg",
+                           snapshot_id=snapshot.snapshot_id, snapshot_time=snapshot.timestamp,
+                           previous_snapshot_id=snapshot.parent_id, operation=snapshot.change or "UPDATE",
+                           partition_values=self._touched(snapshot.snapshot_id), tags=tags)
+
+    def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
+        chain, _ = self.between(_seen(since))
+        return [self.change_event(s) for s in chain[-MAX_EVENTS:] if s.change]
+
+    def _touched(self, snapshot_id: int) -> tuple[PartitionValues, ...]:
+        """The partitions whose files this snapshot added or deleted (from the manifests it wrote)."""
+        if not self.partition_columns:
+            return ()
+        snapshot = self.table.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            return ()
+        touched: set[tuple[tuple[str, str | None], ...]] = set()
+        for manifest in snapshot.manifests(self.table.io):
+            if manifest.added_snapshot_id != snapshot_id:
+                continue
+            for entry in manifest.fetch_manifest_entry(self.table.io, discard_deleted=False):
+                if entry.status != ManifestEntryStatus.EXISTING:
+                    touched.add(self._values(manifest.partition_spec_id, entry.data_file.partition))
+        return tuple(dict(p) for p in sorted(touched, key=str))
+
+    def _values(self, spec_id: int, record: Any) -> tuple[tuple[str, str | None], ...]:
+        spec, schema = self.table.specs()[spec_id], self.table.schema()
+        values = []
+        for position, spec_field in enumerate(spec.fields):
+            value = record[position]
+            source_type = schema.find_type(spec_field.source_id)
+            values.append((spec_field.name,
+                           None if value is None else str(spec_field.transform.to_human_string(source_type, value))))
+        return tuple(values)
+
+    def partition_contents(self) -> Sequence[PartitionContent]:
+        return self._partitions
+
+    @cached_property
+    def _partitions(self) -> list[PartitionContent]:
+        """The live data files of the current snapshot, grouped by partition."""
+        snapshot = self.table.current_snapshot()
+        files: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+        for manifest in snapshot.manifests(self.table.io) if snapshot else []:
+            for entry in manifest.fetch_manifest_entry(self.table.io, discard_deleted=True):
+                values = self._values(manifest.partition_spec_id, entry.data_file.partition)
+                files.setdefault(values, []).append(entry.data_file.file_path)
+        return [PartitionContent(dict(values), fingerprint(paths)) for values, paths in files.items()]
+
+
+def _is_metric(key: str) -> bool:
+    """The summary fields Iceberg writers fill in themselves (added-data-files, total-records, ...)."""
+    return key.startswith(("added-", "deleted-", "removed-", "total-", "changed-", "replace-", "manifests-",
+                           "entries-", "engine-", "iceberg-", "spark.", "app-id")) or key in _SUMMARY_FIELDS
+
+
+def _seen(since: Watermark | None) -> int | None:
+    value = since.get("snapshot_id") if since else None
+    return int(value) if value is not None else None
+
+
+class IcebergSensor(Sensor[IcebergState]):
+    sources = (SensorSource.ICEBERG_TABLE,)
+
+    def __init__(self, catalogs: Mapping[str, Mapping[str, str]]) -> None:
+        self.catalogs = {name: dict(properties) for name, properties in catalogs.items()}
+
+    @classmethod
+    def from_settings(cls, settings: IcebergSettings) -> IcebergSensor:
+        """`iceberg.catalogs`, each catalog's secret properties read from the environment now."""
+        catalogs: dict[str, dict[str, str]] = {}
+        for name, catalog in settings.catalogs.items():
+            properties = dict(catalog.properties)
+            for key, variable in catalog.properties_env.items():
+                properties[key] = env_secret(variable, f"iceberg.catalogs.{name}.properties_env.{key}") or ""
+            if not properties:
+                raise ConfigError(f"iceberg.catalogs.{name}: no properties (e.g. type: sql, uri, warehouse)")
+            catalogs[name] = properties
+        return cls(catalogs)
+
+    def _catalog(self, upstream: Upstream) -> tuple[Catalog, str]:
+        name, _, table = upstream.sensor_id.rpartition(":")
+        name, table = name.strip() or DEFAULT_CATALOG, table.strip()
+        if name not in self.catalogs:
+            known = ", ".join(self.catalogs) or "none"
+            raise SensorError(f"{upstream.label}: no Iceberg catalog {name!r} in heartbeat.yml "
+                              f"(iceberg.catalogs: {known})")
+        if "." not in table:
+            raise SensorError(f"{upstream.label}: expected namespace.table after the catalog, e.g. sales.orders")
+        try:
+            return load_catalog(name, **self.catalogs[name]), table
+        except Exception as exc:  # noqa: BLE001 - pyiceberg raises many types; the message names the problem
+            raise SensorError(f"{upstream.label}: cannot load Iceberg catalog {name!r}: {exc}") from exc
+
+    def read_position(self, context: CheckContext, upstream: Upstream) -> IcebergState:
+        context.time_left(upstream.label)
+        catalog, name = self._catalog(upstream)
+        try:
+            table = catalog.load_table(name)
+        except NoSuchTableError as exc:
+            raise SensorError(f"{upstream.label}: no Iceberg table {name!r} in the catalog: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - the catalog's own error (connection, permission)
+            if context.expired:
+                raise context.timed_out(upstream.label) from exc
+            raise SensorError(f"{upstream.label}: cannot read the Iceberg table: {exc}") from exc
+        if context.expired:
+            raise context.timed_out(upstream.label)
+        snapshots = {
+            s.snapshot_id: Snapshot(s.snapshot_id, s.parent_snapshot_id, _iso(s.timestamp_ms),
+                                    s.summary.operation.value if s.summary else "append",
+                                    dict(s.summary.additional_properties) if s.summary else {})
+            for s in table.snapshots()
+        }
+        current = table.current_snapshot()
+        return IcebergState(name, table, current.snapshot_id if current else None, snapshots,
+                            tuple(f.name for f in table.spec().fields))
+
+    def detect(self, upstream: Upstream, position: IcebergState, since: Watermark | None) -> Detection:
+        seen = _seen(since)
+        if position.snapshot_id is None:
+            return NothingNew("no snapshot yet (table empty)")
+        if position.snapshot_id == seen:
+            return NothingNew(f"still at snapshot {seen}")
+        chain, found = position.between(seen)
+        data = [s for s in chain if s.change]
+        if found and not data:
+            return NothingNew(f"snapshots after {seen} change no data ({', '.join(sorted({s.operation for s in chain}))})")
+        events = [position.change_event(s) for s in data[-MAX_EVENTS:]]
+        changes: dict[str, Any] = {
+            "snapshot_id_from": seen,
+            "snapshot_id_to": position.snapshot_id,
+            "operation": overall_operation(e.operation for e in events),
+            "operations": sorted({e.operation for e in events}),
+            **described(events),
+        }
+        if not found:
+            changes["note"] = (f"snapshot {seen} is not an ancestor of the current one (rolled back or expired): "
+                               "the listed snapshots are the current one's ancestors" if seen is not None else
+                               "never sensed: the newest snapshots are listed")
+        if position.partition_columns:
+            touched = {tuple(p.items()) for e in events for p in e.partition_values}
+            changes["partitions"] = [dict(p) for p in sorted(touched, key=str)]
+        return NewData(watermark=position.watermark, changes=changes)

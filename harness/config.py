@@ -35,6 +35,7 @@ ENV_OVERRIDES = {
     "catalog": "HEARTBEAT_CATALOG",
     "schema": "HEARTBEAT_SCHEMA",
     "trigger_file.root": "HEARTBEAT_TRIGGER_ROOT",
+    "spark_remote": "HEARTBEAT_SPARK_REMOTE",
 }
 CONFIG_ENV = "HEARTBEAT_CONFIG"
 DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)
@@ -215,6 +216,10 @@ class HeartbeatFile(Settings):
     dbt_target: Literal["local", "databricks"] | None = None  # default: databricks with that backend
     catalog: str | None = None  # Unity Catalog catalog (databricks target); spark_catalog locally
     schema_: str = Field("heartbeat", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # Spark Connect instead of classic Spark: `local` (a Connect server inside this process, on the
+    # embedded metastore and warehouse) or a server's `sc://host:port`. Unset: classic local Spark.
+    # Inside a Databricks job the runtime's own session is used whatever this says.
+    spark_remote: str | None = Field(None, pattern=r"^(local(\[[0-9*, ]+\])?|sc://.+)$")
     project_dir: Path = PROJECT_DIR
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
@@ -245,6 +250,7 @@ class Config:
     dbt_target: str = "local"
     catalog: str = LOCAL_CATALOG
     schema: str = "heartbeat"
+    spark_remote: str | None = None  # Spark Connect: `local` or `sc://...`; None for classic Spark
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     trigger_root: Path | None = None
     sensing: SensingSettings = SensingSettings()
@@ -367,6 +373,7 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         dbt_target=dbt_target,
         catalog=parsed.catalog or LOCAL_CATALOG,
         schema=parsed.schema_,
+        spark_remote=parsed.spark_remote,
         controls_csv=controls_csv,
         trigger_root=_path(root, base) if root else None,
         sensing=parsed.sensing,

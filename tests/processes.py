@@ -48,12 +48,14 @@ class HeartbeatProcess:
         if server is not None:
             self.env.update({"DATABRICKS_HOST": server.url, "DATABRICKS_TOKEN": server.token})
 
-    def write_config(self) -> None:
+    def write_config(self, *more_rows: dict[str, str], **settings: Any) -> None:
+        """heartbeat.yml and the controls CSV: the trigger folder `orders` and `more_rows` feeding the job;
+        `settings` are further top-level keys of heartbeat.yml (e.g. spark_remote)."""
         self.seeds.mkdir(parents=True, exist_ok=True)
         with (self.seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
             writer.writeheader()
-            writer.writerow(control_row("trigger_file", UPSTREAM, self.job_id))
+            writer.writerows([control_row("trigger_file", UPSTREAM, self.job_id), *more_rows])
         (self.root / "triggers" / UPSTREAM).mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "state_dir": str(self.state),
@@ -61,6 +63,7 @@ class HeartbeatProcess:
             "dbt_target": "local",
             "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
             "trigger_file": {"root": str(self.root / "triggers")},
+            **settings,
         }
         if self.backend == "databricks":
             config["databricks"] = {**FAST, "retry_timeout_seconds": 5, "http_timeout_seconds": 3}

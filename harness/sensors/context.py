@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from pyspark.sql import SparkSession
@@ -77,29 +77,25 @@ class CheckContext:
 
     @contextmanager
     def spark_until_deadline(self, label: str) -> Iterator[SparkSession]:
-        """The check's session; the Spark jobs this thread starts inside the block are cancelled at the
-        deadline (a job tag of this thread, cancelled by a timer)."""
+        """The check's session; the Spark operations this thread starts inside the block are interrupted
+        at the deadline (a session tag of this thread, interrupted by a timer). Session tags are the
+        same API on classic Spark and on Spark Connect."""
         spark = self.session(label)
-        jobs = spark.sparkContext
         tag = f"heartbeat-check-{uuid.uuid4().hex}"
         try:
-            jobs.addJobTag(tag)
+            spark.addTag(tag)
             tagged = True
-        except Exception as exc:  # noqa: BLE001 - a Spark without job tags: the outer deadline still holds
-            log.debug("%s: Spark jobs cannot be cancelled at the deadline: %s", label, exc)
+        except Exception as exc:  # noqa: BLE001 - a Spark without session tags: the outer deadline still holds
+            log.debug("%s: Spark operations cannot be interrupted at the deadline: %s", label, exc)
             tagged = False
         if not tagged:
             yield spark
             return
-        timer = threading.Timer(self.remaining(), jobs.cancelJobsWithTag, args=(tag,))
+        timer = threading.Timer(self.remaining(), spark.interruptTag, args=(tag,))
         timer.daemon = True
         timer.start()
         try:
             yield spark
         finally:
             timer.cancel()
-            jobs.removeJobTag(tag)
-
-    def with_spark(self, spark: SparkSession) -> CheckContext:
-        """The same check (same deadline) on another session (preprocess_query's own temp views)."""
-        return replace(self, spark=spark)
+            spark.removeTag(tag)

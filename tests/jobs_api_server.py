@@ -2,8 +2,10 @@
 
 It serves what the Databricks backend uses (Jobs API 2.2, the fields databricks-sdk 0.77 sends and reads):
   GET  /.well-known/databricks-config   host metadata (newer SDKs read it; 0.77 does not)
-  POST /api/2.2/jobs/run-now            honours idempotency_token: the same token returns the same run
-  GET  /api/2.2/jobs/runs/get           a run's state (life_cycle_state, result_state, state_message)
+  POST /api/2.2/jobs/run-now            honours idempotency_token: the same token returns the same run,
+                                        the token of a deleted run (`delete_run`) is refused
+  GET  /api/2.2/jobs/runs/get           a run's `status` (life cycle v2, termination details) and its
+                                        deprecated `state`; `run_fields` leaves either out
   GET  /api/2.2/jobs/runs/list          runs of a job, newest first, completed_only, start_time_from, pages
   GET  /api/2.2/jobs/get                a job's settings (name, declared parameters)
 Every request is recorded (method, path, query, body) so tests can count runs per job. Tests make it
@@ -48,11 +50,16 @@ class FakeRun:
     state_message: str = ""
     end_time: int | None = None
 
-    def as_json(self, number: int) -> dict[str, Any]:
+    def as_json(self, number: int, fields: tuple[str, ...] = ("state", "status")) -> dict[str, Any]:
         state: dict[str, Any] = {"life_cycle_state": self.life_cycle_state, "state_message": self.state_message}
         if self.result_state:
             state["result_state"] = self.result_state
             state["user_cancelled_or_timedout"] = self.result_state in ("CANCELED", "TIMEDOUT")
+        status: dict[str, Any] = {"state": _LIFECYCLE_V2.get(self.life_cycle_state, self.life_cycle_state)}
+        if status["state"] == "TERMINATED":
+            code, kind = _TERMINATION.get(self.result_state or self.life_cycle_state, ("RUN_EXECUTION_ERROR",
+                                                                                      "CLIENT_ERROR"))
+            status["termination_details"] = {"code": code, "type": kind, "message": self.state_message}
         body: dict[str, Any] = {
             "run_id": self.run_id,
             "job_id": self.job_id,
@@ -60,13 +67,27 @@ class FakeRun:
             "run_name": f"job-{self.job_id}",
             "run_type": "JOB_RUN",
             "start_time": self.start_time,
-            "state": state,
             "job_parameters": [{"name": k, "value": v} for k, v in sorted(self.job_parameters.items())],
             "run_page_url": f"http://127.0.0.1/jobs/{self.job_id}/runs/{self.run_id}",
+            **{name: part for name, part in (("state", state), ("status", status)) if name in fields},
         }
         if self.end_time is not None:
             body["end_time"] = self.end_time
         return body
+
+
+# A run's `status` (life cycle v2) from its `state`: the life-cycle state, and for an ended run the
+# termination code and type its result state corresponds to.
+_LIFECYCLE_V2 = {"SKIPPED": "TERMINATED", "INTERNAL_ERROR": "TERMINATED", "WAITING_FOR_RETRY": "WAITING"}
+_TERMINATION = {
+    "SUCCESS": ("SUCCESS", "SUCCESS"),
+    "SUCCESS_WITH_FAILURES": ("SUCCESS_WITH_FAILURES", "SUCCESS"),
+    "FAILED": ("RUN_EXECUTION_ERROR", "CLIENT_ERROR"),
+    "TIMEDOUT": ("CANCELED", "CLIENT_ERROR"),
+    "CANCELED": ("USER_CANCELED", "SUCCESS"),
+    "MAXIMUM_CONCURRENT_RUNS_REACHED": ("MAX_CONCURRENT_RUNS_EXCEEDED", "CLIENT_ERROR"),
+    "INTERNAL_ERROR": ("INTERNAL_ERROR", "INTERNAL_ERROR"),
+}
 
 
 @dataclass
@@ -112,6 +133,10 @@ class JobsApiServer:
     hooks: dict[str, Callable[[RecordedRequest], None]] = field(default_factory=dict)
     # Runs of these jobs end at once with (result_state, message).
     auto_end: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # What a run answers with: `status` (life cycle v2) and the deprecated `state`; an older workspace
+    # answers only `state`.
+    run_fields: tuple[str, ...] = ("state", "status")
+    deleted_tokens: set[str] = field(default_factory=set)  # tokens of deleted runs: run-now refuses them
     _next_run_id: int = 1000
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _httpd: ThreadingHTTPServer | None = None
@@ -164,6 +189,14 @@ class JobsApiServer:
             run = self._create_run(job_id, None, {}, by_hand=True)
         self.end_run(run.run_id, result, message)
         return run.run_id
+
+    def delete_run(self, run_id: int) -> None:
+        """Deleted in the workspace: gone from runs/get and runs/list; run-now refuses its token."""
+        with self._lock:
+            run = self.runs.pop(run_id)
+            if run.token:
+                self.deleted_tokens.add(run.token)
+                del self.tokens[run.token]
 
     # --- observing -------------------------------------------------------------------------------
     def runs_of(self, job_id: int) -> list[FakeRun]:
@@ -241,6 +274,10 @@ class JobsApiServer:
         token = req.body.get("idempotency_token")
         params = req.body.get("job_parameters") or {}
         with self._lock:
+            if token and token in self.deleted_tokens:
+                # The service's wording is not documented; what it means is: this token's run was deleted.
+                return 400, _error("INVALID_PARAMETER_VALUE",
+                                   f"The run with idempotency token {token} has been deleted.")
             if token and token in self.tokens:
                 run = self.runs[self.tokens[token]]
                 return 200, {"run_id": run.run_id, "number_in_job": self._number(run)}
@@ -264,7 +301,7 @@ class JobsApiServer:
             run = self.runs.get(int(req.query.get("run_id", "0")))
             if run is None:
                 return 400, _error("INVALID_PARAMETER_VALUE", f"Run {req.query.get('run_id')} does not exist.")
-            return 200, run.as_json(self._number(run))
+            return 200, run.as_json(self._number(run), self.run_fields)
 
     def _runs_list(self, req: RecordedRequest) -> tuple[int, dict[str, Any]]:
         q = req.query
@@ -282,7 +319,7 @@ class JobsApiServer:
                 runs = [r for r in runs if r.start_time >= int(q["start_time_from"])]
             if "start_time_to" in q:
                 runs = [r for r in runs if r.start_time <= int(q["start_time_to"])]
-            page = [r.as_json(self._number(r)) for r in runs[offset:offset + limit]]
+            page = [r.as_json(self._number(r), self.run_fields) for r in runs[offset:offset + limit]]
         body: dict[str, Any] = {"runs": page, "has_more": offset + limit < len(runs)}
         if body["has_more"]:
             body["next_page_token"] = str(offset + limit)

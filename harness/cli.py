@@ -271,3 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         # flush stdout again at exit and fail the same way, so stdout points at nothing from here on.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def run() -> None:
+    """The `heartbeat` entry point (console script, Databricks python_wheel_task): the exit code of `main`
+    ends the process, so a Databricks task fails when the command failed."""
+    raise SystemExit(main())

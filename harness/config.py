@@ -201,6 +201,11 @@ class DatabricksSettings(Settings):
     unreachable_cooldown_seconds: float = Field(60.0, ge=0)  # after a call ran out of budget
     job_parameters: ParameterNames = JobParameterNames()
     jobs: dict[str, DatabricksJob] = {}
+    # dbt's databricks target where no environment variables can be set (serverless jobs): the SQL
+    # warehouse's HTTP path, and the secret (`scope/key`) holding the token dbt connects with, read with
+    # the heartbeat's own identity. DATABRICKS_HTTP_PATH / DATABRICKS_TOKEN in the environment win.
+    dbt_http_path: str | None = None
+    dbt_token_secret: str | None = Field(None, pattern=r"^[^/\s]+/[^/\s]+$")
 
     def parameters_for(self, job_id: str) -> JobParameterNames:
         job = self.jobs.get(job_id)
@@ -305,27 +310,33 @@ def env_secret(variable: str | None, where: str) -> str | None:
     return value
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """Load the configuration; a missing default file means all defaults (the embedded demo)."""
+def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, str] | None = None) -> Config:
+    """Load the configuration; a missing default file means all defaults (the embedded demo). `overrides`
+    (`--set key=value` on the command line; dotted keys for sections) win over the file and the
+    environment: a Databricks job on serverless compute passes its deployment's values this way."""
     explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
     if not config_path.exists():
         if explicit:
             raise ConfigError(f"config file {config_path} does not exist")
-        return config_from_mapping({}, base=Path.cwd())
+        return config_from_mapping({}, base=Path.cwd(), overrides=overrides)
     try:
         raw = yaml.safe_load(config_path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
-    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve())
+    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve(),
+                               overrides=overrides)
 
 
-def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None) -> Config:
-    """Parse a heartbeat.yml's content (with the environment overrides) into a Config."""
+def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None,
+                        overrides: Mapping[str, str] | None = None) -> Config:
+    """Parse a heartbeat.yml's content (with the environment overrides, then `overrides`) into a Config."""
     where = str(config_path or "heartbeat.yml")
     merged = _with_env_overrides(dict(raw))
+    for dotted, value in (overrides or {}).items():
+        _set(merged, dotted, value)
     try:
         parsed = HeartbeatFile.model_validate(merged)
     except ValidationError as exc:
@@ -336,14 +347,20 @@ def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | 
 def _with_env_overrides(raw: dict[str, Any]) -> dict[str, Any]:
     for dotted, variable in ENV_OVERRIDES.items():
         value = os.environ.get(variable)
-        if not value:
-            continue
-        section, _, key = dotted.rpartition(".")
-        if section:
-            raw[section] = {**(raw.get(section) or {}), key: value}
-        else:
-            raw[key] = value
+        if value:
+            _set(raw, dotted, value)
     return raw
+
+
+def _set(raw: dict[str, Any], dotted: str, value: str) -> None:
+    """Set `a.b.c` in the nested mapping (sections copied, never changed in place)."""
+    *sections, key = dotted.split(".")
+    if not sections:
+        raw[key] = value
+        return
+    section = dict(raw.get(sections[0]) or {})
+    _set(section, ".".join([*sections[1:], key]), value)
+    raw[sections[0]] = section
 
 
 def _path(value: Path, base: Path) -> Path:

@@ -8,6 +8,7 @@ It serves what the Databricks backend uses (Jobs API 2.2, the fields databricks-
                                         deprecated `state`; `run_fields` leaves either out
   GET  /api/2.2/jobs/runs/list          runs of a job, newest first, completed_only, start_time_from, pages
   GET  /api/2.2/jobs/get                a job's settings (name, declared parameters)
+  GET  /api/2.0/secrets/get             a secret of `secrets` (scope, key), base64 as the service answers
 Every request is recorded (method, path, query, body) so tests can count runs per job. Tests make it
 fail on demand (`fail`: status, Retry-After, delay, for the next N matching requests), end runs
 (`end_run`: SUCCESS / FAILED / CANCELED / TIMEDOUT ...), start runs "by hand" (`run_by_hand`), and
@@ -16,6 +17,7 @@ hook a request at a stage (`hooks`) — e.g. to kill the heartbeat process while
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -137,6 +139,7 @@ class JobsApiServer:
     # answers only `state`.
     run_fields: tuple[str, ...] = ("state", "status")
     deleted_tokens: set[str] = field(default_factory=set)  # tokens of deleted runs: run-now refuses them
+    secrets: dict[tuple[str, str], str] = field(default_factory=dict)  # (scope, key) -> value
     _next_run_id: int = 1000
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _httpd: ThreadingHTTPServer | None = None
@@ -261,6 +264,7 @@ class JobsApiServer:
             ("GET", f"{API}/runs/get"): self._runs_get,
             ("GET", f"{API}/runs/list"): self._runs_list,
             ("GET", f"{API}/get"): self._jobs_get,
+            ("GET", "/api/2.0/secrets/get"): self._secrets_get,
         }
         route = routes.get((req.method, req.path))
         if route is None:
@@ -334,6 +338,14 @@ class JobsApiServer:
             if job.parameters is not None:
                 settings["parameters"] = [{"name": p, "default": ""} for p in job.parameters]
             return 200, {"job_id": job.job_id, "created_time": 0, "settings": settings}
+
+    def _secrets_get(self, req: RecordedRequest) -> tuple[int, dict[str, Any]]:
+        scope, key = req.query.get("scope", ""), req.query.get("key", "")
+        with self._lock:
+            value = self.secrets.get((scope, key))
+        if value is None:
+            return 404, _error("RESOURCE_DOES_NOT_EXIST", f"Secret does not exist with scope: {scope} and key: {key}")
+        return 200, {"key": key, "value": base64.b64encode(value.encode()).decode()}
 
     def _hook(self, stage: str, req: RecordedRequest) -> None:
         hook = self.hooks.get(stage)

@@ -18,7 +18,9 @@ from databricks.bundles.jobs import Job
 from databricks.bundles.schemas import Schema
 from databricks.bundles.volumes import Volume
 
-from harness.config import PROJECT_DIR, config_from_mapping
+from harness import cli
+from harness.config import PROJECT_DIR, load_config
+from harness.dbt_runner import dbt_vars
 
 BUNDLE = yaml.safe_load((PROJECT_DIR / "databricks.yml").read_text())
 RESOURCE_FILES = sorted((PROJECT_DIR / "resources").glob("*.yml"))
@@ -36,19 +38,6 @@ def resources() -> Iterator[tuple[Path, str, str, dict[str, Any]]]:
         for kind, items in yaml.safe_load(path.read_text())["resources"].items():
             for name, body in items.items():
                 yield path, kind, name, body
-
-
-def with_complex_variables(value: Any) -> Any:
-    """`${var.x}` standing alone for a complex variable replaced by its default, as the CLI does."""
-    if isinstance(value, str):
-        match = re.fullmatch(r"\$\{var\.(\w+)\}", value)
-        declared = BUNDLE["variables"].get(match.group(1), {}) if match else {}
-        return with_complex_variables(declared["default"]) if declared.get("type") == "complex" else value
-    if isinstance(value, dict):
-        return {k: with_complex_variables(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [with_complex_variables(v) for v in value]
-    return value
 
 
 def tasks() -> Iterator[tuple[Path, str, dict[str, Any]]]:
@@ -73,7 +62,7 @@ def test_the_bundle_has_a_name_dev_and_prod_targets_and_only_known_keys() -> Non
 def test_each_resource_loads_into_the_databricks_bundles_types(path: Path, kind: str, name: str,
                                                                body: dict[str, Any]) -> None:
     assert kind in TYPES, f"{path.name}: no typed check for resources of kind {kind}"
-    TYPES[kind].from_dict(with_complex_variables(body))  # ValueError on an unknown field
+    TYPES[kind].from_dict(body)  # ValueError on an unknown field
 
 
 def test_the_typed_check_refuses_an_unknown_field() -> None:
@@ -102,9 +91,13 @@ def test_every_wheel_task_runs_an_entry_point_of_the_projects_wheel() -> None:
 def test_every_file_a_task_or_the_wheel_needs_is_in_the_repository() -> None:
     artifact = BUNDLE["artifacts"]["heartbeat"]
     assert artifact["type"] == "whl" and "build" in artifact["build"]
+    for path, kind, name, body in resources():
+        environments = {e["environment_key"]: e["spec"] for e in body.get("environments", [])}
+        for task in body.get("tasks", []):
+            if "python_wheel_task" in task:  # its environment installs the wheel the bundle builds
+                (wheel,) = environments[task["environment_key"]]["dependencies"]
+                assert (path.parent / wheel).resolve().parent == PROJECT_DIR / "dist", task["task_key"]
     for path, where, task in tasks():
-        for library in task.get("libraries", []):
-            assert (path.parent / library["whl"]).resolve().parent == PROJECT_DIR / "dist", where
         if "spark_python_task" in task:
             assert (path.parent / task["spark_python_task"]["python_file"]).is_file(), where
         parameters = task.get("python_wheel_task", {}).get("parameters", [])
@@ -120,20 +113,27 @@ def test_the_heartbeat_job_ticks_on_a_schedule_one_run_at_a_time() -> None:
     assert job["max_concurrent_runs"] == 1 and job["schedule"]["quartz_cron_expression"]
     assert job["tasks"][-1]["python_wheel_task"]["parameters"][-1] == "tick"
     (downstream,) = [body for _, kind, name, body in resources() if kind == "jobs" and name != "heartbeat"]
-    assert downstream["tasks"][-1]["python_wheel_task"]["parameters"][2] == "complete"
+    last = downstream["tasks"][-1]
+    assert last["python_wheel_task"]["parameters"][-3:] == ["complete", "--job-id", "{{job.id}}"]
+    assert {d["task_key"] for d in last["depends_on"]} == {t["task_key"] for t in downstream["tasks"][:-1]}
 
 
-def test_the_heartbeat_configuration_on_databricks_uses_the_bundles_catalog_and_schema(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN the environment the bundle's job cluster sets (its values for catalog `sales`)
-    cluster = with_complex_variables("${var.heartbeat_cluster}")
-    for name, value in cluster["spark_env_vars"].items():
-        monkeypatch.setenv(name, value.replace("${var.catalog}", "sales").replace("${var.schema}", "heartbeat"))
-    path = PROJECT_DIR / "deploy" / "heartbeat.yml"
-    # WHEN the synced heartbeat.yml is loaded
-    config = config_from_mapping(yaml.safe_load(path.read_text()), base=path.parent, config_path=path)
-    # THEN the harness and dbt address the heartbeat's tables in that catalog, its state in the volume
+def test_the_heartbeat_configuration_on_databricks_uses_the_bundles_catalog_and_schema() -> None:
+    # GIVEN the heartbeat task's parameters, with the bundle's variables for catalog `sales`
+    (job,) = [body for _, kind, name, body in resources() if kind == "jobs" and name == "heartbeat"]
+    parameters = [p.replace("${var.catalog}", "sales").replace("${var.schema}", "heartbeat")
+                  .replace("${var.warehouse_id}", "abc").replace("${var.secret_scope}", "heartbeat")
+                  .replace("${workspace.file_path}", str(PROJECT_DIR))
+                  for p in job["tasks"][0]["python_wheel_task"]["parameters"]]
+    # WHEN the command line is read as the wheel's entry point reads it
+    args = cli.parser().parse_args(parameters)
+    config = load_config(args.config, dict(args.set))
+    # THEN the harness and dbt address the heartbeat's tables in that catalog, its state in the volume,
+    # and dbt connects to the warehouse with the token of the secret scope
     assert (config.backend, config.dbt_target) == ("databricks", "databricks")
     assert config.table("heartbeat_events") == "sales.heartbeat.heartbeat_events"
     assert str(config.state_dir) == "/Volumes/sales/heartbeat/state"
     assert config.project_dir == PROJECT_DIR and config.table_format == "delta"
+    assert config.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
+    assert config.databricks.dbt_token_secret == "heartbeat/dbt_token"
+    assert dbt_vars(config)["heartbeat_catalog"] == "sales"

@@ -3,6 +3,7 @@ idempotent starts, job parameters, each error mapped to refused / uncertain, bou
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness import databricks_target
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import DatabricksBackend
 from harness.config import PROJECT_DIR, Config, config_from_mapping
@@ -287,3 +289,34 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(job
     assert b.successful_run_after("123", failed_at) == str(success)
     lists = jobs_api.calls("/runs/list")
     assert lists[-1].query["completed_only"] == "true" and "page_token" in lists[-1].query
+
+
+# --- dbt's databricks target where the job sets no environment (serverless) ----------------------
+def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environment_has_none(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a heartbeat authenticated by its own identity, with no host nor dbt token in the environment
+    jobs_api.secrets[("heartbeat", "dbt_token")] = "dapi-dbt-0123456789"
+    monkeypatch.delenv("DATABRICKS_HOST")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/dbt_token").config
+    # WHEN dbt's connection is prepared
+    databricks_target.prepare(config)
+    # THEN dbt finds the workspace's host and the secret's value, which is masked wherever the harness writes
+    assert os.environ["DATABRICKS_HOST"] == jobs_api.url
+    assert os.environ["DBT_ENV_SECRET_DATABRICKS_TOKEN"] == "dapi-dbt-0123456789"
+    assert "dapi-dbt-0123456789" not in redact("token dapi-dbt-0123456789")
+
+
+def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/missing").config
+    with pytest.raises(BackendError, match="databricks.dbt_token_secret heartbeat/missing: cannot read the secret.*"
+                                           "grant the heartbeat's identity READ on the secret scope 'heartbeat'"):
+        databricks_target.prepare(config)

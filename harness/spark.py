@@ -74,6 +74,9 @@ def get_spark(config: Config) -> SparkSession:
     remote = config.spark_remote
     if remote is not None and remote.startswith("sc://"):
         # A running server: its metastore, warehouse and jars are its own; only session settings apply.
+        # SPARK_REMOTE lets a later `SparkSession.builder.getOrCreate()` (dbt-spark's session
+        # connection) find this server too.
+        os.environ["SPARK_REMOTE"] = remote
         log.info("Spark Connect session on %s", remote)
         return SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
     if remote is not None:

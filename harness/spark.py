@@ -9,7 +9,9 @@ Spark Connect (`spark_remote:` in heartbeat.yml): `local` starts a Connect serve
 with the same metastore, warehouse and jars, and the harness (and dbt, whose session connection asks
 for the active session) talk to it as a client; `sc://host:port` connects to a running server. Inside
 a Databricks job the runtime's session is used as it is (serverless and standard access mode are
-Spark Connect). Nothing in the harness touches the SparkContext, the JVM or the RDD API.
+Spark Connect). On Spark Connect nothing in the harness touches a SparkContext, the JVM or the RDD API
+(on classic Spark, a check's jobs are cancelled at its deadline through the classic context's job tags:
+see harness.sensors.context).
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from databricks.sdk.service.jobs import (
     RunLifecycleStateV2State,
     RunResultState,
     TerminationCodeCode,
+    TerminationTypeType,
 )
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
@@ -283,7 +284,9 @@ def run_status(run: Run) -> RunStatus:
         note = ("succeeded with failures in non-leaf tasks"
                 if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES else "")
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (details.code.value, note, message) if p), ended)
-    label = details.code.value + (f" ({details.type.value})" if details.type is not None else "")
+    kind = details.type
+    label = details.code.value + (f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS
+                                  else "")
     return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label, ended)
 
 

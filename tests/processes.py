@@ -79,9 +79,9 @@ class HeartbeatProcess:
         path.write_text(name)
         return path
 
-    def run(self, *args: str, crash_at: str | None = None) -> int:
+    def run(self, *args: str, crash_at: str | None = None, timeout: float = PROCESS_TIMEOUT_SECONDS) -> int:
         """Run `python -m harness ARGS` to its end; returns its exit code (-9 when a crash point killed it)."""
-        return self.finish(self.start(*args, crash_at=crash_at))
+        return self.finish(self.start(*args, crash_at=crash_at), timeout)
 
     def output_so_far(self) -> str:
         """What the process started last has printed until now."""
@@ -132,9 +132,9 @@ class HeartbeatProcess:
                                 cwd=PROJECT_DIR, env=env, start_new_session=True,
                                 stdout=self._log.open("wb"), stderr=subprocess.STDOUT)
 
-    def finish(self, proc: subprocess.Popen[bytes]) -> int:
+    def finish(self, proc: subprocess.Popen[bytes], timeout: float = PROCESS_TIMEOUT_SECONDS) -> int:
         try:
-            proc.wait(timeout=PROCESS_TIMEOUT_SECONDS)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise

@@ -13,6 +13,9 @@ from tests.processes import HeartbeatProcess
 from tests.support import control_row
 
 JOB = "connect_job"
+# Every statement is a round trip to the Connect server: on a busy machine the first build of every model
+# takes minutes, longer than a classic heartbeat's.
+CONNECT_PROCESS_TIMEOUT_SECONDS = 600
 
 
 def test_on_spark_connect_a_job_fed_by_a_trigger_folder_and_a_delta_table_runs_and_completes(tmp_path: Path) -> None:
@@ -28,7 +31,7 @@ def test_on_spark_connect_a_job_fed_by_a_trigger_folder_and_a_delta_table_runs_a
 
     # WHEN it runs until idle (sense, fold with dbt, start the job, record its end)
     try:
-        code = hb.run("run", "--interval", "1", "--until-idle")
+        code = hb.run("run", "--interval", "1", "--until-idle", timeout=CONNECT_PROCESS_TIMEOUT_SECONDS)
     finally:
         hb.cleanup()
     output = hb.output()

@@ -220,10 +220,20 @@ def _logging_options(p: argparse.ArgumentParser, default: object) -> None:
     p.add_argument("-v", "--verbose", action="store_true", default=default, help="debug lines too")
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="config file (default: $HEARTBEAT_CONFIG or ./heartbeat.yml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
+                   help="a key of the config file (dotted for a section: databricks.dbt_http_path=...), "
+                        "over the file and the environment; repeatable")
     p.add_argument("--log-format", choices=["text", "json"], default="text")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
@@ -259,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     setup_logging(args.log_format, args.verbose)
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, dict(args.set))
         code = int(args.func(config, args))
         sys.stdout.flush()
         return code
@@ -271,3 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         # flush stdout again at exit and fail the same way, so stdout points at nothing from here on.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def run() -> None:
+    """The `heartbeat` entry point (console script, Databricks python_wheel_task): the exit code of `main`
+    ends the process, so a Databricks task fails when the command failed."""
+    raise SystemExit(main())

@@ -36,6 +36,7 @@ ENV_OVERRIDES = {
     "catalog": "HEARTBEAT_CATALOG",
     "schema": "HEARTBEAT_SCHEMA",
     "trigger_file.root": "HEARTBEAT_TRIGGER_ROOT",
+    "spark_remote": "HEARTBEAT_SPARK_REMOTE",
 }
 CONFIG_ENV = "HEARTBEAT_CONFIG"
 DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)
@@ -220,6 +221,11 @@ class DatabricksSettings(Settings):
     unreachable_cooldown_seconds: float = Field(60.0, ge=0)  # after a call ran out of budget
     job_parameters: ParameterNames = JobParameterNames()
     jobs: dict[str, DatabricksJob] = {}
+    # dbt's databricks target where no environment variables can be set (serverless jobs): the SQL
+    # warehouse's HTTP path, and the secret (`scope/key`) holding the token dbt connects with, read with
+    # the heartbeat's own identity. DATABRICKS_HTTP_PATH / DATABRICKS_TOKEN in the environment win.
+    dbt_http_path: str | None = None
+    dbt_token_secret: str | None = Field(None, pattern=r"^[^/\s]+/[^/\s]+$")
 
     def parameters_for(self, job_id: str) -> JobParameterNames:
         job = self.jobs.get(job_id)
@@ -235,6 +241,10 @@ class HeartbeatFile(Settings):
     dbt_target: Literal["local", "databricks"] | None = None  # default: databricks with that backend
     catalog: str | None = None  # Unity Catalog catalog (databricks target); spark_catalog locally
     schema_: str = Field("heartbeat", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # Spark Connect instead of classic Spark: `local` (a Connect server inside this process, on the
+    # embedded metastore and warehouse) or a server's `sc://host:port`. Unset: classic local Spark.
+    # Inside a Databricks job the runtime's own session is used whatever this says.
+    spark_remote: str | None = Field(None, pattern=r"^(local(\[[0-9*, ]+\])?|sc://.+)$")
     project_dir: Path = PROJECT_DIR
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
@@ -267,6 +277,7 @@ class Config:
     dbt_target: str = "local"
     catalog: str = LOCAL_CATALOG
     schema: str = "heartbeat"
+    spark_remote: str | None = None  # Spark Connect: `local` or `sc://...`; None for classic Spark
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     trigger_root: Path | None = None
     sensing: SensingSettings = SensingSettings()
@@ -323,27 +334,33 @@ def env_secret(variable: str | None, where: str) -> str | None:
     return value
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """Load the configuration; a missing default file means all defaults (the embedded demo)."""
+def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, str] | None = None) -> Config:
+    """Load the configuration; a missing default file means all defaults (the embedded demo). `overrides`
+    (`--set key=value` on the command line; dotted keys for sections) win over the file and the
+    environment: a Databricks job on serverless compute passes its deployment's values this way."""
     explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
     if not config_path.exists():
         if explicit:
             raise ConfigError(f"config file {config_path} does not exist")
-        return config_from_mapping({}, base=Path.cwd())
+        return config_from_mapping({}, base=Path.cwd(), overrides=overrides)
     try:
         raw = yaml.safe_load(config_path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
-    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve())
+    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve(),
+                               overrides=overrides)
 
 
-def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None) -> Config:
-    """Parse a heartbeat.yml's content (with the environment overrides) into a Config."""
+def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None,
+                        overrides: Mapping[str, str] | None = None) -> Config:
+    """Parse a heartbeat.yml's content (with the environment overrides, then `overrides`) into a Config."""
     where = str(config_path or "heartbeat.yml")
     merged = _with_env_overrides(dict(raw))
+    for dotted, value in (overrides or {}).items():
+        _set(merged, dotted, value)
     try:
         parsed = HeartbeatFile.model_validate(merged)
     except ValidationError as exc:
@@ -354,14 +371,20 @@ def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | 
 def _with_env_overrides(raw: dict[str, Any]) -> dict[str, Any]:
     for dotted, variable in ENV_OVERRIDES.items():
         value = os.environ.get(variable)
-        if not value:
-            continue
-        section, _, key = dotted.rpartition(".")
-        if section:
-            raw[section] = {**(raw.get(section) or {}), key: value}
-        else:
-            raw[key] = value
+        if value:
+            _set(raw, dotted, value)
     return raw
+
+
+def _set(raw: dict[str, Any], dotted: str, value: str) -> None:
+    """Set `a.b.c` in the nested mapping (sections copied, never changed in place)."""
+    *sections, key = dotted.split(".")
+    if not sections:
+        raw[key] = value
+        return
+    section = dict(raw.get(sections[0]) or {})
+    _set(section, ".".join([*sections[1:], key]), value)
+    raw[sections[0]] = section
 
 
 def _path(value: Path, base: Path) -> Path:
@@ -397,6 +420,7 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         dbt_target=dbt_target,
         catalog=parsed.catalog or LOCAL_CATALOG,
         schema=parsed.schema_,
+        spark_remote=parsed.spark_remote,
         controls_csv=controls_csv,
         trigger_root=_path(root, base) if root else None,
         sensing=parsed.sensing,

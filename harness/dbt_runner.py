@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from harness import databricks_target
 from harness.config import Config
 from harness.errors import DbtError
 
@@ -51,6 +52,7 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
     return {
         "heartbeat_catalog": config.catalog,
         "heartbeat_schema": config.schema,
+        "heartbeat_databricks_http_path": config.databricks.dbt_http_path,
         # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which
         # an absolute seed path would turn into the CSV itself.
         "heartbeat_seeds_dir": str(config.controls_csv.parent.relative_to(config.project_dir)),
@@ -87,6 +89,8 @@ def _registered(config: Config) -> Iterator[None]:
 
 def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_vars: Any) -> DbtOutcome:
     """Run one dbt command; raise DbtError with the failing nodes' messages when it does not succeed."""
+    if config.dbt_target == "databricks":
+        databricks_target.prepare(config)
     full = dbt_args(config, command, **extra_vars)
     if quiet:
         full = ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *full]

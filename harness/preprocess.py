@@ -48,3 +48,10 @@ def render(query: str, upstream_key: str | None) -> str:
             raise PreprocessQueryError("preprocess_query uses ?upstream_key but the row has no upstream_key")
         query = query.replace(PLACEHOLDER, quote_identifier(upstream_key))
     return query
+
+
+def over_view(query: str, view: str) -> str:
+    """The rendered query reading the temporary view `view` as `sensor_new_data` (a CTE around it; Spark
+    resolves CTE names inside a subquery, also when the query has its own WITH)."""
+    body = query.strip().rstrip(";")  # on a line of its own: a trailing comment ends there
+    return f"WITH sensor_new_data AS (SELECT * FROM {view}) SELECT * FROM (\n{body}\n) AS preprocess_query"

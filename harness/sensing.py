@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from harness.errors import HeartbeatError, SensorError
 from harness.events import Event, now
 from harness.model import ControlRow, EventType, SensorSource, Status, dumps
 from harness.partition_filter import parse_filter, parse_tags
-from harness.preprocess import render
+from harness.preprocess import over_view, render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
@@ -104,17 +105,21 @@ class UpstreamCheck:
         query = render(row.preprocess_query or "", row.upstream_key)
         if context.expired:
             raise context.timed_out(self.upstream.label)
-        own = context.with_spark(context.spark.newSession())  # its own temp views: checks run concurrently
-        frame = self.sensor.new_data_frame(own, self.upstream, position, since)
-        frame.createOrReplaceTempView("sensor_new_data")
+        frame = self.sensor.new_data_frame(context, self.upstream, position, since)
+        # Checks run concurrently on one session (Spark Connect has no newSession): the new data gets a
+        # view of its own, named `sensor_new_data` for the query by a CTE around it.
+        view = f"sensor_new_data_{uuid.uuid4().hex}"
+        frame.createOrReplaceTempView(view)
         try:
-            with own.spark_until_deadline(self.upstream.label) as session:
-                matched = session.sql(query).limit(1).count()
+            with context.spark_until_deadline(self.upstream.label) as session:
+                matched = session.sql(over_view(query, view)).limit(1).count()
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
             if context.expired:
                 raise context.timed_out(self.upstream.label) from exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise SensorError(f"{row.label}: preprocess_query failed: {first}") from exc
+        finally:
+            context.spark.catalog.dropTempView(view)
         if matched == 0:
             return NothingNew("new data found, but preprocess_query returned no row")
         return detection

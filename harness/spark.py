@@ -3,8 +3,15 @@
 Embedded default: `local[*]`, Hive support with a Derby metastore and the warehouse inside the state
 folder, so tables survive between processes. Delta is used when its jars are found (Config.table_format),
 otherwise Spark's own parquet tables. The JVM's own output goes to `<state>/spark.log`, not the
-terminal. On Databricks the existing session is reused as it is. Nothing
-here touches the SparkContext or the JVM, so the same code runs on Spark Connect.
+terminal.
+
+Spark Connect (`spark_remote:` in heartbeat.yml): `local` starts a Connect server inside this process
+with the same metastore, warehouse and jars, and the harness (and dbt, whose session connection asks
+for the active session) talk to it as a client; `sc://host:port` connects to a running server. Inside
+a Databricks job the runtime's session is used as it is (serverless and standard access mode are
+Spark Connect). On Spark Connect nothing in the harness touches a SparkContext, the JVM or the RDD API
+(on classic Spark, a check's jobs are cancelled at its deadline through the classic context's job tags:
+see harness.sensors.context).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -30,6 +38,7 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
 SPARK_LOG = "spark.log"
+DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
 
 
 @contextmanager
@@ -57,16 +66,32 @@ def get_spark(config: Config) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if os.environ.get(DATABRICKS_RUNTIME_ENV):
+        return SparkSession.builder.getOrCreate()  # a Databricks job: the runtime's own session
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Timestamps are naive UTC everywhere; PySpark converts them with the process's local time zone,
     # so the process runs in UTC (as Spark's session does).
     os.environ["TZ"] = "UTC"
     time.tzset()
+    remote = config.spark_remote
+    if remote is not None and remote.startswith("sc://"):
+        # A running server: its metastore, warehouse and jars are its own; only session settings apply.
+        # SPARK_REMOTE lets a later `SparkSession.builder.getOrCreate()` (dbt-spark's session
+        # connection) find this server too.
+        os.environ["SPARK_REMOTE"] = remote
+        log.info("Spark Connect session on %s", remote)
+        return SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    if remote is not None:
+        # The local Connect server takes the settings below when it starts; the client then tries to
+        # set them again on its session and warns that the static ones cannot change.
+        warnings.filterwarnings("ignore", message=r"Failed to set .* due to \[CANNOT_MODIFY_CONFIG\]",
+                                category=UserWarning)
     config.state_dir.mkdir(parents=True, exist_ok=True)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
     delta_jars = list(config.delta_jars)
+    start = SparkSession.builder
     builder = (
-        SparkSession.builder.master(os.environ.get("HEARTBEAT_SPARK_MASTER", "local[*]"))
+        (start.remote(remote) if remote else start.master(os.environ.get("HEARTBEAT_SPARK_MASTER", "local[*]")))
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
@@ -89,4 +114,6 @@ def get_spark(config: Config) -> SparkSession:
         spark = builder.getOrCreate()
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    if remote is not None:
+        log.info("Spark Connect session on a local server (spark_remote: %s)", remote)
     return spark

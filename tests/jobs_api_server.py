@@ -2,10 +2,13 @@
 
 It serves what the Databricks backend uses (Jobs API 2.2, the fields databricks-sdk 0.77 sends and reads):
   GET  /.well-known/databricks-config   host metadata (newer SDKs read it; 0.77 does not)
-  POST /api/2.2/jobs/run-now            honours idempotency_token: the same token returns the same run
-  GET  /api/2.2/jobs/runs/get           a run's state (life_cycle_state, result_state, state_message)
+  POST /api/2.2/jobs/run-now            honours idempotency_token: the same token returns the same run,
+                                        the token of a deleted run (`delete_run`) is refused
+  GET  /api/2.2/jobs/runs/get           a run's `status` (life cycle v2, termination details) and its
+                                        deprecated `state`; `run_fields` leaves either out
   GET  /api/2.2/jobs/runs/list          runs of a job, newest first, completed_only, start_time_from, pages
   GET  /api/2.2/jobs/get                a job's settings (name, declared parameters)
+  GET  /api/2.0/secrets/get             a secret of `secrets` (scope, key), base64 as the service answers
 Every request is recorded (method, path, query, body) so tests can count runs per job. Tests make it
 fail on demand (`fail`: status, Retry-After, delay, for the next N matching requests), end runs
 (`end_run`: SUCCESS / FAILED / CANCELED / TIMEDOUT ...), start runs "by hand" (`run_by_hand`), and
@@ -14,6 +17,7 @@ hook a request at a stage (`hooks`) — e.g. to kill the heartbeat process while
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -48,11 +52,16 @@ class FakeRun:
     state_message: str = ""
     end_time: int | None = None
 
-    def as_json(self, number: int) -> dict[str, Any]:
+    def as_json(self, number: int, fields: tuple[str, ...] = ("state", "status")) -> dict[str, Any]:
         state: dict[str, Any] = {"life_cycle_state": self.life_cycle_state, "state_message": self.state_message}
         if self.result_state:
             state["result_state"] = self.result_state
             state["user_cancelled_or_timedout"] = self.result_state in ("CANCELED", "TIMEDOUT")
+        status: dict[str, Any] = {"state": _LIFECYCLE_V2.get(self.life_cycle_state, self.life_cycle_state)}
+        if status["state"] == "TERMINATED":
+            code, kind = _TERMINATION.get(self.result_state or self.life_cycle_state, ("RUN_EXECUTION_ERROR",
+                                                                                      "CLIENT_ERROR"))
+            status["termination_details"] = {"code": code, "type": kind, "message": self.state_message}
         body: dict[str, Any] = {
             "run_id": self.run_id,
             "job_id": self.job_id,
@@ -60,13 +69,27 @@ class FakeRun:
             "run_name": f"job-{self.job_id}",
             "run_type": "JOB_RUN",
             "start_time": self.start_time,
-            "state": state,
             "job_parameters": [{"name": k, "value": v} for k, v in sorted(self.job_parameters.items())],
             "run_page_url": f"http://127.0.0.1/jobs/{self.job_id}/runs/{self.run_id}",
+            **{name: part for name, part in (("state", state), ("status", status)) if name in fields},
         }
         if self.end_time is not None:
             body["end_time"] = self.end_time
         return body
+
+
+# A run's `status` (life cycle v2) from its `state`: the life-cycle state, and for an ended run the
+# termination code and type its result state corresponds to.
+_LIFECYCLE_V2 = {"SKIPPED": "TERMINATED", "INTERNAL_ERROR": "TERMINATED", "WAITING_FOR_RETRY": "WAITING"}
+_TERMINATION = {
+    "SUCCESS": ("SUCCESS", "SUCCESS"),
+    "SUCCESS_WITH_FAILURES": ("SUCCESS_WITH_FAILURES", "SUCCESS"),
+    "FAILED": ("RUN_EXECUTION_ERROR", "CLIENT_ERROR"),
+    "TIMEDOUT": ("CANCELED", "CLIENT_ERROR"),
+    "CANCELED": ("USER_CANCELED", "SUCCESS"),
+    "MAXIMUM_CONCURRENT_RUNS_REACHED": ("MAX_CONCURRENT_RUNS_EXCEEDED", "CLIENT_ERROR"),
+    "INTERNAL_ERROR": ("INTERNAL_ERROR", "INTERNAL_ERROR"),
+}
 
 
 @dataclass
@@ -112,6 +135,11 @@ class JobsApiServer:
     hooks: dict[str, Callable[[RecordedRequest], None]] = field(default_factory=dict)
     # Runs of these jobs end at once with (result_state, message).
     auto_end: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # What a run answers with: `status` (life cycle v2) and the deprecated `state`; an older workspace
+    # answers only `state`.
+    run_fields: tuple[str, ...] = ("state", "status")
+    deleted_tokens: set[str] = field(default_factory=set)  # tokens of deleted runs: run-now refuses them
+    secrets: dict[tuple[str, str], str] = field(default_factory=dict)  # (scope, key) -> value
     _next_run_id: int = 1000
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _httpd: ThreadingHTTPServer | None = None
@@ -164,6 +192,14 @@ class JobsApiServer:
             run = self._create_run(job_id, None, {}, by_hand=True)
         self.end_run(run.run_id, result, message)
         return run.run_id
+
+    def delete_run(self, run_id: int) -> None:
+        """Deleted in the workspace: gone from runs/get and runs/list; run-now refuses its token."""
+        with self._lock:
+            run = self.runs.pop(run_id)
+            if run.token:
+                self.deleted_tokens.add(run.token)
+                del self.tokens[run.token]
 
     # --- observing -------------------------------------------------------------------------------
     def runs_of(self, job_id: int) -> list[FakeRun]:
@@ -228,6 +264,7 @@ class JobsApiServer:
             ("GET", f"{API}/runs/get"): self._runs_get,
             ("GET", f"{API}/runs/list"): self._runs_list,
             ("GET", f"{API}/get"): self._jobs_get,
+            ("GET", "/api/2.0/secrets/get"): self._secrets_get,
         }
         route = routes.get((req.method, req.path))
         if route is None:
@@ -241,6 +278,10 @@ class JobsApiServer:
         token = req.body.get("idempotency_token")
         params = req.body.get("job_parameters") or {}
         with self._lock:
+            if token and token in self.deleted_tokens:
+                # The service's wording is not documented; what it means is: this token's run was deleted.
+                return 400, _error("INVALID_PARAMETER_VALUE",
+                                   f"The run with idempotency token {token} has been deleted.")
             if token and token in self.tokens:
                 run = self.runs[self.tokens[token]]
                 return 200, {"run_id": run.run_id, "number_in_job": self._number(run)}
@@ -264,7 +305,7 @@ class JobsApiServer:
             run = self.runs.get(int(req.query.get("run_id", "0")))
             if run is None:
                 return 400, _error("INVALID_PARAMETER_VALUE", f"Run {req.query.get('run_id')} does not exist.")
-            return 200, run.as_json(self._number(run))
+            return 200, run.as_json(self._number(run), self.run_fields)
 
     def _runs_list(self, req: RecordedRequest) -> tuple[int, dict[str, Any]]:
         q = req.query
@@ -282,7 +323,7 @@ class JobsApiServer:
                 runs = [r for r in runs if r.start_time >= int(q["start_time_from"])]
             if "start_time_to" in q:
                 runs = [r for r in runs if r.start_time <= int(q["start_time_to"])]
-            page = [r.as_json(self._number(r)) for r in runs[offset:offset + limit]]
+            page = [r.as_json(self._number(r), self.run_fields) for r in runs[offset:offset + limit]]
         body: dict[str, Any] = {"runs": page, "has_more": offset + limit < len(runs)}
         if body["has_more"]:
             body["next_page_token"] = str(offset + limit)
@@ -297,6 +338,14 @@ class JobsApiServer:
             if job.parameters is not None:
                 settings["parameters"] = [{"name": p, "default": ""} for p in job.parameters]
             return 200, {"job_id": job.job_id, "created_time": 0, "settings": settings}
+
+    def _secrets_get(self, req: RecordedRequest) -> tuple[int, dict[str, Any]]:
+        scope, key = req.query.get("scope", ""), req.query.get("key", "")
+        with self._lock:
+            value = self.secrets.get((scope, key))
+        if value is None:
+            return 404, _error("RESOURCE_DOES_NOT_EXIST", f"Secret does not exist with scope: {scope} and key: {key}")
+        return 200, {"key": key, "value": base64.b64encode(value.encode()).decode()}
 
     def _hook(self, stage: str, req: RecordedRequest) -> None:
         hook = self.hooks.get(stage)

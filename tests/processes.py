@@ -48,12 +48,14 @@ class HeartbeatProcess:
         if server is not None:
             self.env.update({"DATABRICKS_HOST": server.url, "DATABRICKS_TOKEN": server.token})
 
-    def write_config(self) -> None:
+    def write_config(self, *more_rows: dict[str, str], **settings: Any) -> None:
+        """heartbeat.yml and the controls CSV: the trigger folder `orders` and `more_rows` feeding the job;
+        `settings` are further top-level keys of heartbeat.yml (e.g. spark_remote)."""
         self.seeds.mkdir(parents=True, exist_ok=True)
         with (self.seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
             writer.writeheader()
-            writer.writerow(control_row("trigger_file", UPSTREAM, self.job_id))
+            writer.writerows([control_row("trigger_file", UPSTREAM, self.job_id), *more_rows])
         (self.root / "triggers" / UPSTREAM).mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "state_dir": str(self.state),
@@ -61,6 +63,7 @@ class HeartbeatProcess:
             "dbt_target": "local",
             "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
             "trigger_file": {"root": str(self.root / "triggers")},
+            **settings,
         }
         if self.backend == "databricks":
             config["databricks"] = {**FAST, "retry_timeout_seconds": 5, "http_timeout_seconds": 3}
@@ -76,9 +79,9 @@ class HeartbeatProcess:
         path.write_text(name)
         return path
 
-    def run(self, *args: str, crash_at: str | None = None) -> int:
+    def run(self, *args: str, crash_at: str | None = None, timeout: float = PROCESS_TIMEOUT_SECONDS) -> int:
         """Run `python -m harness ARGS` to its end; returns its exit code (-9 when a crash point killed it)."""
-        return self.finish(self.start(*args, crash_at=crash_at))
+        return self.finish(self.start(*args, crash_at=crash_at), timeout)
 
     def output_so_far(self) -> str:
         """What the process started last has printed until now."""
@@ -129,9 +132,9 @@ class HeartbeatProcess:
                                 cwd=PROJECT_DIR, env=env, start_new_session=True,
                                 stdout=self._log.open("wb"), stderr=subprocess.STDOUT)
 
-    def finish(self, proc: subprocess.Popen[bytes]) -> int:
+    def finish(self, proc: subprocess.Popen[bytes], timeout: float = PROCESS_TIMEOUT_SECONDS) -> int:
         try:
-            proc.wait(timeout=PROCESS_TIMEOUT_SECONDS)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise

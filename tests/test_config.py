@@ -66,3 +66,21 @@ def test_the_databricks_target_needs_a_catalog_and_addresses_tables_with_three_p
     config = config_from_mapping({"backend": "databricks", "catalog": "lake", "schema": "ops"}, base=tmp_path)
     assert config.dbt_target == "databricks" and config.table_format == "delta"
     assert config.table("heartbeat_control_table") == "lake.ops.heartbeat_control_table"
+
+
+def test_set_on_the_command_line_wins_over_the_file_and_the_environment(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a file and the environment naming a catalog, and `--set` values (as a serverless job passes them)
+    path = tmp_path / "heartbeat.yml"
+    path.write_text("backend: databricks\ncatalog: main\ndatabricks:\n  job_parameters: false\n")
+    monkeypatch.setenv("HEARTBEAT_CATALOG", "from_env")
+    args = cli.parser().parse_args(["--config", str(path), "--set", "catalog=sales",
+                                "--set", "databricks.dbt_http_path=/sql/1.0/warehouses/abc", "tick"])
+    # WHEN the configuration is loaded with them
+    config = load_config(args.config, dict(args.set))
+    # THEN they win, and the rest of their section stays as the file says
+    assert config.table("heartbeat_events") == "sales.heartbeat.heartbeat_events"
+    assert config.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
+    assert config.databricks.job_parameters.run_context_id is None
+    with pytest.raises(ConfigError, match="databricks.dbt_http_pth: unknown key; did you mean 'dbt_http_path'"):
+        load_config(args.config, {"databricks.dbt_http_pth": "x"})

@@ -3,6 +3,7 @@ idempotent starts, job parameters, each error mapped to refused / uncertain, bou
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness import databricks_target
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import DatabricksBackend
 from harness.config import PROJECT_DIR, Config, config_from_mapping
@@ -213,21 +215,50 @@ def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> N
     ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.FAILED),
     ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
 ])
-def test_run_end_states_map_to_succeeded_or_failed_with_the_state_message(
-        jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState) -> None:
+@pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
+def test_run_end_states_map_to_succeeded_or_failed_with_the_message(
+        jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState,
+        answers: tuple[str, ...]) -> None:
+    # GIVEN a workspace answering runs with `status` only, or with the deprecated `state` only
+    jobs_api.run_fields = answers
     jobs_api.add_job(123)
     b = backend(tmp_path)
     run_id = b.start(request())
-    jobs_api.end_run(int(run_id), result, f"state says {result}", life_cycle_state=life)
+    # WHEN the run ends
+    jobs_api.end_run(int(run_id), result, f"the run says {result}", life_cycle_state=life)
     status = b.poll("123", run_id)
-    assert status.state is expected and result in status.message and f"state says {result}" in status.message
+    # THEN its end is read from what the workspace answered, with its message
+    assert status.state is expected and f"the run says {result}" in status.message
     assert status.ended_at is not None
 
 
-def test_running_run_is_running(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+def test_the_termination_code_of_status_names_a_failure(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    run_id = b.start(request())
+    jobs_api.end_run(int(run_id), "FAILED", "Task ingest failed")
+    assert b.poll("123", run_id).message == "RUN_EXECUTION_ERROR (CLIENT_ERROR): Task ingest failed"
+
+
+@pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
+def test_running_run_is_running(jobs_api: JobsApiServer, tmp_path: Path, answers: tuple[str, ...]) -> None:
+    jobs_api.run_fields = answers
     jobs_api.add_job(123)
     b = backend(tmp_path)
     assert b.poll("123", b.start(request())).state is RunState.RUNNING
+
+
+def test_resending_the_token_of_a_deleted_run_is_refused_saying_so(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    # GIVEN a start whose run was then deleted in the workspace
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    jobs_api.delete_run(int(b.start(request())))
+    # WHEN the same request is sent again (as after an unconfirmed start)
+    message = refused_message(b, request())
+    # THEN it is refused, saying the token's run was deleted and that the next start sends a new token
+    assert f"(idempotency token {TOKEN_A}) was deleted in the workspace" in message
+    assert "the next start of the job sends a new token" in message
+    assert jobs_api.runs_of(123) == []
 
 
 def test_unknown_run_cannot_be_read_and_the_error_says_what_to_do(jobs_api: JobsApiServer, tmp_path: Path) -> None:
@@ -235,9 +266,12 @@ def test_unknown_run_cannot_be_read_and_the_error_says_what_to_do(jobs_api: Jobs
         backend(tmp_path).poll("123", "4242")
 
 
+@pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
 def test_successful_run_after_finds_only_a_success_started_after_the_failure(jobs_api: JobsApiServer,
-                                                                            tmp_path: Path) -> None:
+                                                                            tmp_path: Path,
+                                                                            answers: tuple[str, ...]) -> None:
     # GIVEN a success before the failure, then many failed runs by hand (more than one page)
+    jobs_api.run_fields = answers
     jobs_api.add_job(123)
     b = backend(tmp_path)
     jobs_api.run_by_hand(123, "SUCCESS")
@@ -255,3 +289,34 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(job
     assert b.successful_run_after("123", failed_at) == str(success)
     lists = jobs_api.calls("/runs/list")
     assert lists[-1].query["completed_only"] == "true" and "page_token" in lists[-1].query
+
+
+# --- dbt's databricks target where the job sets no environment (serverless) ----------------------
+def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environment_has_none(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a heartbeat authenticated by its own identity, with no host nor dbt token in the environment
+    jobs_api.secrets[("heartbeat", "dbt_token")] = "dapi-dbt-0123456789"
+    monkeypatch.delenv("DATABRICKS_HOST")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/dbt_token").config
+    # WHEN dbt's connection is prepared
+    databricks_target.prepare(config)
+    # THEN dbt finds the workspace's host and the secret's value, which is masked wherever the harness writes
+    assert os.environ["DATABRICKS_HOST"] == jobs_api.url
+    assert os.environ["DBT_ENV_SECRET_DATABRICKS_TOKEN"] == "dapi-dbt-0123456789"
+    assert "dapi-dbt-0123456789" not in redact("token dapi-dbt-0123456789")
+
+
+def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/missing").config
+    with pytest.raises(BackendError, match="databricks.dbt_token_secret heartbeat/missing: cannot read the secret.*"
+                                           "grant the heartbeat's identity READ on the secret scope 'heartbeat'"):
+        databricks_target.prepare(config)

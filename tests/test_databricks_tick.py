@@ -60,11 +60,11 @@ def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_
     heartbeat.drop_trigger_file("orders", "batch-2.done")
     second = heartbeat.tick()
 
-    # THEN each row shows how its run ended, with the state message; the running one is flagged stuck
+    # THEN each row shows how its run ended (its termination code and message); the running one is flagged stuck
     assert second.runs_succeeded == 1 and second.runs_failed == 2 and second.runs_running == 1
     assert heartbeat.job_status("102") == {"FAILED"} and heartbeat.job_status("103") == {"FAILED"}
     assert "Notebook raised ValueError: bad row" in row_of(heartbeat, "102")["last_error"]
-    assert "CANCELED: Run cancelled by alice@example.com" in row_of(heartbeat, "103")["last_error"]
+    assert "USER_CANCELED: Run cancelled by alice@example.com" in row_of(heartbeat, "103")["last_error"]
     assert [e["run_id"] for e in heartbeat.events("RUN_STUCK")] == [str(run["104"].run_id)]
     # AND only the completed job took the new file: the failed ones are neither sensed nor started
     assert second.started == ["101"]

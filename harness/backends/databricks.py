@@ -39,7 +39,15 @@ from databricks.sdk.errors import (
     ResourceConflict,
     Unauthenticated,
 )
-from databricks.sdk.service.jobs import Run, RunLifeCycleState, RunResultState
+from databricks.sdk.service.jobs import (
+    BaseRun,
+    Run,
+    RunLifeCycleState,
+    RunLifecycleStateV2State,
+    RunResultState,
+    TerminationCodeCode,
+    TerminationTypeType,
+)
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
 from harness.config import Config, JobParameterNames, env_secret
@@ -58,6 +66,7 @@ _REFUSALS: tuple[type[DatabricksError], ...] = (BadRequest, Unauthenticated, Per
 _ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleState.RUNNING,
            RunLifeCycleState.TERMINATING, RunLifeCycleState.BLOCKED, RunLifeCycleState.WAITING_FOR_RETRY}
 _SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
+_SUCCESS_CODES = {TerminationCodeCode.SUCCESS, TerminationCodeCode.SUCCESS_WITH_FAILURES}
 
 
 def parameter_values(names: JobParameterNames, request: RunRequest) -> dict[str, str] | None:
@@ -91,6 +100,12 @@ def _numeric(value: str, what: str) -> int:
         return int(str(value).strip())
     except ValueError:
         raise ValueError(f"Databricks {what} ids are numbers, got {value!r}") from None
+
+
+def _deleted_token(exc: DatabricksError) -> bool:
+    """run-now refused the idempotency token because the run it belongs to was deleted."""
+    text = str(exc).lower()
+    return "idempotency" in text and "delete" in text
 
 
 def _describe(exc: BaseException) -> str:
@@ -196,6 +211,10 @@ class DatabricksBackend(JobBackend):
 
     def _refusal_advice(self, exc: DatabricksError, request: RunRequest, parameters: dict[str, str] | None) -> str:
         said = _describe(exc)
+        if _deleted_token(exc):
+            return (f"the run Databricks started for this request (idempotency token {request.idempotency_token}) "
+                    f"was deleted in the workspace, and a deleted run's token is never reused ({said}); the rows go "
+                    "back to their status and the next start of the job sends a new token")
         if isinstance(exc, NotFound) or "does not exist" in str(exc):
             return (f"does not exist{self._where()} ({said}); check trigger_job_id in the controls CSV "
                     "against the job's id in the workspace")
@@ -235,8 +254,7 @@ class DatabricksBackend(JobBackend):
 
         def find(c: WorkspaceClient) -> str | None:
             for run in c.jobs.list_runs(job_id=numeric, completed_only=True, start_time_from=since_ms):
-                state = run.state
-                if state is not None and state.result_state in _SUCCESS and (run.start_time or 0) >= since_ms:
+                if succeeded(run) and (run.start_time or 0) >= since_ms:
                     return str(run.run_id)
             return None
 
@@ -249,20 +267,52 @@ class DatabricksBackend(JobBackend):
 
 
 def run_status(run: Run) -> RunStatus:
-    """Map a run's life-cycle and result states to ours; the state message explains a failure."""
+    """Map a run to ours: from `status` (life cycle v2 and termination details), or from the deprecated
+    `state` where a workspace answers only that."""
+    status = run.status
+    if status is None or status.state is None:
+        return _from_state(run)
+    if status.state is not RunLifecycleStateV2State.TERMINATED:
+        queued = status.queue_details.message if status.queue_details else None
+        return RunStatus(RunState.RUNNING, (queued or "").strip())
+    details = status.termination_details
+    if details is None or details.code is None:
+        return _from_state(run)  # terminated without details: the older field may still say how
+    ended = _ended(run)
+    message = (details.message or "").strip()
+    if details.code in _SUCCESS_CODES:
+        note = ("succeeded with failures in non-leaf tasks"
+                if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES else "")
+        return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (details.code.value, note, message) if p), ended)
+    kind = details.type
+    label = details.code.value + (f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS
+                                  else "")
+    return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label, ended)
+
+
+def succeeded(run: Run | BaseRun) -> bool:
+    """The run ended successfully (from `status`, else from `state`)."""
+    status = run.status
+    if status is not None and status.termination_details is not None and status.termination_details.code:
+        return status.termination_details.code in _SUCCESS_CODES
+    return run.state is not None and run.state.result_state in _SUCCESS
+
+
+def _ended(run: Run) -> datetime:
+    return datetime.fromtimestamp(run.end_time / 1000, tz=UTC) if run.end_time else datetime.now(UTC)
+
+
+def _from_state(run: Run) -> RunStatus:
     state = run.state
     life = state.life_cycle_state if state else None
     result = state.result_state if state else None
     message = (state.state_message or "").strip() if state else ""
-    ended = datetime.fromtimestamp(run.end_time / 1000, tz=UTC) if run.end_time else None
     if life is None or life in _ACTIVE:
         return RunStatus(RunState.RUNNING, message)
     if result in _SUCCESS:
         note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
-        return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p),
-                         ended or datetime.now(UTC))
+        return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p), _ended(run))
     label = result.value if result is not None else life.value
     if life is not RunLifeCycleState.TERMINATED and result is not None:
         label = f"{life.value}/{result.value}"
-    return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label,
-                     ended or datetime.now(UTC))
+    return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label, _ended(run))

@@ -35,11 +35,17 @@ def claim(run_dir: Path) -> bool:
     return True
 
 
+# What pyspark sets in a process that started its own Spark Connect server (`spark_remote: local`): a
+# job's Spark is its own, never a client of the heartbeat's server.
+CONNECT_SERVER_MARKERS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+
+
 def supervise(run_dir: Path) -> int:
     if not claim(run_dir):
         return 0
     meta = json.loads((run_dir / "meta.json").read_text())
-    env = {**os.environ, **meta["env"]}
+    inherited = {k: v for k, v in os.environ.items() if k not in CONNECT_SERVER_MARKERS}
+    env = {**inherited, **meta["env"]}
     timeout = meta.get("timeout_seconds")
     started = datetime.now(timezone.utc)
     with open(run_dir / "output.log", "wb") as log:

@@ -15,10 +15,11 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from pyspark.sql import SparkSession
+from pyspark.sql.utils import is_remote
 
 from harness.errors import SensorError
 
@@ -77,29 +78,40 @@ class CheckContext:
 
     @contextmanager
     def spark_until_deadline(self, label: str) -> Iterator[SparkSession]:
-        """The check's session; the Spark jobs this thread starts inside the block are cancelled at the
-        deadline (a job tag of this thread, cancelled by a timer)."""
+        """The check's session; the Spark work this thread starts inside the block is cancelled at the
+        deadline (a tag of this thread, cancelled by a timer)."""
         spark = self.session(label)
-        jobs = spark.sparkContext
+        add, cancel, remove = _tags(spark)
         tag = f"heartbeat-check-{uuid.uuid4().hex}"
         try:
-            jobs.addJobTag(tag)
+            add(tag)
             tagged = True
-        except Exception as exc:  # noqa: BLE001 - a Spark without job tags: the outer deadline still holds
-            log.debug("%s: Spark jobs cannot be cancelled at the deadline: %s", label, exc)
+        except Exception as exc:  # noqa: BLE001 - a Spark without tags: the outer deadline still holds
+            log.debug("%s: Spark work cannot be cancelled at the deadline: %s", label, exc)
             tagged = False
         if not tagged:
             yield spark
             return
-        timer = threading.Timer(self.remaining(), jobs.cancelJobsWithTag, args=(tag,))
+        timer = threading.Timer(self.remaining(), cancel, args=(tag,))
         timer.daemon = True
         timer.start()
         try:
             yield spark
         finally:
             timer.cancel()
-            jobs.removeJobTag(tag)
+            remove(tag)
 
-    def with_spark(self, spark: SparkSession) -> CheckContext:
-        """The same check (same deadline) on another session (preprocess_query's own temp views)."""
-        return replace(self, spark=spark)
+
+def _tags(spark: SparkSession) -> tuple[Callable[[str], object], Callable[[str], object], Callable[[str], object]]:
+    """(add, cancel, remove) for a tag of the calling thread's Spark work.
+
+    Spark Connect (serverless, standard access mode, `spark_remote`): the session's operation tags; the
+    server interrupts a tag's operations whichever client thread asks. Classic Spark keeps a session tag
+    per JVM thread, so the timer's thread could never interrupt it: there the tag is a job tag of the
+    classic session's own context (a classic session always has one)."""
+    if is_remote():
+        return spark.addTag, spark.interruptTag, spark.removeTag
+    from pyspark import SparkContext
+
+    jobs = SparkContext.getOrCreate()
+    return jobs.addJobTag, jobs.cancelJobsWithTag, jobs.removeJobTag

@@ -73,7 +73,7 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
         table, upstream_id = table.strip(), upstream_id.strip()
         if not sep or not table or not upstream_id:
             raise SensorError(f"{upstream.label}: sensor_id must look like '<table>: <upstream sensor_id>', "
-                              "e.g. 'sales_prod.heartbeat_control_table: orders'")
+                              "e.g. 'main.sales_prod.heartbeat_control_table: orders'")
         if table in self.aliases:
             return self.aliases[table], upstream_id
         return SensorTable(quoted_table_name(upstream.label, table), quote_identifier(DEFAULT_MATCH_COLUMN)), upstream_id

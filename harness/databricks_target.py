@@ -1,0 +1,48 @@
+"""What dbt's `databricks` target needs from the heartbeat where the job cannot set environment
+variables (serverless compute): the workspace host and the token dbt connects with.
+
+profiles.yml reads DATABRICKS_HOST, DATABRICKS_HTTP_PATH (or the var `heartbeat_databricks_http_path`,
+from `databricks.dbt_http_path`) and the token from DBT_ENV_SECRET_DATABRICKS_TOKEN (dbt masks
+`DBT_ENV_SECRET_` variables in its logs) or DATABRICKS_TOKEN. What the environment already has wins; what
+is missing is asked of the workspace with the heartbeat's own identity (databricks-sdk: inside a job,
+the job's run-as identity): the host the SDK resolved, and the secret `databricks.dbt_token_secret`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from databricks.sdk.errors import DatabricksError
+
+from harness.config import Config
+from harness.errors import BackendError
+from harness.redact import register_secret
+
+HOST_ENV = "DATABRICKS_HOST"
+TOKEN_ENVS = ("DBT_ENV_SECRET_DATABRICKS_TOKEN", "DATABRICKS_TOKEN")
+
+
+def prepare(config: Config) -> None:
+    """Put the host and dbt's token in this process's environment when they are not there yet."""
+    secret = config.databricks.dbt_token_secret
+    need_token = bool(secret) and not any(os.environ.get(name) for name in TOKEN_ENVS)
+    need_host = not os.environ.get(HOST_ENV)
+    if not (need_token or need_host):
+        return
+    from harness.backends.databricks import DatabricksBackend
+
+    client = DatabricksBackend(config).client()
+    if need_host and client.config.host:
+        os.environ[HOST_ENV] = client.config.host
+    if need_token and secret:
+        scope, _, key = secret.partition("/")
+        try:
+            answer = client.secrets.get_secret(scope=scope, key=key)
+        except DatabricksError as exc:
+            raise BackendError(
+                f"databricks.dbt_token_secret {secret}: cannot read the secret ({type(exc).__name__}: {exc}); "
+                f"grant the heartbeat's identity READ on the secret scope {scope!r}") from None
+        token = base64.b64decode(answer.value or "").decode()
+        register_secret(token)
+        os.environ[TOKEN_ENVS[0]] = token

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
 from harness.model import JobState, ReadType, SensorSource
 from harness.preprocess import PLACEHOLDER, check_query
@@ -22,6 +23,8 @@ USER_COLUMNS = (
     "sensor_source", "sensor_id", "sensor_read_type", "asset_description", "upstream_key",
     "preprocess_query", "trigger_job_id", "trigger_job_name", "job_state", "dependency_flag",
 )
+# Optional: a CSV without them loads as before (every value empty).
+OPTIONAL_COLUMNS = ("expected_within",)
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
     "latest_event_fetched_timestamp", "status", "status_change_timestamp",
@@ -47,6 +50,7 @@ class ControlSpec:
     trigger_job_name: str
     job_state: str
     is_hard_dependency: bool
+    expected_within: str = ""
 
 
 def file_digest(path: Path) -> str:
@@ -81,6 +85,10 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             problems.append(problem)
         elif PLACEHOLDER in query and not row.get("upstream_key", "").strip():
             problems.append("preprocess_query uses ?upstream_key but upstream_key is empty")
+    expected = row.get("expected_within", "").strip()
+    if expected and not parse_duration(expected):  # None, or zero
+        problems.append(f"expected_within {expected!r} is not a positive duration; write a number and a unit "
+                        f"(s, m, h, d, w), e.g. {EXAMPLES}")
     return problems
 
 
@@ -92,7 +100,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in USER_COLUMNS if c not in header]
-        unknown = [c for c in header if c not in USER_COLUMNS + HARNESS_COLUMNS]
+        unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
         if missing or unknown:
             parts = []
             if missing:
@@ -132,6 +140,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
                 trigger_job_name=row.get("trigger_job_name", "").strip(),
                 job_state=row["job_state"].strip().upper(),
                 is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
+                expected_within=row.get("expected_within", "").strip(),
             ))
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))

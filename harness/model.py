@@ -18,6 +18,7 @@ class SensorSource(str, Enum):
     SAP_B4 = "sap_b4"
     JDBC = "jdbc"
     UPSTREAM_SENSOR_TABLE = "upstream_sensor_table"
+    PUBLISHED = "published"  # changes producers register themselves (`python -m harness publish`)
 
 
 class Status(str, Enum):
@@ -53,6 +54,8 @@ class EventType(str, Enum):
     MANUAL_COMPLETE = "MANUAL_COMPLETE"  # `harness complete` or a successful run found by hand
     RETRY_REQUESTED = "RETRY_REQUESTED"  # `harness retry`: a failed job's range is handed to its next run
     CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
+    CHANGE_PUBLISHED = "CHANGE_PUBLISHED"  # a producer registered a change of a table (no row: read by sensors)
+    FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
 
 
 def upstream_label(source: str, sensor_id: str) -> str:
@@ -86,6 +89,9 @@ class ControlRow:
     latest_trigger_token: str | None
     latest_run_id: str | None
     job_start_timestamp: datetime | None
+    latest_event_fetched_timestamp: datetime | None = None  # the latest detection of new data
+    expected_within: str | None = None  # the freshness expectation from the CSV (`26h`)
+    freshness_missed_at: datetime | None = None  # the latest FRESHNESS_MISSED event of the row
 
     @property
     def label(self) -> str:

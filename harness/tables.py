@@ -160,4 +160,7 @@ def _control_row(r: dict[str, Any]) -> ControlRow:
         latest_trigger_token=r["latest_trigger_token"],
         latest_run_id=r["latest_run_id"],
         job_start_timestamp=utc(r["job_start_timestamp"]),
+        latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
+        expected_within=r.get("expected_within"),
+        freshness_missed_at=utc(r.get("freshness_missed_at")),
     )

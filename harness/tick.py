@@ -5,6 +5,7 @@
      successes of failed jobs;
   3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
+     rows with an expected_within that missed it get FRESHNESS_MISSED (harness.freshness);
   5. fold again when step 4 found new data;
   6. start the jobs the trigger set marks ready;
   7. fold what this tick appended, and write the status snapshot: what `status` shows is the state
@@ -26,6 +27,7 @@ from harness import fold, inbox
 from harness.errors import DbtError
 from harness.events import Event
 from harness.faults import crash_point, tick_started
+from harness.freshness import freshness_events
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
@@ -48,6 +50,7 @@ class TickReport:
     upstreams_checked: int = 0
     new_data: int = 0
     check_errors: int = 0
+    freshness_missed: int = 0
     started: list[str] = field(default_factory=list)
     start_refused: list[str] = field(default_factory=list)
     start_unconfirmed: list[str] = field(default_factory=list)
@@ -164,6 +167,15 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
                   f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
                   errors=sensed.errors)
+
+    if any(r.expected_within for r in rows):
+        with Step(report, "freshness") as step:
+            missed = freshness_events(rows, sensed.events, config.freshness, config.base_dir)
+            runtime.events.append(missed)
+            report.freshness_missed = len(missed)
+            for e in missed:
+                log.warning("%s", e.message)
+            step.done(f"{len(missed)} upstreams newly stale", missed=len(missed))
 
     if sensed.new_data:
         with Step(report, "fold") as step:

@@ -18,7 +18,8 @@ renamed as (
         upper(trim(job_state)) as job_state,
         upper(replace(dependency_flag, ' ', '')) as dependency_flag,
         upper(replace(dependency_flag, ' ', '')) = 'TRUE' as is_hard_dependency,
-        concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label
+        concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label,
+        {{ heartbeat_optional_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within
     from source
 
 )

@@ -1,8 +1,8 @@
 """The tick: the one place that orders the steps.
 
-  1. requests: apply `complete` / `retry` requests queued in the inbox;
-  2. track runs: re-send unconfirmed starts, poll started runs, record their ends, find hand-made
-     successes of failed jobs;
+  1. requests: apply `complete` / `retry` requests and publications queued in the inbox;
+  2. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
+     the tables its job writes, `publish.on_success`), find hand-made successes of failed jobs;
   3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.freshness);
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from harness import fold, inbox
+from harness import fold, inbox, publish
 from harness.errors import DbtError
 from harness.events import Event
 from harness.faults import crash_point, tick_started
@@ -86,15 +86,22 @@ class Step:
 
 
 def apply_requests(runtime: Runtime) -> int:
-    """`complete` and `retry` requests queued while this process held the state."""
+    """`complete` and `retry` requests and publications queued while this process held the state."""
+    published = publish.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
-        return 0
+        return published
     rows = runtime.tables.control_rows()
     for request in requests:
-        runtime.events.append(request.events(rows, f"requested at {request.requested_at.isoformat()}"))
+        runtime.events.append(with_publications(runtime, request.events(
+            rows, f"requested at {request.requested_at.isoformat()}")))
         inbox.done(request)
-    return len(requests)
+    return published + len(requests)
+
+
+def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
+    """`events` and, in the same append, the publications of the successful runs among them."""
+    return events + publish.new_events(runtime.events, publish.on_success(runtime.config.publish, events))
 
 
 def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:
@@ -136,7 +143,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         runs = open_runs(runtime.tables.open_runs())
         tracked = track_runs(runs, runtime.backend, config.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
-        runtime.events.append(tracked.events + recovered)
+        runtime.events.append(with_publications(runtime, tracked.events + recovered))
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
         step.done(f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
@@ -211,7 +218,7 @@ def record_manual(runtime: Runtime, request: inbox.Request) -> list[Event]:
     snapshot; returns its events (none when the job had no run to close)."""
     events = request.events(runtime.tables.control_rows(), "from the command line")
     if events:
-        runtime.events.append(events)
+        runtime.events.append(with_publications(runtime, events))
         fold.fold(runtime)
         write_snapshot(runtime.config.state_dir, f"manual-{request.command}", runtime.tables.job_decisions(),
                        runtime.tables.control_table())

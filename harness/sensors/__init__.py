@@ -16,6 +16,7 @@ from harness.sensors.base import Sensor
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.kafka import KafkaSensor
+from harness.sensors.published import PublishedSensor
 from harness.sensors.sap import SapChainSensor
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.sensors.upstream_sensor_table import UpstreamSensorTableSensor
@@ -34,6 +35,7 @@ def build_registry(config: Config) -> Registry:
         lambda: SapChainSensor.from_settings(SensorSource.SAP_BW, config.sap_bw),
         lambda: SapChainSensor.from_settings(SensorSource.SAP_B4, config.sap_b4),
         lambda: UpstreamSensorTableSensor.from_settings(config.upstream_sensor_table),
+        lambda: PublishedSensor(config.state_dir),
     ]
     registry: Registry = {}
     problems: list[str] = []

@@ -38,12 +38,12 @@ from harness.errors import HeartbeatError
 from harness.model import SensorSource
 from harness.refresh.change_range import ChangeRange, UpstreamRange, from_environment, parse, trigger_files
 from harness.sensors import key_values
-from harness.sensors.base import Upstream
+from harness.sensors.base import NewData, Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.delta import CommitLog, DeltaSensor, TableState, is_path
 from harness.sensors.jdbc import JdbcSensor, KeyMax
 from harness.sensors.kafka import KafkaSensor, TopicOffsets
-from harness.sensors.published import PublishedSensor, _time
+from harness.sensors.published import Published, PublishedSensor, publication_time
 
 DEFAULT_TIMEOUT_SECONDS = 600.0  # one upstream's read (Kafka requests and consumption, JDBC query)
 CDF_PROPERTY = "delta.enableChangeDataFeed"
@@ -183,9 +183,9 @@ def _publications(spark: SparkSession, context: CheckContext, target: Upstream, 
     sensor = PublishedSensor(config.state_dir)
     position = sensor.read_position(context, target)
     end = upstream.end.get("published_at")
-    records = [r for r in position.records if end and _time(r) <= datetime.fromisoformat(end)]
-    new = sensor.detect(target, type(position)(tuple(records)), upstream.start)
-    found: list[dict[str, Any]] = getattr(new, "changes", {}).get("publications", [])
+    records = [r for r in position.records if end and publication_time(r) <= datetime.fromisoformat(end)]
+    new = sensor.detect(target, Published(tuple(records)), upstream.start)
+    found: list[dict[str, Any]] = new.changes["publications"] if isinstance(new, NewData) else []
     rows = [(r["table"], r["snapshot_id"], r["operation"], r["partition_values"], r["tags"],
-             _time(r), r["publication_id"]) for r in found]
+             publication_time(r), r["publication_id"]) for r in found]
     return spark.createDataFrame(rows, PUBLICATION_SCHEMA)

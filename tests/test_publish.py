@@ -8,6 +8,7 @@ import json
 import pytest
 
 from harness import cli, publish
+from harness.consume import read_range
 from harness.errors import HeartbeatError
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.published import Published, PublishedSensor
@@ -71,6 +72,9 @@ def test_publishing_twice_while_the_state_is_held_triggers_the_job_once(
     assert run["range"]["upstreams"][0]["to"]["published_at"] == json.loads(event["details"])["event_time"]
     (detected,) = heartbeat.events("DATA_CHANGED")
     assert [p["snapshot_id"] for p in json.loads(detected["details"])["publications"]] == ["7"]
+    # AND the job reads the publications of its range with harness.consume
+    (frame,) = read_range(heartbeat.spark, json.dumps(run["range"]), config=heartbeat.config).values()
+    assert [(r["snapshot_id"], r["partition_values"]) for r in frame.collect()] == [("7", {"ds": "2026-11-22"})]
 
     # AND publishing the same snapshot again with the state free adds nothing and starts nothing
     assert cli.main(args) == 0

@@ -35,16 +35,16 @@ class Published:
         return publication_watermark(self.records)
 
 
-def _time(record: dict[str, Any]) -> datetime:
+def publication_time(record: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(record["event_time"])
 
 
 def publication_watermark(records: tuple[dict[str, Any], ...], floor: datetime | None = None) -> dict[str, Any]:
-    times = [_time(r) for r in records] + ([floor] if floor else [])
+    times = [publication_time(r) for r in records] + ([floor] if floor else [])
     if not times:
         return {"published_at": None, "recent": []}
     newest = max(times)
-    recent = sorted(r["publication_id"] for r in records if _time(r) >= newest - GRACE)
+    recent = sorted(r["publication_id"] for r in records if publication_time(r) >= newest - GRACE)
     return {"published_at": newest.isoformat(), "recent": recent}
 
 
@@ -64,13 +64,13 @@ class PublishedSensor(Sensor[Published]):
             raise SensorError(f"{upstream.label}: cannot read the published changes: {exc}") from exc
         records = tuple(plain(e)["details"] for e in events
                         if upstream_label(e["sensor_source"], e["sensor_id"]) == upstream.label)
-        return Published(tuple(sorted(records, key=_time)))
+        return Published(tuple(sorted(records, key=publication_time)))
 
     def detect(self, upstream: Upstream, position: Published, since: Watermark | None) -> Detection:
         seen = datetime.fromisoformat(since["published_at"]) if since and since.get("published_at") else None
         recent = set(since.get("recent", [])) if since else set()
-        new = [r for r in position.records
-               if seen is None or _time(r) > seen or (_time(r) >= seen - GRACE and r["publication_id"] not in recent)]
+        new = [r for r in position.records if seen is None or publication_time(r) > seen
+               or (publication_time(r) >= seen - GRACE and r["publication_id"] not in recent)]
         if not new:
             return NothingNew(f"nothing published since {seen.isoformat() if seen else 'the start'}")
         operations = sorted({r["operation"] for r in new})

@@ -48,57 +48,45 @@ def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None
     assert [p["snapshot_id"] for p in again.changes["publications"]] == ["2"]
 
 
-def test_publishing_twice_while_the_state_is_held_triggers_the_job_once(
+def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_what_its_job_writes(
         heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
-    # GIVEN a job fed by the published table sales.orders
-    heartbeat.write_controls([control_row("published", "sales.orders", "j")])
-    heartbeat.define_jobs("j")
-    config_file = str(heartbeat.write_config_file())
-
-    # WHEN the producer publishes snapshot 7 twice while a heartbeat holds the state (once from Python)
-    args = ["--config", config_file, "publish", "--table", "sales.orders", "--snapshot", "7",
-            "--partition", "ds=2026-11-22", "--tag", "source=crm"]
-    with StateLock(heartbeat.config.state_dir):
-        assert cli.main(args) == 0
-        publish.publish("sales.orders", snapshot=7, partition={"ds": "2026-11-22"}, config=heartbeat.config)
-    assert "the publication is queued" in capsys.readouterr().out
-    heartbeat.tick_until_settled()
-
-    # THEN one event, one run, whose range names the publication
-    (event,) = heartbeat.events("CHANGE_PUBLISHED")
-    assert (event["sensor_source"], event["sensor_id"], event["trigger_job_id"]) == ("published", "sales.orders", None)
-    assert json.loads(event["details"])["partition_values"] == {"ds": "2026-11-22"}
-    (run,) = heartbeat.job_runs("j")
-    assert run["range"]["upstreams"][0]["to"]["published_at"] == json.loads(event["details"])["event_time"]
-    (detected,) = heartbeat.events("DATA_CHANGED")
-    assert [p["snapshot_id"] for p in json.loads(detected["details"])["publications"]] == ["7"]
-    # AND the job reads the publications of its range with harness.consume
-    (frame,) = read_range(heartbeat.spark, json.dumps(run["range"]), config=heartbeat.config).values()
-    assert [(r["snapshot_id"], r["partition_values"]) for r in frame.collect()] == [("7", {"ds": "2026-11-22"})]
-
-    # AND publishing the same snapshot again with the state free adds nothing and starts nothing
-    assert cli.main(args) == 0
-    assert "already published (nothing added)" in capsys.readouterr().out
-    heartbeat.tick()
-    assert len(heartbeat.events("CHANGE_PUBLISHED")) == 1 and len(heartbeat.job_runs("j")) == 1
-
-
-def test_a_successful_run_publishes_the_tables_its_job_writes_and_the_downstream_job_starts(
-        heartbeat: HeartbeatHarness) -> None:
-    # GIVEN job producer writes lake.orders (publish.on_success), job consumer reads it
+    # GIVEN job producer writes lake.orders (publish.on_success) and job consumer is fed by lake.orders
     heartbeat.write_controls([control_row("trigger_file", "in", "producer"),
                               control_row("published", "lake.orders", "consumer")])
     heartbeat.define_jobs("producer", "consumer")
     heartbeat.with_sections(publish={"on_success": {"producer": "lake.orders"}})
+    config_file = str(heartbeat.write_config_file())
+
+    # WHEN an outside producer publishes snapshot 7 twice while a heartbeat holds the state (once from
+    # Python), and the producer job's input lands
+    args = ["--config", config_file, "publish", "--table", "lake.orders", "--snapshot", "7",
+            "--partition", "ds=2026-11-22", "--tag", "source=crm"]
+    with StateLock(heartbeat.config.state_dir):
+        assert cli.main(args) == 0
+        publish.publish("lake.orders", snapshot=7, partition={"ds": "2026-11-22"}, config=heartbeat.config)
+    assert "the publication is queued" in capsys.readouterr().out
     heartbeat.drop_trigger_file("in", "batch1")
-
-    # WHEN the producer's run succeeds
-    heartbeat.tick_until_settled()
     heartbeat.tick_until_settled()
 
-    # THEN its success published lake.orders with the run id as snapshot, and the consumer ran on it
+    # THEN snapshot 7 is one event, and the consumer's first run covers it
+    (seven,) = [e for e in heartbeat.events("CHANGE_PUBLISHED") if json.loads(e["details"])["snapshot_id"] == "7"]
+    assert (seven["sensor_source"], seven["sensor_id"], seven["trigger_job_id"]) == ("published", "lake.orders", None)
+    assert json.loads(seven["details"])["partition_values"] == {"ds": "2026-11-22"}
+    first = heartbeat.job_runs("consumer")[0]
+    (frame,) = read_range(heartbeat.spark, json.dumps(first["range"]), config=heartbeat.config).values()
+    assert [(r["snapshot_id"], r["partition_values"]) for r in frame.collect()] == [("7", {"ds": "2026-11-22"})]
+
+    # AND the producer's success published lake.orders with its run id, and the consumer ran on that
+    heartbeat.tick_until_settled()
     (producer_run,) = heartbeat.job_runs("producer")
-    (event,) = heartbeat.events("CHANGE_PUBLISHED")
-    assert json.loads(event["details"])["snapshot_id"] == producer_run["run_id"]
-    (consumer_run,) = heartbeat.job_runs("consumer")
-    assert consumer_run["range"]["upstreams"][0]["sensor_id"] == "lake.orders"
+    snapshots = sorted(json.loads(e["details"])["snapshot_id"] for e in heartbeat.events("CHANGE_PUBLISHED"))
+    assert snapshots == sorted(["7", producer_run["run_id"]])
+    second = heartbeat.job_runs("consumer")[1]
+    (frame,) = read_range(heartbeat.spark, json.dumps(second["range"]), config=heartbeat.config).values()
+    assert [r["snapshot_id"] for r in frame.collect()] == [producer_run["run_id"]]
+    assert len(heartbeat.job_runs("consumer")) == 2
+
+    # AND publishing snapshot 7 again with the state free records nothing
+    assert cli.main(args) == 0
+    assert "lake.orders snapshot 7: already published (nothing added)" in capsys.readouterr().out
+    assert len(heartbeat.events("CHANGE_PUBLISHED")) == 2

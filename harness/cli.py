@@ -8,6 +8,7 @@
   report     write the timeline page (HTML) into the state folder
   complete   mark a job's latest run successful (the "update status" step a job can run last)
   retry      hand a FAILED job's range to its next run (no manual backfill)
+  publish    register a change of a table (rows with sensor_source `published` trigger on it)
   validate   check the controls CSV without touching any table
   seed       load the controls CSV now (a running heartbeat applies it at its next tick)
   docs       generate the dbt docs site (the rules, in words) into the state folder
@@ -26,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import inbox, operator_cli, refresh
+from harness import inbox, operator_cli, publish, refresh
 from harness.config import Config, load_config
 from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
@@ -167,6 +168,25 @@ def cmd_retry(config: Config, args: argparse.Namespace) -> int:
     return _manual(config, "retry", args.job_id)
 
 
+def cmd_publish(config: Config, args: argparse.Namespace) -> int:
+    publication = publish.Publication(args.table, args.snapshot, publish.pairs(args.partition, "--partition"),
+                                      publish.pairs(args.tag, "--tag"), args.operation)
+    what = f"{publication.table}" + (f" snapshot {publication.snapshot_id}" if publication.snapshot_id else "")
+
+    def action() -> int:
+        runtime = _runtime(config)
+        appended = runtime.events.append(publish.new_events(runtime.events, [publication]))
+        print(f"{what}: published" if appended else f"{what}: already published (nothing added)")
+        return 0
+
+    def busy(exc: StateBusyError) -> int:
+        path = publish.enqueue(config.state_dir, publication)
+        print(f"{exc}: the publication is queued ({path.name}) and recorded at its next tick")
+        return 0
+
+    return _locked(config, action, busy)
+
+
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main) and the controls CSV, touching nothing."""
     from harness.sensors import build_registry
@@ -254,6 +274,13 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--job-id", required=True)
         sp.set_defaults(func=func)
+    pub = sub.add_parser("publish", help="register a change of a table")
+    pub.add_argument("--table", required=True, help="the table that changed (the sensor_id of `published` rows)")
+    pub.add_argument("--partition", action="append", default=[], metavar="K=V", help="a partition value written")
+    pub.add_argument("--snapshot", help="the table's snapshot / version id: the same one twice is one event")
+    pub.add_argument("--tag", action="append", default=[], metavar="K=V", help="a tag of the change")
+    pub.add_argument("--operation", choices=publish.OPERATIONS, default="APPEND")
+    pub.set_defaults(func=cmd_publish)
     validate = sub.add_parser("validate", help="check the controls CSV, touching nothing")
     validate.add_argument("csv", nargs="?")
     validate.set_defaults(func=cmd_validate)

@@ -90,6 +90,26 @@ class LocalRunnerSettings(Settings):
     jobs: dict[str, LocalJob] = {}
 
 
+class FreshnessSettings(Settings):
+    """Who is told when an upstream misses its expected_within (once per lapse, one attempt each)."""
+
+    notify_command: str | None = Field(None, min_length=1)  # run by bash, the details as JSON on stdin
+    webhook_url: str | None = Field(None, pattern=r"^https?://")  # POSTed the details as JSON
+    timeout_seconds: PositiveFloat = 10.0  # each notification
+
+
+def _table_list(value: Any) -> Any:
+    """`job: table` or `job: [table, ...]`."""
+    return [value] if isinstance(value, str) else value
+
+
+class PublishSettings(Settings):
+    """Changes the harness publishes for producers (source kind `published`)."""
+
+    # job id -> the tables its successful runs write: each success publishes a change of each of them.
+    on_success: dict[str, Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_table_list)]] = {}
+
+
 # --- source connections ----------------------------------------------------------------------------
 class KafkaClientSettings(Settings):
     """Broker settings; every key optional so a product can override only some of them."""
@@ -261,6 +281,8 @@ class HeartbeatFile(Settings):
     upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
     databricks: DatabricksSettings = DatabricksSettings()
     iceberg: IcebergSettings = IcebergSettings()
+    freshness: FreshnessSettings = FreshnessSettings()
+    publish: PublishSettings = PublishSettings()
 
 
 LOCAL_CATALOG = "spark_catalog"
@@ -294,6 +316,13 @@ class Config:
     databricks: DatabricksSettings = DatabricksSettings()
     iceberg: IcebergSettings = IcebergSettings()
     delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
+    freshness: FreshnessSettings = FreshnessSettings()
+    publish: PublishSettings = PublishSettings()
+
+    @property
+    def base_dir(self) -> Path:
+        """The config file's folder (commands run there), else the working folder."""
+        return self.config_path.parent if self.config_path else Path.cwd()
 
     @property
     def warehouse_dir(self) -> Path:
@@ -437,6 +466,8 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         databricks=parsed.databricks,
         iceberg=parsed.iceberg,
         delta_jars=delta_jars(),
+        freshness=parsed.freshness,
+        publish=parsed.publish,
     )
 
 

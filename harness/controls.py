@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
 from harness.model import JobState, ReadType, SensorSource
 from harness.partition_filter import check_row as check_partition_filter
@@ -25,7 +26,7 @@ USER_COLUMNS = (
     "preprocess_query", "trigger_job_id", "trigger_job_name", "job_state", "dependency_flag",
 )
 # Optional: a CSV without them loads as if their cells were empty.
-OPTIONAL_COLUMNS = ("partition_filter", "tags")
+OPTIONAL_COLUMNS = ("partition_filter", "tags", "expected_within")
 # dbt's seed loader (agate) warns when a column_types entry matches no column of the file: expected for
 # these in a CSV written before they existed. The adapter imports this module before every seed load.
 for _column in OPTIONAL_COLUMNS:
@@ -61,6 +62,7 @@ class ControlSpec:
     is_hard_dependency: bool
     partition_filter: str = ""
     tags: str = ""
+    expected_within: str = ""
 
 
 def file_digest(path: Path) -> str:
@@ -106,6 +108,10 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     if tags and source == SensorSource.HIVE_TABLE.value:
         problems.append("tags need a table format whose changes carry them (delta_table, iceberg_table); "
                         "a hive_table's changes have none")
+    expected = row.get("expected_within", "").strip()
+    if expected and not parse_duration(expected):  # None, or zero
+        problems.append(f"expected_within {expected!r} is not a positive duration; write a number and a unit "
+                        f"(s, m, h, d, w), e.g. {EXAMPLES}")
     return problems
 
 
@@ -163,6 +169,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
                 is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
                 partition_filter=row.get("partition_filter", "").strip(),
                 tags=row.get("tags", "").strip(),
+                expected_within=row.get("expected_within", "").strip(),
             ))
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))

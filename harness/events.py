@@ -77,17 +77,19 @@ class Event:
     details: dict[str, Any] = field(default_factory=dict)
     event_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     event_time: datetime = field(default_factory=now)
+    upstream: tuple[str, str] | None = None  # (sensor_source, sensor_id) of an event of no row
 
     def as_tuple(self, tick_id: str | None) -> tuple[Any, ...]:
         row = self.row
         event_time = self.event_time.astimezone(timezone.utc).replace(tzinfo=None)
+        source, sensor_id = (row.sensor_source, row.sensor_id) if row else (self.upstream or (None, None))
         return (
             self.event_id,
             event_time,
             self.event_type.value,
             tick_id,
-            row.sensor_source if row else None,
-            row.sensor_id if row else None,
+            source,
+            sensor_id,
             row.trigger_job_id if row else None,
             self.status,
             self.watermark_before,
@@ -231,6 +233,15 @@ class EventLog:
             "WHERE event_type = :type AND array_contains(:jobs, trigger_job_id)" + recent,
             args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)})
         return [r.asDict() for r in frame.collect()]
+    def existing_ids(self, event_ids: Sequence[str], event_type: EventType, days: int) -> set[str]:
+        """Which of `event_ids` (events of `event_type`) the log holds from the last `days` days (only
+        those days are read)."""
+        if not event_ids:
+            return set()
+        frame = self.spark.sql(f"SELECT event_id FROM {self.table} WHERE event_type = :type "
+                               f"AND array_contains(:ids, event_id) AND {PARTITION_COLUMN} >= date_sub(current_date(), "
+                               f"{int(days)})", args={"type": event_type.value, "ids": list(event_ids)})
+        return {r[0] for r in frame.collect()}
 
     def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
                 since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import unquote, urlparse
 
+from harness.durations import parse_duration
 from harness.errors import HeartbeatError
 from harness.files import write_atomic
 
@@ -35,8 +35,6 @@ PARTITION_PREFIX = f"{PARTITION_COLUMN}="  # its day folders
 DEFAULT_SINCE = "24h"
 DEFAULT_LIMIT = 500
 _CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the same clock; some slack anyway
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def record_location(state_dir: Path, location: str) -> None:
@@ -48,9 +46,9 @@ def record_location(state_dir: Path, location: str) -> None:
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """`90s`, `30m`, `2h`, `7d`, `1w` ago, or an ISO 8601 time (UTC when it names no zone)."""
     now = now or datetime.now(timezone.utc)
-    match = _DURATION.match(text)
-    if match:
-        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    duration = parse_duration(text)
+    if duration is not None:
+        return now - duration
     try:
         when = datetime.fromisoformat(text)
     except ValueError:

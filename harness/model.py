@@ -20,6 +20,7 @@ class SensorSource(str, Enum):
     UPSTREAM_SENSOR_TABLE = "upstream_sensor_table"
     ICEBERG_TABLE = "iceberg_table"
     HIVE_TABLE = "hive_table"
+    PUBLISHED = "published"  # changes producers register themselves (`python -m harness publish`)
 
 
 class Status(str, Enum):
@@ -55,6 +56,8 @@ class EventType(str, Enum):
     MANUAL_COMPLETE = "MANUAL_COMPLETE"  # `harness complete` or a successful run found by hand
     RETRY_REQUESTED = "RETRY_REQUESTED"  # `harness retry`: a failed job's range is handed to its next run
     CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
+    CHANGE_PUBLISHED = "CHANGE_PUBLISHED"  # a producer registered a change of a table (no row: read by sensors)
+    FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
 
 
 def upstream_label(source: str, sensor_id: str) -> str:
@@ -90,6 +93,9 @@ class ControlRow:
     job_start_timestamp: datetime | None
     partition_filter: str | None = None  # a partition trigger: the partitions to wait for
     tags: str | None = None  # with partition_filter: `k=v;...` a change of those partitions must carry
+    latest_event_fetched_timestamp: datetime | None = None  # the latest detection of new data
+    expected_within: str | None = None  # the freshness expectation from the CSV (`26h`)
+    freshness_missed_at: datetime | None = None  # the latest FRESHNESS_MISSED event of the row
 
     @property
     def label(self) -> str:

@@ -208,6 +208,8 @@ def _row_lines(r: dict[str, Any]) -> list[str]:
                      f" ended {when(r['job_end_timestamp'])}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+    if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
+        lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     return lines
 
 

@@ -203,4 +203,7 @@ def _control_row(r: dict[str, Any]) -> ControlRow:
         job_start_timestamp=utc(r["job_start_timestamp"]),
         partition_filter=r.get("partition_filter"),
         tags=r.get("tags"),
+        latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
+        expected_within=r.get("expected_within"),
+        freshness_missed_at=utc(r.get("freshness_missed_at")),
     )

@@ -1,10 +1,11 @@
 """The tick: the one place that orders the steps.
 
-  1. requests: apply `complete` / `retry` requests queued in the inbox;
-  2. track runs: re-send unconfirmed starts, poll started runs, record their ends, find hand-made
-     successes of failed jobs;
+  1. requests: apply `complete` / `retry` requests and publications queued in the inbox;
+  2. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
+     the tables its job writes, `publish.on_success`), find hand-made successes of failed jobs;
   3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
+     rows with an expected_within that missed it get FRESHNESS_MISSED (harness.freshness);
   5. fold again when step 4 found new data;
   6. start the jobs the trigger set marks ready;
   7. fold what this tick appended, and write the status snapshot: what `status` shows is the state
@@ -23,10 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from harness import fold, inbox, retention
+from harness import fold, inbox, publish, retention
 from harness.errors import DbtError
 from harness.events import Event
 from harness.faults import crash_point, tick_started
+from harness.freshness import freshness_events
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
@@ -49,6 +51,7 @@ class TickReport:
     upstreams_checked: int = 0
     new_data: int = 0
     check_errors: int = 0
+    freshness_missed: int = 0
     started: list[str] = field(default_factory=list)
     start_refused: list[str] = field(default_factory=list)
     start_unconfirmed: list[str] = field(default_factory=list)
@@ -84,15 +87,22 @@ class Step:
 
 
 def apply_requests(runtime: Runtime) -> int:
-    """`complete` and `retry` requests queued while this process held the state."""
+    """`complete` and `retry` requests and publications queued while this process held the state."""
+    published = publish.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
-        return 0
+        return published
     rows = runtime.tables.control_rows()
     for request in requests:
-        runtime.events.append(request.events(rows, f"requested at {request.requested_at.isoformat()}"))
+        runtime.events.append(with_publications(runtime, request.events(
+            rows, f"requested at {request.requested_at.isoformat()}")))
         inbox.done(request)
-    return len(requests)
+    return published + len(requests)
+
+
+def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
+    """`events` and, in the same append, the publications of the successful runs among them."""
+    return events + publish.new_events(runtime.events, publish.on_success(runtime.config.publish, events))
 
 
 def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:
@@ -135,7 +145,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         describe_ranges(runtime.events, [run for run in runs if run.run_id is None])  # re-sent as first sent
         tracked = track_runs(runs, runtime.backend, config.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
-        runtime.events.append(tracked.events + recovered)
+        runtime.events.append(with_publications(runtime, tracked.events + recovered))
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
         step.done(f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
@@ -166,6 +176,15 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
                   f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
                   errors=sensed.errors)
+
+    if any(r.expected_within for r in rows):
+        with Step(report, "freshness") as step:
+            missed = freshness_events(rows, sensed.events, config.freshness, config.base_dir)
+            runtime.events.append(missed)
+            report.freshness_missed = len(missed)
+            for e in missed:
+                log.warning("%s", e.message)
+            step.done(f"{len(missed)} upstreams newly stale", missed=len(missed))
 
     if sensed.new_data:
         with Step(report, "fold") as step:
@@ -210,7 +229,7 @@ def record_manual(runtime: Runtime, request: inbox.Request) -> list[Event]:
     snapshot; returns its events (none when the job had no run to close)."""
     events = request.events(runtime.tables.control_rows(), "from the command line")
     if events:
-        runtime.events.append(events)
+        runtime.events.append(with_publications(runtime, events))
         fold.fold(runtime)
         write_snapshot(runtime.config.state_dir, f"manual-{request.command}", runtime.tables.job_decisions(),
                        runtime.tables.control_table())

@@ -64,6 +64,8 @@ def describe(text: str | None) -> str:
         parts.append(f"file {when(moment) if moment else 'none yet'}{files}")
     if "sap_time" in value:
         parts.append(_sap_time(value["sap_time"]))
+    if "published_at" in value:
+        parts.append(f"published {when(value['published_at'])}" if value["published_at"] else "nothing published yet")
     if "status_change_timestamp" in value:
         parts.append(f"load {when(value['status_change_timestamp'])}")
     if "snapshot_id" in value:

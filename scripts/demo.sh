@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything, then shows Heartbeat on the embedded default (local Spark, local runner):
 #  1. trigger files land; the heartbeat starts two jobs: demo_orders_job prints the change range it was
-#     handed; demo_customers_job loads the customers extract its trigger file names as one batch of a key
+#     handed and the files it covers (read with harness.consume); demo_customers_job loads the customers extract its trigger file names as one batch of a key
 #     refresh model (materialized='refresh') in a downstream dbt project, then fails in a later step;
 #  2. `retry`: the next run gets the failed run's range again, and its records come back unchanged (U);
 #  3. a second extract lands: its run shows changed (C), newer-but-same (S), new (N) and older (O) records.

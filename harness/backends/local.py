@@ -87,7 +87,7 @@ class LocalBackend(JobBackend):
             "timeout_seconds": job.timeout_seconds,
             "token": request.idempotency_token,
             "env": env,
-            "cwd": str(self.config.config_path.parent if self.config.config_path else Path.cwd()),
+            "cwd": str(self.config.base_dir),
             "requested_at": datetime.now(timezone.utc).isoformat(),
         }
         write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))

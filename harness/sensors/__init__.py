@@ -18,6 +18,7 @@ from harness.sensors.hive_table import HiveTableSensor
 from harness.sensors.iceberg import IcebergSensor
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.kafka import KafkaSensor
+from harness.sensors.published import PublishedSensor
 from harness.sensors.sap import SapChainSensor
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.sensors.upstream_sensor_table import UpstreamSensorTableSensor
@@ -38,6 +39,7 @@ def build_registry(config: Config) -> Registry:
         lambda: UpstreamSensorTableSensor.from_settings(config.upstream_sensor_table),
         lambda: IcebergSensor.from_settings(config.iceberg),
         HiveTableSensor,
+        lambda: PublishedSensor(config.state_dir),
     ]
     registry: Registry = {}
     problems: list[str] = []

@@ -24,6 +24,7 @@
     {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {'last_success_watermark': 'watermark_after'}},
     {'timestamp': 'last_error_timestamp', 'condition': 'is_error', 'values': {'last_error': 'message'}},
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
+    {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -137,7 +138,10 @@ final as (
         folded.last_start_refused_at,
         folded.last_event_time,
         controls.partition_filter,
-        controls.tags
+        controls.tags,
+        controls.expected_within,
+        folded.freshness_missed,
+        folded.freshness_missed_at
     from controls
     inner join folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

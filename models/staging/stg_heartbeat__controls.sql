@@ -20,7 +20,8 @@ renamed as (
         upper(replace(dependency_flag, ' ', '')) = 'TRUE' as is_hard_dependency,
         concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label,
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'partition_filter') }} as partition_filter,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'tags') }} as tags
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'tags') }} as tags,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within
     from source
 
 )

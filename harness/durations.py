@@ -1,0 +1,19 @@
+"""Durations as people write them in the controls CSV and on the command line: `90s`, `30m`, `26h`,
+`2d`, `1w` (a number, then one unit)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+EXAMPLES = "90s, 30m, 26h, 2d, 1w"
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """The duration `text` names, or None when it is not one."""
+    match = _DURATION.match(text)
+    if not match:
+        return None
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})

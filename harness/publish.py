@@ -1,0 +1,151 @@
+"""Changes producers register themselves: `python -m harness publish --table T ...`, `publish(...)` from
+Python, and the tables a job writes, published when a run of it succeeds (`publish.on_success` in
+heartbeat.yml). Rows with sensor_source `published` and sensor_id `T` trigger on them, without polling T.
+
+A publication is one CHANGE_PUBLISHED event (no control row: `harness.sensors.published` reads them),
+its details a Data Change Event: table, partition values, snapshot id, operation, tags, time. The
+same table and snapshot id always give the same event id, and an id already in the log is not
+appended again, so publishing twice is one event. Without a snapshot id every publication is new.
+
+`publish(...)` and a `publish` command made while a heartbeat holds the state write the publication to
+`<state>/inbox/published/` (one file, named by its id, written atomically); the next tick appends it
+before sensing. The command records it at once when the state is free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.config import Config, PublishSettings, load_config
+from harness.errors import HeartbeatError
+from harness.events import Event, EventLog, now
+from harness.model import EventType, SensorSource
+from harness.sensors.published import PUBLICATION_WINDOW
+
+OPERATIONS = ("APPEND", "UPDATE", "DELETE")
+_NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
+
+
+@dataclass(frozen=True)
+class Publication:
+    """A Data Change Event a producer registers."""
+
+    table: str
+    snapshot_id: str | None = None
+    partition_values: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    operation: str = "APPEND"
+    event_time: datetime = field(default_factory=now)
+    publication_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.table.strip():
+            raise HeartbeatError("publish: --table is empty; name the table that changed")
+        if self.operation not in OPERATIONS:
+            raise HeartbeatError(f"publish: operation {self.operation!r}; expected one of {', '.join(OPERATIONS)}")
+        if not self.publication_id:
+            same = f"{self.table.strip()}\x00{self.snapshot_id}" if self.snapshot_id else None
+            object.__setattr__(self, "publication_id",
+                               uuid.uuid5(_NAMESPACE, same).hex if same else uuid.uuid4().hex)
+
+    def record(self) -> dict[str, Any]:
+        """The Data Change Event: what the event's details and a downstream run's range carry."""
+        return {"table": self.table.strip(), "snapshot_id": self.snapshot_id, "operation": self.operation,
+                "partition_values": dict(self.partition_values), "tags": dict(self.tags),
+                "event_time": self.event_time.isoformat(), "table_format": SensorSource.PUBLISHED.value,
+                "publication_id": self.publication_id}
+
+    def event(self) -> Event:
+        return Event(EventType.CHANGE_PUBLISHED, upstream=(SensorSource.PUBLISHED.value, self.table.strip()),
+                     message=f"{self.table.strip()}: change published"
+                             + (f" (snapshot {self.snapshot_id})" if self.snapshot_id else ""),
+                     details=self.record(), event_id=self.publication_id, event_time=self.event_time)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Publication:
+        return cls(table=record["table"], snapshot_id=record.get("snapshot_id"),
+                   partition_values=record.get("partition_values") or {}, tags=record.get("tags") or {},
+                   operation=record.get("operation", "APPEND"),
+                   event_time=datetime.fromisoformat(record["event_time"]),
+                   publication_id=record["publication_id"])
+
+
+def pairs(values: Iterable[str], option: str) -> dict[str, str]:
+    """`k=v` strings (from --partition / --tag) as a mapping; a clear error for anything else."""
+    out: dict[str, str] = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key.strip():
+            raise HeartbeatError(f"publish: {option} {value!r}: expected key=value (e.g. {option} ds=2026-11-22)")
+        out[key.strip()] = item.strip()
+    return out
+
+
+# --- the queue -------------------------------------------------------------------------------------
+def queue_dir(state_dir: Path) -> Path:
+    return state_dir / "inbox" / "published"
+
+
+def enqueue(state_dir: Path, publication: Publication) -> Path:
+    """Write the publication for the next tick (the same id twice: the same file)."""
+    folder = queue_dir(state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{publication.publication_id}.json"
+    tmp = folder / f".{path.name}.{os.getpid()}"
+    tmp.write_text(json.dumps(publication.record()))
+    os.replace(tmp, path)
+    return path
+
+
+def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
+    folder = queue_dir(state_dir)
+    if not folder.is_dir():
+        return []
+    out = [(path, Publication.from_record(json.loads(path.read_text()))) for path in folder.glob("*.json")]
+    return sorted(out, key=lambda item: item[1].event_time)
+
+
+# --- recording -------------------------------------------------------------------------------------
+def new_events(events: EventLog, publications: Sequence[Publication]) -> list[Event]:
+    """The events of the publications whose id the log does not hold yet (each id once), to append."""
+    unique = list({p.publication_id: p for p in publications}.values())
+    known = events.existing_ids([p.publication_id for p in unique], EventType.CHANGE_PUBLISHED,
+                                PUBLICATION_WINDOW.days + 1)
+    return [p.event() for p in unique if p.publication_id not in known]
+
+
+def apply_queued(events: EventLog, state_dir: Path) -> int:
+    """Append the queued publications (each once), then remove their files; returns how many were new."""
+    items = queued(state_dir)
+    appended = events.append(new_events(events, [p for _, p in items]))
+    for path, _ in items:
+        path.unlink(missing_ok=True)
+    return appended
+
+
+def on_success(settings: PublishSettings, events: Sequence[Event]) -> list[Publication]:
+    """For each successful run (RUN_SUCCEEDED, MANUAL_COMPLETE) of a job with `publish.on_success`,
+    a publication of each table it writes; the run id is the snapshot id, so a run publishes once."""
+    runs = {(e.row.trigger_job_id, e.run_id) for e in events
+            if e.row is not None and e.run_id and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)}
+    return [Publication(table, snapshot_id=run_id, tags={"job_id": job_id, "run_id": run_id})
+            for job_id, run_id in sorted(runs) for table in settings.on_success.get(job_id, [])]
+
+
+def publish(table: str, *, partition: Mapping[str, str] | None = None, snapshot: str | int | None = None,
+            tags: Mapping[str, str] | None = None, operation: str = "APPEND",
+            config: Config | None = None) -> Publication:
+    """Register a change of `table` for the heartbeat whose configuration is `config` (default: as
+    `python -m harness` finds it). Queued for its next tick, which appends it before sensing; safe to
+    call from a job while the heartbeat runs, and twice with the same snapshot (one event)."""
+    config = config or load_config()
+    publication = Publication(table, str(snapshot) if snapshot is not None else None, dict(partition or {}),
+                              dict(tags or {}), operation.upper())
+    enqueue(config.state_dir, publication)
+    return publication

@@ -1,0 +1,85 @@
+"""published: changes producers register themselves (`python -m harness publish`, `harness.publish`).
+
+sensor_id is the table name the producer publishes (`sales.orders`, a path: any text, compared
+exactly). The position is the table's CHANGE_PUBLISHED events of the last PUBLICATION_WINDOW, read from
+the event log's files without Spark (harness.history); a row has new data when one of them is newer
+than its watermark. Like trigger folders, the watermark keeps the ids published shortly before its
+newest time, so a publication recorded late (another process's clock) is still seen, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HeartbeatError, SensorError
+from harness.history import EventQuery, plain, read_events
+from harness.model import EventType, SensorSource, upstream_label
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
+
+PUBLICATION_WINDOW = timedelta(days=30)  # a row that never saw a publication sees those of this window
+GRACE = timedelta(minutes=10)  # a publication recorded this much behind the newest is still seen
+
+
+@dataclass(frozen=True)
+class Published:
+    """The table's publications in the window, oldest first (each the Data Change Event record)."""
+
+    records: tuple[dict[str, Any], ...]
+
+    @property
+    def watermark(self) -> Watermark:
+        return publication_watermark(self.records)
+
+
+def publication_time(record: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(record["event_time"])
+
+
+def publication_watermark(records: tuple[dict[str, Any], ...], floor: datetime | None = None) -> dict[str, Any]:
+    times = [publication_time(r) for r in records] + ([floor] if floor else [])
+    if not times:
+        return {"published_at": None, "recent": []}
+    newest = max(times)
+    recent = sorted(r["publication_id"] for r in records if publication_time(r) >= newest - GRACE)
+    return {"published_at": newest.isoformat(), "recent": recent}
+
+
+class PublishedSensor(Sensor[Published]):
+    sources = (SensorSource.PUBLISHED,)
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+
+    def read_position(self, context: CheckContext, upstream: Upstream) -> Published:
+        since = datetime.now(timezone.utc) - PUBLICATION_WINDOW
+        query = EventQuery(since=since, upstream=upstream.label,
+                           event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0)
+        try:
+            events = read_events(self.state_dir, query)
+        except HeartbeatError as exc:
+            raise SensorError(f"{upstream.label}: cannot read the published changes: {exc}") from exc
+        records = tuple(plain(e)["details"] for e in events
+                        if upstream_label(e["sensor_source"], e["sensor_id"]) == upstream.label)
+        return Published(tuple(sorted(records, key=publication_time)))
+
+    def detect(self, upstream: Upstream, position: Published, since: Watermark | None) -> Detection:
+        seen = datetime.fromisoformat(since["published_at"]) if since and since.get("published_at") else None
+        recent = set(since.get("recent", [])) if since else set()
+        new = [r for r in position.records if seen is None or publication_time(r) > seen
+               or (publication_time(r) >= seen - GRACE and r["publication_id"] not in recent)]
+        if not new:
+            return NothingNew(f"nothing published since {seen.isoformat() if seen else 'the start'}")
+        operations = sorted({r["operation"] for r in new})
+        partitions = [r["partition_values"] for r in new if r["partition_values"]]
+        changes = {
+            "operation": operations[0] if len(operations) == 1 else "UPDATE",
+            "operations": operations,
+            "publications": new,
+            "publication_count": len(new),
+            "partitions": [dict(p) for p in {tuple(sorted(p.items())): p for p in partitions}.values()],
+        }
+        return NewData(watermark=publication_watermark(position.records, seen), changes=changes)

@@ -1,0 +1,139 @@
+"""Freshness: a row's expected_within, one FRESHNESS_MISSED per lapse, the notification (command and
+webhook, against a receiver on 127.0.0.1), and what `status` shows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from harness import cli
+from harness.config import FreshnessSettings
+from harness.controls import USER_COLUMNS, read_controls
+from harness.errors import ControlsError
+from harness.events import Event
+from harness.freshness import freshness_events
+from harness.model import ControlRow, EventType, RowKey
+from tests.support import HeartbeatHarness, control_row
+
+T0 = datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc)
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 answering every POST with `status`, keeping the bodies."""
+
+    def __init__(self, status: int = 200) -> None:
+        received: list[dict[str, object]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(status)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.received = received
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+
+
+def _row(expected: str | None, last_change: datetime | None, missed_at: datetime | None = None) -> ControlRow:
+    return ControlRow(RowKey("trigger_file", "orders", "j"), None, None, None, True, "UNPAUSED", "COMPLETED",
+                      '{"changed_ns": 1}', None, None, None, None, None, latest_event_fetched_timestamp=last_change,
+                      expected_within=expected, freshness_missed_at=missed_at)
+
+
+def test_expected_within_must_be_a_positive_duration_and_the_column_is_optional(tmp_path: Path) -> None:
+    path = tmp_path / "heartbeat_controls.csv"
+    row = control_row("trigger_file", "orders", "j")
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])
+        writer.writeheader()
+        writer.writerows([row | {"expected_within": "26x"}, {**row, "sensor_id": "b", "expected_within": "0h"},
+                          {**row, "sensor_id": "c", "expected_within": "90m"}])
+    with pytest.raises(ControlsError) as refused:
+        read_controls(path)
+    assert "line 2 (trigger_file 'orders' -> job j): expected_within '26x' is not a positive duration" in str(refused.value)
+    assert "line 3" in str(refused.value) and "line 4" not in str(refused.value)
+
+
+def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse(tmp_path: Path,
+                                                                                 receiver: Receiver) -> None:
+    settings = FreshnessSettings(webhook_url=receiver.url)
+    # GIVEN a row expected within 26h whose last new data is 27h old
+    (event,) = freshness_events([_row("26h", T0)], [], settings, tmp_path, at=T0 + timedelta(hours=27))
+    assert event.event_type is EventType.FRESHNESS_MISSED
+    assert event.message == ("trigger_file:orders: no new data for 27.0h, expected within 26h "
+                             "(last new data 2026-11-22 06:00:00 UTC)")
+    assert event.details["notification"] == {"webhook": "delivered: HTTP 200"}
+    assert receiver.received[0]["upstream"] == "trigger_file:orders" and receiver.received[0]["expected_within"] == "26h"
+    # WHEN the lapse is recorded: no second event; a fresh row, a failed check or no expectation: none
+    recorded = T0 + timedelta(hours=27)
+    assert freshness_events([_row("26h", T0, recorded)], [], settings, tmp_path, at=T0 + timedelta(hours=40)) == []
+    assert freshness_events([_row("26h", T0 + timedelta(hours=2))], [], settings, tmp_path, at=recorded) == []
+    failed = Event(EventType.CHECK_FAILED, row=_row("26h", T0).key)
+    assert freshness_events([_row("26h", T0)], [failed], settings, tmp_path, at=recorded) == []
+    assert freshness_events([_row(None, T0)], [], settings, tmp_path, at=recorded) == []
+    # THEN a change after the recorded lapse starts a new one
+    changed = T0 + timedelta(hours=30)
+    assert len(freshness_events([_row("26h", changed, recorded)], [], settings, tmp_path,
+                                at=changed + timedelta(hours=27))) == 1
+    assert len(receiver.received) == 2
+
+
+def test_a_failing_notification_is_recorded_in_the_event_and_not_retried(tmp_path: Path) -> None:
+    broken = Receiver(status=500)
+    try:
+        settings = FreshnessSettings(webhook_url=broken.url, notify_command="cat > notified.json; exit 3")
+        (event,) = freshness_events([_row("1h", T0)], [], settings, tmp_path, at=T0 + timedelta(hours=2))
+    finally:
+        broken.server.shutdown()
+    assert event.details["notification"] == {"command": "failed: exit code 3: (no output)",
+                                             "webhook": "failed: HTTP 500 Internal Server Error"}
+    assert json.loads((tmp_path / "notified.json").read_text())["event_type"] == "FRESHNESS_MISSED"
+    assert len(broken.received) == 1
+
+
+def test_a_tick_records_freshness_missed_once_notifies_and_status_shows_the_row_stale(
+        heartbeat: HeartbeatHarness, receiver: Receiver, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a row expecting new data every second, whose data came once
+    with heartbeat.config.controls_csv.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])
+        writer.writeheader()
+        writer.writerow(control_row("trigger_file", "orders", "j") | {"expected_within": "1s"})
+    heartbeat.define_jobs("j")
+    heartbeat.with_sections(freshness={"webhook_url": receiver.url})
+    heartbeat.drop_trigger_file("orders", "batch1")
+    heartbeat.tick_until_settled()
+    time.sleep(1.1)
+
+    # WHEN ticks pass without new data (the tick that recorded the run's end already may find it stale)
+    heartbeat.tick()
+
+    # THEN one FRESHNESS_MISSED, one notification, and status shows the row stale
+    assert sum(r.freshness_missed for r in heartbeat.reports) == 1 and not any(r.error for r in heartbeat.reports)
+    (event,) = heartbeat.events("FRESHNESS_MISSED")
+    assert event["trigger_job_id"] == "j" and "expected within 1s" in event["message"]
+    assert [r["upstream"] for r in receiver.received] == ["trigger_file:orders"]
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    assert "STALE (freshness missed " in capsys.readouterr().out

@@ -1,0 +1,92 @@
+"""Producer-registered changes: `python -m harness publish`, `harness.publish.publish`, and the tables a
+job's successful run publishes (`publish.on_success`), triggering rows of source kind `published`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import cli, publish
+from harness.consume import read_range
+from harness.errors import HeartbeatError
+from harness.sensors.base import NewData, NothingNew, Upstream
+from harness.sensors.published import Published, PublishedSensor
+from harness.model import SensorSource
+from harness.state_lock import StateLock
+from tests.support import HeartbeatHarness, control_row
+
+
+def _record(table: str, snapshot: str | None, minute: int) -> dict[str, object]:
+    from datetime import datetime, timezone
+
+    p = publish.Publication(table, snapshot, event_time=datetime(2026, 11, 22, 10, minute, tzinfo=timezone.utc))
+    return p.record()
+
+
+def test_the_same_table_and_snapshot_is_one_publication_and_other_snapshots_are_new() -> None:
+    assert publish.Publication("sales.orders", "7").publication_id == publish.Publication("sales.orders", "7").publication_id
+    assert publish.Publication("sales.orders", "7").publication_id != publish.Publication("sales.orders", "8").publication_id
+    assert publish.Publication("sales.orders").publication_id != publish.Publication("sales.orders").publication_id
+
+
+def test_publish_refuses_a_partition_without_a_value_naming_the_option() -> None:
+    with pytest.raises(HeartbeatError, match=r"--partition 'ds': expected key=value"):
+        publish.pairs(["ds"], "--partition")
+
+
+def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None:
+    sensor, upstream = PublishedSensor.__new__(PublishedSensor), Upstream(SensorSource.PUBLISHED, "sales.orders")
+    first = Published((_record("sales.orders", "1", 0),))
+    detection = sensor.detect(upstream, first, None)
+    assert isinstance(detection, NewData) and detection.changes["publication_count"] == 1
+    # the same position again: nothing new; a later one: only it
+    assert isinstance(sensor.detect(upstream, first, detection.watermark), NothingNew)
+    later = Published(first.records + (_record("sales.orders", "2", 5),))
+    again = sensor.detect(upstream, later, detection.watermark)
+    assert isinstance(again, NewData)
+    assert [p["snapshot_id"] for p in again.changes["publications"]] == ["2"]
+
+
+def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_what_its_job_writes(
+        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN job producer writes lake.orders (publish.on_success) and job consumer is fed by lake.orders
+    heartbeat.write_controls([control_row("trigger_file", "in", "producer"),
+                              control_row("published", "lake.orders", "consumer")])
+    heartbeat.define_jobs("producer", "consumer")
+    heartbeat.with_sections(publish={"on_success": {"producer": "lake.orders"}})
+    config_file = str(heartbeat.write_config_file())
+
+    # WHEN an outside producer publishes snapshot 7 twice while a heartbeat holds the state (once from
+    # Python), and the producer job's input lands
+    args = ["--config", config_file, "publish", "--table", "lake.orders", "--snapshot", "7",
+            "--partition", "ds=2026-11-22", "--tag", "source=crm"]
+    with StateLock(heartbeat.config.state_dir):
+        assert cli.main(args) == 0
+        publish.publish("lake.orders", snapshot=7, partition={"ds": "2026-11-22"}, config=heartbeat.config)
+    assert "the publication is queued" in capsys.readouterr().out
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.tick_until_settled()
+
+    # THEN snapshot 7 is one event, and the consumer's first run covers it
+    (seven,) = [e for e in heartbeat.events("CHANGE_PUBLISHED") if json.loads(e["details"])["snapshot_id"] == "7"]
+    assert (seven["sensor_source"], seven["sensor_id"], seven["trigger_job_id"]) == ("published", "lake.orders", None)
+    assert json.loads(seven["details"])["partition_values"] == {"ds": "2026-11-22"}
+    first = heartbeat.job_runs("consumer")[0]
+    (frame,) = read_range(heartbeat.spark, json.dumps(first["range"]), config=heartbeat.config).values()
+    assert [(r["snapshot_id"], r["partition_values"]) for r in frame.collect()] == [("7", {"ds": "2026-11-22"})]
+
+    # AND the producer's success published lake.orders with its run id, and the consumer ran on that
+    heartbeat.tick_until_settled()
+    (producer_run,) = heartbeat.job_runs("producer")
+    snapshots = sorted(json.loads(e["details"])["snapshot_id"] for e in heartbeat.events("CHANGE_PUBLISHED"))
+    assert snapshots == sorted(["7", producer_run["run_id"]])
+    second = heartbeat.job_runs("consumer")[1]
+    (frame,) = read_range(heartbeat.spark, json.dumps(second["range"]), config=heartbeat.config).values()
+    assert [r["snapshot_id"] for r in frame.collect()] == [producer_run["run_id"]]
+    assert len(heartbeat.job_runs("consumer")) == 2
+
+    # AND publishing snapshot 7 again with the state free records nothing
+    assert cli.main(args) == 0
+    assert "lake.orders snapshot 7: already published (nothing added)" in capsys.readouterr().out
+    assert len(heartbeat.events("CHANGE_PUBLISHED")) == 2

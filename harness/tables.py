@@ -155,6 +155,11 @@ class Tables:
                 for r in self.spark.sql(sql).orderBy("trigger_job_id").collect()]
 
     def open_runs(self) -> list[OpenRunRow]:
+        """The open run requests. The view reads the events from the oldest trigger the control table
+        shows in progress: while that table is missing (dropped, a lost metastore) there are none to
+        read, until the tick's fold rebuilds it from the events; the next tick finds them."""
+        if not self.exists(CONTROL_TABLE):
+            return []
         return [
             OpenRunRow(
                 token=r["idempotency_token"], job_id=r["trigger_job_id"], job_name=r["trigger_job_name"],

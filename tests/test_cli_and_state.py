@@ -127,11 +127,13 @@ def test_failing_ticks_show_in_status_until_the_state_is_repaired(
     assert heartbeat.tick().error is None
     config_file = str(heartbeat.write_config_file())
 
-    # WHEN the control table's files are lost and ticks keep failing
+    # WHEN the control table's files are lost and ticks keep failing (a tick with nothing new reads no
+    # table: the damage shows once a batch lands)
     location = heartbeat.spark.sql(f"DESCRIBE FORMATTED {heartbeat.config.table(tables.CONTROL_TABLE)}") \
         .filter("col_name = 'Location'").collect()[0]["data_type"]
     for data_file in Path(location.removeprefix("file:")).glob("*.parquet"):
         data_file.unlink()
+    heartbeat.drop_trigger_file("in", "batch1")
     failures = [heartbeat.tick(), heartbeat.tick()]
 
     # THEN status says so: since when, the last successful tick, and the error

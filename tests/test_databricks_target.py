@@ -1,8 +1,9 @@
 """The `databricks` dbt target compiles without a workspace, and what it compiles is Databricks SQL.
 
-dbt-databricks asks its connection two things while compiling: whether a relation exists (for
-`is_incremental()`) and the compute's capabilities. Here no workspace exists, so the test answers them
-as a SQL warehouse would (every capability; the relation absent, then present as a table) and the
+dbt-databricks asks its connection three things while compiling: whether a relation exists (for
+`is_incremental()`), the columns of the controls seed (its optional columns) and the compute's
+capabilities. Here no workspace exists, so the test answers them as a SQL warehouse would (every
+capability; the relation absent, then present as a table; the seed with every column) and the
 target's host points at a closed local port: nothing leaves the machine. Every model and data test is
 compiled in both modes and each compiled statement is parsed with sqlglot's Databricks dialect."""
 
@@ -18,6 +19,7 @@ from dbt.adapters.databricks.impl import DatabricksAdapter
 from dbt.cli.main import dbtRunner
 
 from harness.config import PROJECT_DIR, Config
+from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.dbt_runner import dbt_args
 
 
@@ -31,6 +33,8 @@ def compile_for_databricks(tmp_path: Path, relations_exist: bool) -> tuple[dict[
         patch.setenv("DATABRICKS_TOKEN", "no-workspace")
         patch.setattr(DatabricksAdapter, "has_dbr_capability", lambda self, name: True)
         patch.setattr(DatabricksAdapter, "is_cluster", lambda self: False)
+        patch.setattr(DatabricksAdapter, "get_columns_in_relation", lambda self, relation: [
+            self.Column(name, "string") for name in (*USER_COLUMNS, *OPTIONAL_COLUMNS)])
         patch.setattr(DatabricksAdapter, "get_relation",
                       lambda self, database, schema, identifier, needs_information=False: (
                           self.Relation.create(database=database, schema=schema, identifier=identifier,

@@ -17,10 +17,12 @@ end, once every run ended, every batch went to exactly one run. The points (harn
   status:snapshot         the status snapshot half-written
 
 On the local runner one more kill lands while a version of the control table is being written, and at
-the end the metastore is lost. The suite shares the points out between the two backends (each kill
-costs a heartbeat process, ~45 s): the fold and the local runner's own point on the local runner, the
-start protocol and the snapshot on the Databricks backend; the code at each point is the same on both.
-HEARTBEAT_FULL_CRASH_MATRIX=1 runs every point on both backends.
+the end the metastore is lost. Each kill costs a heartbeat process (~45 s), so the default run keeps
+the points where a run could be lost or started twice and shares them between the backends (the code
+at each point is the same on both): detections not folded and the local runner's own point on the
+local runner, the intent recorded and the backend called on the Databricks backend, plus the
+half-written version. HEARTBEAT_FULL_CRASH_MATRIX=1 runs every point on both backends (the inner
+points of the fold, the outcome recorded, the snapshot), as before a release.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ POINTS = {
     "local": EVERY_POINT,
     "databricks": [p for p in EVERY_POINT if not p.startswith("local:")],
 } if os.environ.get("HEARTBEAT_FULL_CRASH_MATRIX") else {
-    "local": FOLD + ["local:token-recorded"],
-    "databricks": START_PROTOCOL + ["status:snapshot"],
+    "local": ["tick:sensed", "local:token-recorded"],
+    "databricks": ["start:intent-recorded", "start:backend-called"],
 }
 JOB = {"local": "orders_job", "databricks": "701"}
 STATE_KEYS = ("status", "watermark", "last_success_watermark", "trigger_watermark", "latest_trigger_token",

@@ -12,12 +12,14 @@ change range (HEARTBEAT_CHANGE_RANGE, or the job parameter's text) into one Data
              with an assigned consumer (no group commit); key, value, topic, partition, offset, timestamp.
   jdbc       `key > from AND key <= to`, run by the database.
   trigger_file  the files landed in the range: name, path, size, landed (read them as you like).
+  iceberg_table  the rows of the data files the snapshots after `from` up to `to` added (their
+             manifests, read with pyiceberg; the files read by Spark); never succeeded: the table at `to`.
   published  the Data Change Events producers published in the range.
 
 Each read goes to the upstream as it is now: data written after `to` is left out by the range's end
-(versions, offsets, key values, times), data expired or vacuumed since is gone. Iceberg snapshots and
-the remaining source kinds (sap_bw, sap_b4, upstream_sensor_table) are not read here: `read_upstream`
-refuses them by name.
+(versions, offsets, key values, times, snapshots), data expired or vacuumed since is gone. The
+remaining source kinds (sap_bw, sap_b4, upstream_sensor_table, hive_table) are not read here:
+`read_upstream` refuses them by name.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ def read_upstream(spark: SparkSession, upstream: UpstreamRange, *, config: Confi
         return _files(spark, upstream, config)
     if source is SensorSource.PUBLISHED:
         return _publications(spark, context, target, upstream, config)
+    if source is SensorSource.ICEBERG_TABLE:
+        return _iceberg(spark, context, target, upstream, config)
     raise ConsumeError(f"{upstream.label}: reading the range of {source.value} is not supported; its range "
                        f"is from {dict(upstream.start or {})} to {dict(upstream.end)}")
 
@@ -153,6 +157,41 @@ def _parquet(spark: SparkSession, files: list[str], root: str, schema: StructTyp
     if not files:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).option("basePath", root).parquet(*files).select(*schema.fieldNames())
+
+
+# --- Iceberg ---------------------------------------------------------------------------------------
+def _iceberg(spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange,
+             config: Config) -> DataFrame:
+    """The rows of the data files the snapshots in the range added (their manifests say which), read by
+    Spark: what the range appended or rewrote. A job that never succeeded gets the table as of `to`."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    from harness.sensors.iceberg import IcebergSensor
+
+    assert upstream.end is not None
+    state = IcebergSensor.from_settings(config.iceberg).read_position(context, target)
+    table, end = state.table, int(upstream.end["snapshot_id"])
+    start = upstream.start.get("snapshot_id") if upstream.start else None
+    schema = from_arrow_schema(_spark_compatible(schema_to_pyarrow(table.schema(), include_field_ids=False)))
+    if start is None:
+        rows = table.scan(snapshot_id=end).to_arrow()
+        return spark.createDataFrame(rows.cast(_spark_compatible(rows.schema)))
+    files: list[str] = []
+    current: int | None = end
+    while current is not None and current != int(start):
+        snapshot = table.snapshot_by_id(current)
+        if snapshot is None:
+            raise ConsumeError(f"{upstream.label}: snapshot {current} of the range has expired from the table's "
+                               "metadata; read the table as of the range's end instead")
+        for manifest in snapshot.manifests(table.io):
+            if manifest.added_snapshot_id == current:
+                files += [e.data_file.file_path for e in manifest.fetch_manifest_entry(table.io)
+                          if e.status == ManifestEntryStatus.ADDED]
+        current = snapshot.parent_snapshot_id
+    if not files:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*files)
 
 
 # --- Kafka -----------------------------------------------------------------------------------------

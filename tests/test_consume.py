@@ -146,3 +146,29 @@ def test_a_source_whose_range_is_not_read_here_is_refused_by_name(spark: SparkSe
     upstream = Upstream(SensorSource.SAP_BW, "ZPC_SALES")
     with pytest.raises(ConsumeError, match="sap_bw:ZPC_SALES: reading the range of sap_bw is not supported"):
         read_one(spark, sensor_config(tmp_path), upstream, None, {"sap_time": "20260105143000"})
+
+
+def test_iceberg_range_is_the_rows_the_snapshots_in_between_added(spark: SparkSession, tmp_path: Path) -> None:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    # GIVEN an Iceberg table (local SQL catalog) with an append before the range and two in it
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": (tmp_path / "warehouse").as_uri()}
+    catalog = SqlCatalog("lake", **properties)
+    catalog.create_namespace("sales")
+    table = catalog.create_table("sales.orders", schema=Schema(
+        NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False)))
+    config = sensor_config(tmp_path, iceberg={"catalogs": {"lake": {"properties": {"type": "sql", **properties}}}})
+    upstream = Upstream(SensorSource.ICEBERG_TABLE, "lake: sales.orders")
+    table.append(orders([1]))
+    start = {"snapshot_id": table.refresh().current_snapshot().snapshot_id}
+    table.append(orders([2, 3]))
+    table.append(orders([4], region="us"))
+    end = {"snapshot_id": table.refresh().current_snapshot().snapshot_id}
+
+    # THEN the range is the rows of the two appends; a job that never succeeded gets the whole table
+    assert sorted((r["id"], r["region"]) for r in read_one(spark, config, upstream, start, end)) == [
+        (2, "eu"), (3, "eu"), (4, "us")]
+    assert sorted(r["id"] for r in read_one(spark, config, upstream, None, end)) == [1, 2, 3, 4]
+    assert read_one(spark, config, upstream, end, end) == []

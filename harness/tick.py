@@ -61,8 +61,10 @@ class TickReport:
 
     @property
     def idle(self) -> bool:
-        """Nothing started, nothing waiting for confirmation, no run going, no error."""
-        return not (self.started or self.start_unconfirmed or self.runs_running or self.error)
+        """Nothing started, nothing waiting for confirmation, no run going (a start re-sent and confirmed
+        this tick is a run going), no error."""
+        return not (self.started or self.start_unconfirmed or self.runs_running or self.starts_repaired
+                    or self.error)
 
 
 class Step:

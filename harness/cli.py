@@ -86,9 +86,9 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
         return _locked(config, lambda: operator_cli.print_dry_run(_runtime(config)), _refuse_busy)
 
     def action() -> int:
-        from harness.tick import run_tick
+        from harness.tick import run_cold_tick
 
-        report = run_tick(_runtime(config))
+        report = run_cold_tick(config, lambda: _runtime(config))
         return 1 if report.error else 0
 
     def busy(exc: StateBusyError) -> int:

@@ -16,14 +16,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 from contextlib import contextmanager
 
-from dbt.cli.main import dbtRunner, dbtRunnerResult
-
-from harness import databricks_target
 from harness.config import Config
 from harness.errors import DbtError
+
+if TYPE_CHECKING:
+    from dbt.cli.main import dbtRunnerResult
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,14 @@ def _registered(config: Config) -> Iterator[None]:
 def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_vars: Any) -> DbtOutcome:
     """Run one dbt command; raise DbtError with the failing nodes' messages when it does not succeed."""
     if config.dbt_target == "databricks":
+        from harness import databricks_target  # databricks-sdk: imported only where it is used
+
         databricks_target.prepare(config)
     full = dbt_args(config, command, **extra_vars)
     if quiet:
         full = ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *full]
+    from dbt.cli.main import dbtRunner  # 3 s of imports: paid only by a process that runs dbt
+
     started = time.monotonic()
     with _registered(config):
         result: dbtRunnerResult = dbtRunner().invoke(full)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from harness import dbt_runner
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
+from harness.files import write_atomic
 from harness.events import Event
 from harness.model import EventType, dumps
 from harness.runtime import Runtime
@@ -46,6 +48,16 @@ class FoldPlan:
     with_seed: bool
     controls_error: str | None = None
     reason: str = ""
+
+
+def fold_id_path(state_dir: Path) -> Path:
+    """A new id after every fold: the status snapshot names the fold it shows (harness.cold_tick)."""
+    return state_dir / "fold.id"
+
+
+def fold_id(state_dir: Path) -> str | None:
+    path = fold_id_path(state_dir)
+    return path.read_text().strip() if path.exists() else None
 
 
 def plan(runtime: Runtime) -> FoldPlan:
@@ -76,9 +88,14 @@ def controls_changed(runtime: Runtime) -> bool:
     return True
 
 
+def rejected_marker(state_dir: Path) -> Path:
+    """The digest of the latest refused controls CSV (its CONFIG_REJECTED event is recorded)."""
+    return state_dir / "controls.rejected.sha256"
+
+
 def record_rejection(runtime: Runtime, message: str) -> None:
     """One CONFIG_REJECTED event per refused version of the CSV, not one per tick."""
-    marker = runtime.config.state_dir / "controls.rejected.sha256"
+    marker = rejected_marker(runtime.config.state_dir)
     path = runtime.config.controls_csv
     digest = file_digest(path) if path.exists() else "missing"
     if marker.exists() and marker.read_text().strip() == digest:
@@ -120,6 +137,7 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     else:
         dbt_runner.invoke(runtime.config, [*command, *NO_TESTS, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
+    write_atomic(fold_id_path(runtime.config.state_dir), uuid.uuid4().hex)
     if select is ALL_MODELS:
         dbt_runner.models_digest_path(runtime.config).write_text(models_digest(runtime.config))
     runtime.views_built = True

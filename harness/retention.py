@@ -22,7 +22,9 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
 
+from harness.config import Config
 from harness.events import create_statement
 from harness.files import write_atomic
 from harness.history import EVENTS_TABLE, PARTITION_COLUMN
@@ -51,8 +53,8 @@ def cutoff(today: date, keep_days: int) -> date:
     return today - timedelta(days=keep_days)
 
 
-def _record(runtime: Runtime) -> tuple[date | None, bool]:
-    path = runtime.config.state_dir / RECORD
+def _record(state_dir: Path) -> tuple[date | None, bool]:
+    path = state_dir / RECORD
     if not path.exists():
         return None, False
     recorded = json.loads(path.read_text())
@@ -65,12 +67,12 @@ def _write_record(runtime: Runtime, before: date | None, rewriting: bool) -> Non
     write_atomic(runtime.config.state_dir / RECORD, text + "\n")
 
 
-def due(runtime: Runtime, today: date) -> bool:
+def due(config: Config, today: date) -> bool:
     """Retention is set and a day passed the limit since the last compaction (or one was interrupted)."""
-    keep_days = runtime.config.events.keep_days
+    keep_days = config.events.keep_days
     if keep_days is None:
         return False
-    before, rewriting = _record(runtime)
+    before, rewriting = _record(config.state_dir)
     return rewriting or before is None or before < cutoff(today, keep_days)
 
 
@@ -83,7 +85,7 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     spark, config = runtime.spark, runtime.config
     events, archive, kept = (config.table(EVENTS_TABLE), config.table(ARCHIVE_TABLE), config.table(KEPT_TABLE))
     limit = cutoff(today, keep_days)
-    compacted_before, interrupted = _record(runtime)
+    compacted_before, interrupted = _record(runtime.config.state_dir)
     first = compacted_before or date.min
 
     if not spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect():

@@ -38,15 +38,25 @@ def _plain(value: Any) -> Any:
 
 
 def write_snapshot(state_dir: Path, tick_id: str, decisions: Sequence[JobDecision],
-                   rows: Sequence[dict[str, Any]]) -> None:
+                   rows: Sequence[dict[str, Any]], facts: dict[str, Any] | None = None) -> None:
+    """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.cold_tick)."""
     body = {
         "written_at": datetime.now(timezone.utc).isoformat(),
         "tick_id": tick_id,
         "jobs": [{"job_id": d.job_id, "job_name": d.job_name, "should_start": d.should_start, "reason": d.reason}
                  for d in decisions],
-        "rows": [{k: _plain(v) for k, v in row.items()} for row in rows],
+        "rows": [plain_record(row) for row in rows],
+        **(facts or {}),
     }
+    write_snapshot_body(state_dir, body)
+
+
+def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
     write_atomic(state_dir / SNAPSHOT_FILE, json.dumps(body), before_replace=lambda: crash_point("status:snapshot"))
+
+
+def plain_record(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(v) for k, v in row.items()}
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

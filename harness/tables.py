@@ -64,8 +64,11 @@ class OpenRunRow:
 
 
 def utc(value: Any) -> Any:
-    """Spark returns naive UTC timestamps (the session and the process run in UTC)."""
-    return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) else value
+    """Spark returns naive UTC timestamps (the session and the process run in UTC); the status snapshot
+    holds them as ISO 8601 text."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None else value
 
 
 T = TypeVar("T")
@@ -106,7 +109,7 @@ class Tables:
         return self._rows(CONTROL_TABLE, "trigger_job_id", "sensor_source", "sensor_id")
 
     def control_rows(self) -> list[ControlRow]:
-        return [_control_row(r) for r in self._rows(CONTROL_TABLE)]
+        return [control_row(r) for r in self._rows(CONTROL_TABLE)]
 
     def sensed_rows(self) -> list[ControlRow]:
         """Rows to sense this tick (the eligibility model), with their control-table state."""
@@ -118,12 +121,19 @@ class Tables:
         frame = self.spark.sql(
             f"SELECT c.* FROM {self.config.table(CONTROL_TABLE)} c JOIN {self.config.table(ELIGIBILITY)} e "
             "USING (sensor_source, sensor_id, trigger_job_id) WHERE e.is_sensed")
-        return [_control_row(r.asDict()) for r in frame.collect()]
+        return [control_row(r.asDict()) for r in frame.collect()]
+
+    def _trigger_set(self) -> list[dict[str, Any]]:
+        return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), _next_retry)
 
     def job_decisions(self) -> list[JobDecision]:
-        rows = self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), _next_retry)
         return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-                for r in rows]
+                for r in self._trigger_set()]
+
+    def decisions_valid_until(self) -> datetime:
+        """Until when the trigger set's decisions hold without a new event (the clock alone changes them
+        then: a refused start may be retried)."""
+        return _next_retry(self._trigger_set())
 
     def job_decisions_as_if(self, detections: Sequence[Detection]) -> list[JobDecision] | None:
         """The trigger set's decisions over the control table as `detections` would leave it, without
@@ -158,19 +168,13 @@ class Tables:
         """The open run requests. The view reads the events from the oldest trigger the control table
         shows in progress: while that table is missing (dropped, a lost metastore) there are none to
         read, until the tick's fold rebuilds it from the events; the next tick finds them."""
+        return [open_run_row(r) for r in self.open_run_records()]
+
+    def open_run_records(self) -> list[dict[str, Any]]:
+        """The rows of heartbeat_open_runs as read (for the status snapshot)."""
         if not self.exists(CONTROL_TABLE):
             return []
-        return [
-            OpenRunRow(
-                token=r["idempotency_token"], job_id=r["trigger_job_id"], job_name=r["trigger_job_name"],
-                requested_at=utc(r["requested_at"]), run_id=r["run_id"], is_flagged_stuck=bool(r["is_flagged_stuck"]),
-                last_poll_error=r["last_poll_error"], last_poll_error_at=utc(r["last_poll_error_at"]),
-                key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
-                watermark_before=r["watermark_before"], watermark_after=r["watermark_after"],
-                previous_status=r["previous_status"], is_hard_dependency=bool(r["is_hard_dependency"]),
-            )
-            for r in self._rows(OPEN_RUNS, "requested_at", "idempotency_token")
-        ]
+        return self._rows(OPEN_RUNS, "requested_at", "idempotency_token")
 
     def controls_digest(self) -> str | None:
         """The digest of the controls CSV the seed table holds; None when it holds none (or no complete load)."""
@@ -191,7 +195,19 @@ def _next_retry(trigger_set: list[dict[str, Any]]) -> datetime:
     return min(waits, default=FOREVER)
 
 
-def _control_row(r: dict[str, Any]) -> ControlRow:
+def open_run_row(r: dict[str, Any]) -> OpenRunRow:
+    """A row of heartbeat_open_runs, as Spark returns it or as the status snapshot holds it."""
+    return OpenRunRow(
+        token=r["idempotency_token"], job_id=r["trigger_job_id"], job_name=r["trigger_job_name"],
+        requested_at=utc(r["requested_at"]), run_id=r["run_id"], is_flagged_stuck=bool(r["is_flagged_stuck"]),
+        last_poll_error=r["last_poll_error"], last_poll_error_at=utc(r["last_poll_error_at"]),
+        key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
+        watermark_before=r["watermark_before"], watermark_after=r["watermark_after"],
+        previous_status=r["previous_status"], is_hard_dependency=bool(r["is_hard_dependency"]),
+    )
+
+
+def control_row(r: dict[str, Any]) -> ControlRow:
     return ControlRow(
         key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
         upstream_key=r["upstream_key"],

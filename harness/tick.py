@@ -20,11 +20,11 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Callable
 
-from harness import fold, inbox, publish, retention
+from harness import cold_tick, fold, inbox, publish, retention
+from harness.config import Config
 from harness.errors import DbtError
 from harness.events import Event
 from harness.faults import crash_point, tick_started
@@ -33,59 +33,10 @@ from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
 from harness.status import TickResult, record_tick, write_snapshot
+from harness.tick_steps import Step, TickReport
 from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 
 log = logging.getLogger("harness.tick")
-
-
-@dataclass
-class TickReport:
-    tick_id: str
-    requests_applied: int = 0
-    runs_running: int = 0
-    runs_succeeded: int = 0
-    runs_failed: int = 0
-    starts_repaired: int = 0
-    controls_applied: bool = False
-    controls_error: str | None = None
-    upstreams_checked: int = 0
-    new_data: int = 0
-    check_errors: int = 0
-    freshness_missed: int = 0
-    started: list[str] = field(default_factory=list)
-    start_refused: list[str] = field(default_factory=list)
-    start_unconfirmed: list[str] = field(default_factory=list)
-    dbt_builds: int = 0
-    error: str | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def idle(self) -> bool:
-        """Nothing started, nothing waiting for confirmation, no run going (a start re-sent and confirmed
-        this tick is a run going), no error."""
-        return not (self.started or self.start_unconfirmed or self.runs_running or self.starts_repaired
-                    or self.error)
-
-
-class Step:
-    """Times a step and prints its progress line."""
-
-    def __init__(self, report: TickReport, name: str) -> None:
-        self.report, self.name = report, name
-
-    def __enter__(self) -> "Step":
-        self.started = time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.report.seconds[self.name] = round(self.report.seconds.get(self.name, 0.0)
-                                               + time.monotonic() - self.started, 2)
-
-    def done(self, summary: str, **counts: Any) -> None:
-        """The step's progress line; `counts` (numbers, job ids) also go to structured logs as fields."""
-        seconds = time.monotonic() - self.started
-        log.info("%-15s %s (%.1fs)", self.name, summary, seconds,
-                 extra={"tick_id": self.report.tick_id, "step": self.name, "seconds": round(seconds, 3), **counts})
 
 
 def apply_requests(runtime: Runtime) -> int:
@@ -115,11 +66,38 @@ def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: boo
               f"(dbt {seconds:.1f}s)", dbt_seconds=round(seconds, 3), with_seed=with_seed)
 
 
-def run_tick(runtime: Runtime) -> TickReport:
-    report = TickReport(tick_id=uuid.uuid4().hex[:12])
+def new_report() -> TickReport:
+    return TickReport(tick_id=uuid.uuid4().hex[:12])
+
+
+def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickReport:
+    """One tick of a process that starts cold (`python -m harness tick`): from the status snapshot, with
+    no Spark or dbt, when there is nothing to record (harness.cold_tick); otherwise the full tick, on a
+    runtime opened for it, with the same tick id and one health record."""
+    report = new_report()
+    started_at, started = datetime.now(timezone.utc), time.monotonic()
+    try:
+        handover = cold_tick.run(config, report)
+    except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
+        handover = cold_tick.Handover(f"{type(exc).__name__}: {exc}")
+    if handover is None:
+        record_tick(config.state_dir, TickResult(report.tick_id, started_at, time.monotonic() - started, None,
+                                                 steps=dict(report.seconds)))
+        return report
+    with Step(report, "open spark") as step:
+        log.info("%s: this tick goes on with Spark and dbt", handover.reason)
+        runtime = open_runtime()
+        step.done("Spark session and event log opened")
+    return run_tick(runtime, report, started_at, started)
+
+
+def run_tick(runtime: Runtime, report: TickReport | None = None, started_at: datetime | None = None,
+             started: float | None = None) -> TickReport:
+    """One full tick; `report` and the start times when it goes on from a cold tick's first look."""
+    report = report or new_report()
     runtime.events.tick_id = report.tick_id
     tick_started()
-    started_at, started = datetime.now(timezone.utc), time.monotonic()
+    started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report)
     except DbtError as exc:
@@ -210,16 +188,23 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
     if runtime.events.unfolded:
         with Step(report, "fold") as step:
             fold_now(runtime, report, step)
-    write_snapshot(config.state_dir, report.tick_id, runtime.tables.job_decisions(), runtime.tables.control_table())
+    snapshot(runtime, report.tick_id)
 
     today = datetime.now(timezone.utc).date()
-    if retention.due(runtime, today):
+    if retention.due(runtime.config, today):
         with Step(report, "retention") as step:
             done = retention.compact(runtime, today)
             if done is not None:
                 step.done(f"events before {done.before} compacted: {done.archived} archived, {done.kept} kept, "
                           f"{done.dropped_days} days dropped", archived=done.archived, kept=done.kept,
                           dropped_days=done.dropped_days)
+
+
+def snapshot(runtime: Runtime, tick_id: str) -> None:
+    """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
+    tables = runtime.tables
+    write_snapshot(runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(),
+                   cold_tick.facts(runtime))
 
 
 def _named(job_ids: list[str], what: str) -> str:
@@ -233,6 +218,5 @@ def record_manual(runtime: Runtime, request: inbox.Request) -> list[Event]:
     if events:
         runtime.events.append(with_publications(runtime, events))
         fold.fold(runtime)
-        write_snapshot(runtime.config.state_dir, f"manual-{request.command}", runtime.tables.job_decisions(),
-                       runtime.tables.control_table())
+        snapshot(runtime, f"manual-{request.command}")
     return events

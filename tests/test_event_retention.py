@@ -47,7 +47,7 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     # WHEN the log is compacted as if 40 days had passed (every event is past the limit)
     runtime = heartbeat.runtime()
     later = date.today() + timedelta(days=40)
-    assert retention.due(runtime, later)
+    assert retention.due(runtime.config, later)
     done = retention.compact(runtime, later)
 
     # THEN the archive has every event, the log keeps fewer, and the control table did not move
@@ -58,7 +58,7 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     assert _state(heartbeat) == before
     # the failed job's detection after its last success is still in the log (its range is still owed)
     assert _count(heartbeat, EVENTS_TABLE, "trigger_job_id = 'failing' AND event_type = 'DATA_CHANGED'") == 1
-    assert not retention.due(runtime, later)
+    assert not retention.due(runtime.config, later)
 
     # WHEN the control table is rebuilt from scratch from the compacted log
     heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(CONTROL_TABLE)}")

@@ -1,0 +1,166 @@
+"""A tick process's first look, without Spark or dbt: when there is nothing to record, it ends there.
+
+`python -m harness tick` from cron starts cold. Most ticks find nothing new, and a JVM, a metastore and
+a dbt parse cost 30 s before the first step. The last tick left everything a tick with nothing new
+reads in its status snapshot (`status.json`, harness.status): every row's status and watermark, which
+rows are sensed, the jobs' decisions and until when they hold, the open runs, the controls CSV's
+digest and the fold the snapshot shows. When that snapshot is current, this tick does what a warm tick
+does: polls the open runs, checks every sensed upstream (each sensor that needs no Spark: trigger
+folders, Delta logs, Kafka offsets, Iceberg metadata, publications) and judges freshness.
+
+At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
+upstream, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
+read through Spark), it hands over: the full tick (harness.tick) opens Spark and does everything again
+from the tables, so every decision is a warm tick's. Nothing here writes an event, so a kill at any
+point leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from harness import inbox, publish, retention
+from harness.config import Config
+from harness.controls import file_digest, read_controls
+from harness.errors import ControlsError
+from harness.events import unfolded_marker
+from harness.fold import fold_id, models_digest, rejected_marker
+from harness.dbt_runner import models_digest_path
+from harness.freshness import stale_rows
+from harness.model import ControlRow, RowKey, SensorSource
+from harness.runtime import build_backend
+from harness.sensing import sense
+from harness.sensors import build_registry
+from harness.status import SNAPSHOT_FILE, plain_record, read_json, write_snapshot_body
+from harness.tables import FOREVER, control_row, open_run_row, utc
+from harness.tick_steps import Step, TickReport
+from harness.triggering import open_runs, recover_failed_jobs, track_runs
+
+if TYPE_CHECKING:
+    from harness.runtime import Runtime
+
+log = logging.getLogger("harness.tick")
+SOURCE_KINDS = {s.value for s in SensorSource}
+
+
+def facts(runtime: Runtime) -> dict[str, Any]:
+    """What the snapshot keeps for the next cold tick, read from the tables this tick already read."""
+    tables = runtime.tables
+    return {
+        "fold_id": fold_id(runtime.config.state_dir),
+        "controls_sha256": tables.controls_digest(),
+        "sensed": [[r.key.sensor_source, r.key.sensor_id, r.key.trigger_job_id] for r in tables.sensed_rows()],
+        "open_runs": [plain_record(r) for r in tables.open_run_records()],
+        "decisions_valid_until": tables.decisions_valid_until().isoformat(),
+    }
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Why this tick needs the full tick."""
+
+    reason: str
+
+
+def run(config: Config, report: TickReport) -> Handover | None:
+    """The tick from the snapshot; None when it is done (nothing to record), else why Spark is needed."""
+    snapshot = read_json(config.state_dir / SNAPSHOT_FILE)
+    stale = _snapshot_stale(config, snapshot)
+    if stale or snapshot is None:
+        return Handover(stale or "no status snapshot yet")
+
+    with Step(report, "requests") as step:
+        queued = len(inbox.pending(config.state_dir)) + len(publish.queued(config.state_dir))
+        if queued:
+            return Handover(f"{queued} requests or publications queued")
+        step.done("0 applied", applied=0)
+
+    rows = {r.key: r for r in map(control_row, snapshot["rows"])}
+    with Step(report, "track runs") as step:
+        runs = open_runs([open_run_row(r) for r in snapshot["open_runs"]])
+        if any(run.run_id is None for run in runs):
+            return Handover("a start to confirm")
+        backend = build_backend(config)
+        tracked = track_runs(runs, backend, config.runs.stuck_after_seconds)
+        recovered = recover_failed_jobs(list(rows.values()), backend)
+        if tracked.events or recovered:
+            return Handover(f"{len(tracked.events) + len(recovered)} run events to record")
+        report.runs_running = tracked.running
+        step.done(f"{len(runs)} open: {tracked.running} running, 0 succeeded, 0 failed, 0 starts repaired, "
+                  "0 rows recovered by a later success", open=len(runs), running=tracked.running)
+
+    with Step(report, "fold") as step:
+        controls_error = _controls_error(config, snapshot)
+        if isinstance(controls_error, Handover):
+            return controls_error
+        report.controls_error = controls_error
+        step.done("skipped: nothing new since the last fold", skipped=True)
+
+    with Step(report, "sense") as step:
+        sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
+        kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
+        outcome = sense(sensed, build_registry(config, kinds), None, config)
+        if outcome.events:
+            return Handover(f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
+                            "to read through Spark")
+        report.upstreams_checked = outcome.upstreams
+        step.done(f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, 0 errors",
+                  rows=len(sensed), upstreams=outcome.upstreams, new_data=0, errors=0)
+
+    if _newly_stale(sensed):
+        return Handover("upstreams newly stale")
+
+    with Step(report, "start jobs") as step:
+        jobs = snapshot["jobs"]
+        if any(job["should_start"] for job in jobs):
+            return Handover("jobs ready to start")
+        step.done(f"{len(jobs)} jobs, 0 ready: 0 started, 0 refused, 0 unconfirmed", jobs=len(jobs), ready=0)
+
+    snapshot.update(written_at=datetime.now(timezone.utc).isoformat(), tick_id=report.tick_id)
+    write_snapshot_body(config.state_dir, snapshot)
+    return None
+
+
+def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | None:
+    """Why the snapshot does not show the state as it is now (None: it does)."""
+    if snapshot is None or "fold_id" not in snapshot:
+        return "no status snapshot of a previous tick"
+    if unfolded_marker(config.state_dir).exists():
+        return "events to fold"
+    if snapshot["fold_id"] is None or snapshot["fold_id"] != fold_id(config.state_dir):
+        return "the control table changed since the last snapshot"
+    recorded = models_digest_path(config)
+    if not recorded.exists() or recorded.read_text().strip() != models_digest(config):
+        return "the dbt project changed since the models were built"
+    if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
+        return "a refused start may be retried now"
+    if retention.due(config, datetime.now(timezone.utc).date()):
+        return "retention is due"
+    return None
+
+
+def _controls_error(config: Config, snapshot: dict[str, Any]) -> str | Handover | None:
+    """None when the seed holds the controls CSV; its refusal when this version was refused (and
+    recorded) before; a Handover when it changed."""
+    path = config.controls_csv
+    if not path.exists():
+        return Handover("the controls CSV is missing")
+    digest = file_digest(path)
+    if digest == snapshot["controls_sha256"]:
+        return None
+    marker = rejected_marker(config.state_dir)
+    if not marker.exists() or marker.read_text().strip() != digest:
+        return Handover("the controls CSV changed")
+    try:
+        read_controls(path)
+    except ControlsError as exc:
+        return str(exc)
+    return Handover("the controls CSV changed")
+
+
+def _newly_stale(rows: list[ControlRow]) -> bool:
+    judged = {r.key for r in rows}
+    return bool(stale_rows(rows, judged, datetime.now(timezone.utc)))

@@ -32,6 +32,7 @@ from harness.config import Config, load_config
 from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
 from harness.state_lock import StateLock
+from harness.status import snapshot_rows
 
 log = logging.getLogger("harness")
 
@@ -137,27 +138,22 @@ def _refuse_busy(exc: StateBusyError) -> int:
 
 
 def _manual(config: Config, command: str, job_id: str) -> int:
+    """Queue the request for the next tick (no Spark: a job's last task runs this). The last tick's
+    snapshot tells whether the job is known and what the request will move."""
     request = inbox.new_request(command, job_id)
-
-    def action() -> int:
-        from harness.tick import record_manual
-
-        runtime = _runtime(config)
-        if not any(r.key.trigger_job_id == job_id for r in runtime.tables.control_rows()):
-            raise HeartbeatError(f"job {job_id} is not in the control table; check trigger_job_id in the controls CSV")
-        events = record_manual(runtime, request)
-        if not events:
-            print(f"job {job_id} has no run IN_PROGRESS or FAILED: nothing to {command}")
-        else:
-            print(f"job {job_id}: {len(events)} rows moved to {events[0].status}")
+    rows = snapshot_rows(config.state_dir)
+    job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
+    if rows is not None and not job_rows:
+        raise HeartbeatError(f"job {job_id} is not in the control table (as of the last tick); check "
+                             "trigger_job_id in the controls CSV")
+    moving = request.events(job_rows, "from the command line")
+    if rows is not None and not moving:
+        print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")
         return 0
-
-    def busy(exc: StateBusyError) -> int:
-        path = inbox.submit(config.state_dir, request)
-        print(f"{exc}: the request is queued ({path.name}) and applied at its next tick")
-        return 0
-
-    return _locked(config, action, busy)
+    path = inbox.submit(config.state_dir, request)
+    what = f": {len(moving)} rows move to {moving[0].status}" if moving else ""
+    print(f"job {job_id}: the request is queued ({path.name}) and applied at the next tick{what}")
+    return 0
 
 
 def cmd_complete(config: Config, args: argparse.Namespace) -> int:
@@ -169,22 +165,17 @@ def cmd_retry(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_publish(config: Config, args: argparse.Namespace) -> int:
+    """Queue the publication for the next tick (no Spark: a producer's last step runs this); one
+    already in the event log is not queued again."""
     publication = publish.Publication(args.table, args.snapshot, publish.pairs(args.partition, "--partition"),
                                       publish.pairs(args.tag, "--tag"), args.operation)
     what = f"{publication.table}" + (f" snapshot {publication.snapshot_id}" if publication.snapshot_id else "")
-
-    def action() -> int:
-        runtime = _runtime(config)
-        appended = runtime.events.append(publish.new_events(runtime.events, [publication]))
-        print(f"{what}: published" if appended else f"{what}: already published (nothing added)")
+    if publish.recorded(config.state_dir, publication):
+        print(f"{what}: already published (nothing added)")
         return 0
-
-    def busy(exc: StateBusyError) -> int:
-        path = publish.enqueue(config.state_dir, publication)
-        print(f"{exc}: the publication is queued ({path.name}) and recorded at its next tick")
-        return 0
-
-    return _locked(config, action, busy)
+    path = publish.enqueue(config.state_dir, publication)
+    print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
+    return 0
 
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:

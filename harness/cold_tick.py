@@ -30,12 +30,12 @@ from harness.events import unfolded_marker
 from harness.fold import fold_id, models_digest, rejected_marker
 from harness.dbt_runner import models_digest_path
 from harness.freshness import stale_rows
-from harness.model import ControlRow, RowKey, SensorSource
+from harness.model import ControlRow, RowKey, SensorSource, control_row, utc
 from harness.runtime import build_backend
 from harness.sensing import sense
 from harness.sensors import build_registry
 from harness.status import SNAPSHOT_FILE, plain_record, read_json, write_snapshot_body
-from harness.tables import FOREVER, control_row, open_run_row, utc
+from harness.tables import FOREVER, open_run_row
 from harness.tick_steps import Step, TickReport
 from harness.triggering import open_runs, recover_failed_jobs, track_runs
 

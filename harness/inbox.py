@@ -1,5 +1,5 @@
-"""Manual requests (`complete`, `retry`): turned into events at once when the state folder is free, or
-written as files to `<state>/inbox/` while a heartbeat holds it and applied at the start of its next tick.
+"""Manual requests (`complete`, `retry`): written as files to `<state>/inbox/` (no Spark: a job's last task
+runs them) and turned into events at the start of the next tick.
 
 The events of a request carry ids derived from the request, so a request applied twice (a kill between
 appending its events and deleting its file) is recorded once.
@@ -25,7 +25,7 @@ COMMANDS = ("complete", "retry")
 
 @dataclass(frozen=True)
 class Request:
-    path: Path | None  # None: made while the state folder was free, applied at once
+    path: Path | None  # None until submitted
     request_id: str
     command: str
     job_id: str

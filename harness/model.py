@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
@@ -105,3 +105,35 @@ class ControlRow:
 def dumps(value: Any) -> str:
     """Canonical JSON: the same value always gives the same text (tokens are derived from it)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def utc(value: Any) -> Any:
+    """Spark returns naive UTC timestamps (the session and the process run in UTC); the status snapshot
+    holds them as ISO 8601 text."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None else value
+
+
+def control_row(r: dict[str, Any]) -> ControlRow:
+    """A row of the control table, as Spark returns it or as the status snapshot holds it."""
+    return ControlRow(
+        key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
+        upstream_key=r["upstream_key"],
+        preprocess_query=r["preprocess_query"],
+        trigger_job_name=r["trigger_job_name"],
+        is_hard_dependency=bool(r["is_hard_dependency"]),
+        job_state=r["job_state"],
+        status=r["status"],
+        watermark=r["watermark"],
+        last_success_watermark=r["last_success_watermark"],
+        trigger_watermark=r["trigger_watermark"],
+        latest_trigger_token=r["latest_trigger_token"],
+        latest_run_id=r["latest_run_id"],
+        job_start_timestamp=utc(r["job_start_timestamp"]),
+        partition_filter=r.get("partition_filter"),
+        tags=r.get("tags"),
+        latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
+        expected_within=r.get("expected_within"),
+        freshness_missed_at=utc(r.get("freshness_missed_at")),
+    )

@@ -18,14 +18,15 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.config import Config, PublishSettings, load_config
 from harness.errors import HeartbeatError
 from harness.events import Event, EventLog, now
-from harness.model import EventType, SensorSource
+from harness.history import EventQuery, read_events
+from harness.model import EventType, SensorSource, upstream_label
 from harness.sensors.published import PUBLICATION_WINDOW
 
 OPERATIONS = ("APPEND", "UPDATE", "DELETE")
@@ -53,6 +54,10 @@ class Publication:
             same = f"{self.table.strip()}\x00{self.snapshot_id}" if self.snapshot_id else None
             object.__setattr__(self, "publication_id",
                                uuid.uuid5(_NAMESPACE, same).hex if same else uuid.uuid4().hex)
+
+    @property
+    def upstream_label(self) -> str:
+        return upstream_label(SensorSource.PUBLISHED.value, self.table.strip())
 
     def record(self) -> dict[str, Any]:
         """The Data Change Event: what the event's details and a downstream run's range carry."""
@@ -109,6 +114,19 @@ def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
         return []
     out = [(path, Publication.from_record(json.loads(path.read_text()))) for path in folder.glob("*.json")]
     return sorted(out, key=lambda item: item[1].event_time)
+
+
+def recorded(state_dir: Path, publication: Publication) -> bool:
+    """Whether the event log already holds this publication (a snapshot published before), read from the
+    log's files without Spark. False when they cannot be read here: the tick records each id once anyway."""
+    if not publication.snapshot_id:
+        return False
+    query = EventQuery(since=datetime.now(timezone.utc) - PUBLICATION_WINDOW, upstream=publication.upstream_label,
+                       event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0)
+    try:
+        return any(e["event_id"] == publication.publication_id for e in read_events(state_dir, query))
+    except HeartbeatError:
+        return False
 
 
 # --- recording -------------------------------------------------------------------------------------

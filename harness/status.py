@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.files import write_atomic
 from harness.faults import crash_point
-from harness.model import JobState, Status, upstream_label
+from harness.model import ControlRow, JobState, Status, control_row, upstream_label
 from harness.watermarks import describe, fit, when
 
 if TYPE_CHECKING:
@@ -57,6 +57,12 @@ def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
 
 def plain_record(row: dict[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) for k, v in row.items()}
+
+
+def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
+    """The control table's rows as the last tick left them; None before the first tick."""
+    snapshot = read_json(state_dir / SNAPSHOT_FILE)
+    return None if snapshot is None else [control_row(r) for r in snapshot["rows"]]
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
-from harness.model import ControlRow, RowKey
+from harness.model import ControlRow, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
@@ -61,14 +61,6 @@ class OpenRunRow:
     watermark_after: str | None
     previous_status: str | None
     is_hard_dependency: bool
-
-
-def utc(value: Any) -> Any:
-    """Spark returns naive UTC timestamps (the session and the process run in UTC); the status snapshot
-    holds them as ISO 8601 text."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None else value
 
 
 T = TypeVar("T")
@@ -204,27 +196,4 @@ def open_run_row(r: dict[str, Any]) -> OpenRunRow:
         key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
         watermark_before=r["watermark_before"], watermark_after=r["watermark_after"],
         previous_status=r["previous_status"], is_hard_dependency=bool(r["is_hard_dependency"]),
-    )
-
-
-def control_row(r: dict[str, Any]) -> ControlRow:
-    return ControlRow(
-        key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
-        upstream_key=r["upstream_key"],
-        preprocess_query=r["preprocess_query"],
-        trigger_job_name=r["trigger_job_name"],
-        is_hard_dependency=bool(r["is_hard_dependency"]),
-        job_state=r["job_state"],
-        status=r["status"],
-        watermark=r["watermark"],
-        last_success_watermark=r["last_success_watermark"],
-        trigger_watermark=r["trigger_watermark"],
-        latest_trigger_token=r["latest_trigger_token"],
-        latest_run_id=r["latest_run_id"],
-        job_start_timestamp=utc(r["job_start_timestamp"]),
-        partition_filter=r.get("partition_filter"),
-        tags=r.get("tags"),
-        latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
-        expected_within=r.get("expected_within"),
-        freshness_missed_at=utc(r.get("freshness_missed_at")),
     )

@@ -40,15 +40,19 @@ log = logging.getLogger("harness.tick")
 
 
 def apply_requests(runtime: Runtime) -> int:
-    """`complete` and `retry` requests and publications queued while this process held the state."""
+    """The queued publications and `complete` / `retry` requests (a request that finds no run of its job
+    to close is said and dropped)."""
     published = publish.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
         return published
     rows = runtime.tables.control_rows()
     for request in requests:
-        runtime.events.append(with_publications(runtime, request.events(
-            rows, f"requested at {request.requested_at.isoformat()}")))
+        events = request.events(rows, f"requested at {request.requested_at.isoformat()}")
+        if not events:
+            log.warning("%s of job %s requested at %s: the job has no run IN_PROGRESS or FAILED (check "
+                        "--job-id); nothing done", request.command, request.job_id, request.requested_at.isoformat())
+        runtime.events.append(with_publications(runtime, events))
         inbox.done(request)
     return published + len(requests)
 
@@ -209,14 +213,3 @@ def snapshot(runtime: Runtime, tick_id: str) -> None:
 
 def _named(job_ids: list[str], what: str) -> str:
     return f"{len(job_ids)} {what}" + (f" ({', '.join(job_ids)})" if job_ids else "")
-
-
-def record_manual(runtime: Runtime, request: inbox.Request) -> list[Event]:
-    """Apply a `complete` / `retry` made while no heartbeat held the state, fold it, and refresh the
-    snapshot; returns its events (none when the job had no run to close)."""
-    events = request.events(runtime.tables.control_rows(), "from the command line")
-    if events:
-        runtime.events.append(with_publications(runtime, events))
-        fold.fold(runtime)
-        snapshot(runtime, f"manual-{request.command}")
-    return events

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings  # noqa: E402
 from harness.controls import USER_COLUMNS  # noqa: E402
-from harness.tick import TickReport  # noqa: E402
+from harness.tick_steps import TickReport  # noqa: E402
 
 
 def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:

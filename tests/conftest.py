@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -26,7 +26,30 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from harness.config import Config, PROJECT_DIR  # noqa: E402
 from harness.spark import get_spark  # noqa: E402
+from tests import layers  # noqa: E402
 from tests.support import HeartbeatHarness  # noqa: E402
+
+_layer_times = layers.LayerTimes()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    layers.assign(items)
+
+
+@pytest.fixture(autouse=True)
+def _layer_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    layers.guard_unit(request.node, monkeypatch)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    layer = next((k for k in report.keywords if k in layers.LAYERS), "unit")
+    _layer_times.add(report, layer)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("time per layer")
+    for line in _layer_times.lines():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

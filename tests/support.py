@@ -18,7 +18,8 @@ from harness import inbox, tables
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.runtime import Runtime
-from harness.tick import TickReport, run_tick
+from harness.tick import run_tick
+from harness.tick_steps import TickReport
 
 # A local job that records each run's change range and exits with the code in <job>.exit (default 0).
 RECORDING_JOB = (

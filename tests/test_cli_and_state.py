@@ -86,6 +86,7 @@ def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heart
     assert {r["status"] for r in before} == {"IN_PROGRESS", None}
 
 
+@pytest.mark.process
 def test_dbt_command_line_refuses_clearly_while_a_heartbeat_holds_the_state(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTBEAT_")}
     env["HEARTBEAT_STATE_DIR"] = str(tmp_path / "state")

@@ -76,6 +76,7 @@ def test_exported_control_table_columns_are_accepted(tmp_path: Path) -> None:
     assert len(read_controls(write(tmp_path / "c.csv", [row], header))) == 1
 
 
+@pytest.mark.process
 def test_validate_command_exits_non_zero_on_a_bad_file_and_touches_nothing(tmp_path: Path) -> None:
     bad = write(tmp_path / "c.csv", [control_row("kafka", "t", "j") | {"job_state": "?"}])
     state = tmp_path / "state"

@@ -40,6 +40,8 @@ import pytest
 from tests.jobs_api_server import JobsApiServer
 from tests.processes import HeartbeatProcess
 
+pytestmark = pytest.mark.process  # each kill is of a heartbeat process and its JVM
+
 TWO_TICKS = ("run", "--interval", "2", "--max-ticks", "2")
 FOLD = ["tick:sensed", "dbt:version-written", "dbt:version-switched"]
 START_PROTOCOL = ["start:intent-recorded", "start:backend-called", "start:outcome-recorded"]

@@ -22,6 +22,8 @@ from harness.config import PROJECT_DIR, Config
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.dbt_runner import dbt_args
 
+pytestmark = pytest.mark.scenario  # dbt compiles the project in-process
+
 
 def compile_for_databricks(tmp_path: Path, relations_exist: bool) -> tuple[dict[str, str], dict[str, Any]]:
     """Compiled SQL of every node (by unique id) and the manifest, as `dbt compile --target databricks`."""

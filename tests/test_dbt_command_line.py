@@ -18,6 +18,8 @@ from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS
 from tests.support import RECORDING_JOB, control_row
 
+pytestmark = pytest.mark.process  # the `dbt` command line, as users run it
+
 SCHEMA = "hb_cli_only_yml"
 
 

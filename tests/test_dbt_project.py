@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dbt.cli.main import dbtRunner
 
 from harness import dbt_runner
 from harness.config import PROJECT_DIR, config_from_mapping
 from tests.support import HeartbeatHarness, control_row
+
+pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process
 
 
 def test_dbt_unit_tests_for_every_dependency_rule_pass(heartbeat: HeartbeatHarness) -> None:

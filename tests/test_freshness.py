@@ -101,6 +101,7 @@ def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse
     assert len(receiver.received) == 2
 
 
+@pytest.mark.scenario
 def test_a_failing_notification_is_recorded_in_the_event_and_not_retried(tmp_path: Path) -> None:
     broken = Receiver(status=500)
     try:

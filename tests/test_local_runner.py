@@ -12,6 +12,8 @@ from harness.backends.base import RunRequest, RunState, StartRefused
 from harness.backends.local import LocalBackend
 from harness.config import PROJECT_DIR, Config, LocalJob
 
+pytestmark = pytest.mark.scenario  # the local runner starts each run as a process
+
 
 def backend(tmp_path: Path, **jobs: tuple[str, float | None]) -> LocalBackend:
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",

@@ -17,7 +17,7 @@ import pytest
 from harness import history, report
 from harness.config import PROJECT_DIR
 from harness.cli import setup_logging
-from harness.tick import Step, TickReport
+from harness.tick_steps import Step, TickReport
 from harness.watermarks import describe, fit
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)

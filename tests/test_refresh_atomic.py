@@ -172,6 +172,7 @@ def dataset(dump: dict[str, Any]) -> list[tuple[Any, ...]]:
     return sorted(((r[0], r[1], r[2], r[4]) for r in dump["key_orders"]), key=repr)
 
 
+@pytest.mark.process
 def test_kill_between_the_phases_is_repaired_by_the_next_run(killed: dict[str, Any]) -> None:
     # GIVEN a process killed (SIGKILL to its group) right after k2's change capture
     assert killed["codes"][0] == -signal.SIGKILL, (killed["root"] / "p1.log").read_text()[-3000:]
@@ -203,6 +204,7 @@ def test_wrong_parameters_are_compilation_errors_naming_the_model_and_the_parame
     assert not project.exists("bad_unknown_column__batches")
 
 
+@pytest.mark.scenario
 def test_delta_statements_of_every_type_compile_for_databricks_and_parse(tmp_path: Path) -> None:
     # GIVEN the databricks target (no workspace): the statements the materialization runs on Delta
     install_package()

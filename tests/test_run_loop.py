@@ -10,12 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.config import PROJECT_DIR
 from harness.state_lock import StateLock
-from harness.tick import TickReport
+from harness.tick_steps import TickReport
 from tests.processes import HeartbeatProcess
 
 
+@pytest.mark.process
 def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     # GIVEN a heartbeat process (its own state folder and metastore) with a trigger file waiting, looping
     # with --log-format json after the subcommand's name

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import pyarrow as pa
 from deltalake import write_deltalake
 
 from tests.processes import HeartbeatProcess
 from tests.support import control_row
+
+pytestmark = pytest.mark.process  # a heartbeat process with its own Spark Connect server
 
 JOB = "connect_job"
 # Every statement is a round trip to the Connect server: on a busy machine the first build of every model

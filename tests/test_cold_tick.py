@@ -1,0 +1,222 @@
+"""The cold tick (harness.cold_tick): a tick process with nothing to record ends from the status snapshot,
+without Spark or dbt; anything to record or read through Spark hands over to the full tick.
+
+The unit tests build the state a tick leaves (snapshot, fold id, models digest, local runs) by hand;
+the scenario test checks that a real tick's snapshot is one the cold tick goes on from, and that its
+hand-over makes the same start a warm tick makes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from harness import cold_tick, inbox
+from harness.config import PROJECT_DIR, Config, LocalJob
+from harness.controls import file_digest
+from harness.dbt_runner import models_digest_path
+from harness.events import unfolded_marker
+from harness.fold import fold_id_path, models_digest, rejected_marker
+from harness.model import SensorSource, dumps
+from harness.sensors.base import Upstream
+from harness.sensors.context import CheckContext
+from harness.sensors.trigger_file import TriggerFileSensor
+from harness.status import SNAPSHOT_FILE, read_json
+from harness.tick import run_cold_tick
+from harness.tick_steps import TickReport
+from tests.support import HeartbeatHarness, control_row
+
+CSV_HEADER = ("sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
+              "trigger_job_id,trigger_job_name,job_state,dependency_flag\n")
+
+
+@dataclass
+class LeftState:
+    """The state folder as a tick with nothing new leaves it: one trigger folder `in` feeding job `j`."""
+
+    config: Config
+    snapshot: dict[str, Any]
+
+    def write(self) -> None:
+        (self.config.state_dir / SNAPSHOT_FILE).write_text(json.dumps(self.snapshot))
+
+    def row(self) -> dict[str, Any]:
+        return dict(self.snapshot["rows"][0])
+
+    def cold(self) -> tuple[cold_tick.Handover | None, TickReport]:
+        self.write()
+        report = TickReport("t1")
+        return cold_tick.run(self.config, report), report
+
+
+def _watermark(config: Config) -> str:
+    upstream = Upstream(SensorSource.TRIGGER_FILE, "in")
+    sensor = TriggerFileSensor(config.trigger_root)
+    return dumps(sensor.read_position(CheckContext.starting_now(None, 10), upstream).watermark)
+
+
+@pytest.fixture
+def left(tmp_path: Path) -> Iterator[LeftState]:
+    (tmp_path / "triggers" / "in").mkdir(parents=True)
+    (tmp_path / "triggers" / "in" / "batch1").write_text("1")
+    seeds = PROJECT_DIR / "state" / "test-seeds" / f"cold_{tmp_path.name}"  # dbt reads seeds inside the project
+    seeds.mkdir(parents=True, exist_ok=True)
+    csv = seeds / "heartbeat_controls.csv"
+    csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,UNPAUSED,TRUE\n")
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state", controls_csv=csv,
+                    trigger_root=tmp_path / "triggers",
+                    local_jobs={"j": LocalJob(name="j-name", command="true")})
+    config.state_dir.mkdir()
+    fold_id_path(config.state_dir).write_text("fold-1")
+    models_digest_path(config).write_text(models_digest(config))
+    row = {"sensor_source": "trigger_file", "sensor_id": "in", "trigger_job_id": "j", "trigger_job_name": "j-name",
+           "upstream_key": None, "preprocess_query": None, "is_hard_dependency": True, "job_state": "UNPAUSED",
+           "status": "COMPLETED", "watermark": _watermark(config), "last_success_watermark": None,
+           "trigger_watermark": None, "latest_trigger_token": None, "latest_run_id": None,
+           "job_start_timestamp": None, "latest_event_fetched_timestamp": datetime.now(timezone.utc).isoformat()}
+    snapshot = {"written_at": "2026-01-01T00:00:00+00:00", "tick_id": "t0",
+                "jobs": [{"job_id": "j", "job_name": "j-name", "should_start": False, "reason": "waiting"}],
+                "rows": [row], "fold_id": "fold-1", "controls_sha256": file_digest(csv),
+                "sensed": [["trigger_file", "in", "j"]], "open_runs": [],
+                "decisions_valid_until": datetime.max.replace(tzinfo=timezone.utc).isoformat()}
+    yield LeftState(config, snapshot)
+    shutil.rmtree(seeds, ignore_errors=True)
+
+
+def _open_run(state: LeftState, run_id: str | None) -> None:
+    """Job j running as `run_id` (None: its start not confirmed yet)."""
+    state.snapshot["rows"][0].update(status="IN_PROGRESS", latest_run_id=run_id)
+    state.snapshot["open_runs"] = [{
+        "idempotency_token": "hb-token", "trigger_job_id": "j", "trigger_job_name": "j-name",
+        "requested_at": datetime.now(timezone.utc).isoformat(), "run_id": run_id, "is_flagged_stuck": False,
+        "last_poll_error": None, "last_poll_error_at": None, "sensor_source": "trigger_file", "sensor_id": "in",
+        "watermark_before": None, "watermark_after": state.row()["watermark"], "previous_status": None,
+        "is_hard_dependency": True}]
+
+
+def _local_run(state: LeftState, run_id: str, *, pid: int | None = None, exit_code: int | None = None) -> None:
+    run_dir = state.config.state_dir / "local_runs" / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "launched").write_text(str(pid or os.getpid()))
+    if exit_code is not None:
+        (run_dir / "result.json").write_text(json.dumps(
+            {"exit_code": exit_code, "ended_at": datetime.now(timezone.utc).isoformat()}))
+
+
+# --- unit: what ends the tick from the snapshot, and what hands over ---------------------------------
+@pytest.mark.unit
+def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: LeftState) -> None:
+    handover, report = left.cold()
+    assert handover is None
+    assert report.upstreams_checked == 1
+    snapshot = read_json(left.config.state_dir / SNAPSHOT_FILE)
+    assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
+
+
+@pytest.mark.unit
+def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
+    (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
+    handover, _ = left.cold()
+    assert handover is not None and "1 upstreams with new data" in handover.reason
+
+
+@pytest.mark.unit
+def test_a_source_read_through_spark_hands_over(left: LeftState) -> None:
+    left.snapshot["rows"][0].update(sensor_source="hive_table", sensor_id="sales.orders")
+    left.snapshot["sensed"] = [["hive_table", "sales.orders", "j"]]
+    handover, _ = left.cold()
+    assert handover is not None and "through Spark" in handover.reason
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda s: unfolded_marker(s.config.state_dir).touch(), "events to fold"),
+    (lambda s: fold_id_path(s.config.state_dir).write_text("fold-2"), "control table changed"),
+    (lambda s: models_digest_path(s.config).write_text("other"), "dbt project changed"),
+    (lambda s: s.config.controls_csv.write_text(CSV_HEADER), "controls CSV changed"),
+    (lambda s: inbox.submit(s.config.state_dir, inbox.new_request("retry", "j")), "queued"),
+    (lambda s: s.snapshot["jobs"][0].update(should_start=True), "jobs ready"),
+    (lambda s: s.snapshot.update(decisions_valid_until=datetime.now(timezone.utc).isoformat()), "retried"),
+    (lambda s: s.snapshot.pop("fold_id"), "no status snapshot"),
+])
+@pytest.mark.unit
+def test_state_the_snapshot_does_not_show_hands_over(left: LeftState, change: Any, reason: str) -> None:
+    change(left)
+    handover, _ = left.cold()
+    assert handover is not None and reason in handover.reason
+
+
+@pytest.mark.unit
+def test_a_refused_controls_csv_already_recorded_keeps_the_tick_cold_and_says_why(left: LeftState) -> None:
+    left.config.controls_csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,MAYBE,TRUE\n")
+    rejected_marker(left.config.state_dir).write_text(file_digest(left.config.controls_csv))
+    handover, report = left.cold()
+    assert handover is None
+    assert report.controls_error is not None and "job_state" in report.controls_error
+
+
+@pytest.mark.unit
+def test_a_run_still_going_is_polled_without_spark(left: LeftState) -> None:
+    _open_run(left, "local-1")
+    _local_run(left, "local-1")
+    handover, report = left.cold()
+    assert handover is None and report.runs_running == 1
+
+
+@pytest.mark.unit
+def test_a_run_that_ended_hands_over_to_record_it(left: LeftState) -> None:
+    _open_run(left, "local-1")
+    _local_run(left, "local-1", exit_code=0)
+    handover, _ = left.cold()
+    assert handover is not None and "run events to record" in handover.reason
+
+
+@pytest.mark.unit
+def test_a_start_not_confirmed_hands_over_to_resend_it(left: LeftState) -> None:
+    _open_run(left, None)
+    handover, _ = left.cold()
+    assert handover is not None and "a start to confirm" in handover.reason
+
+
+@pytest.mark.unit
+def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> None:
+    left.snapshot["rows"][0].update(expected_within="1h", latest_event_fetched_timestamp=(
+        datetime.now(timezone.utc) - timedelta(hours=2)).isoformat())
+    handover, _ = left.cold()
+    assert handover is not None and "stale" in handover.reason
+
+
+# --- scenario: a real tick's snapshot, and the hand-over's decisions --------------------------------
+@pytest.mark.scenario
+def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_the_job(
+        heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a heartbeat whose first tick found nothing
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    assert heartbeat.tick().error is None
+    opened: list[str] = []
+
+    def open_runtime() -> Any:
+        opened.append("spark")
+        return heartbeat.runtime()
+
+    # WHEN a cold tick runs with nothing new, THEN it ends without opening Spark
+    report = run_cold_tick(heartbeat.config, open_runtime)
+    assert report.error is None and report.started == [] and opened == []
+
+    # WHEN a file lands, THEN the cold tick hands over and the full tick starts the job, as a warm tick does
+    heartbeat.drop_trigger_file("in", "batch1")
+    report = run_cold_tick(heartbeat.config, open_runtime)
+    assert opened == ["spark"] and report.started == ["j"]
+    heartbeat.wait_for_runs()
+
+    # AND the run's end is recorded by the next cold tick's hand-over, then ticks are cold again
+    assert run_cold_tick(heartbeat.config, open_runtime).runs_succeeded == 1
+    assert heartbeat.job_status("j") == {"COMPLETED"}
+    assert run_cold_tick(heartbeat.config, open_runtime).error is None and opened == ["spark", "spark"]

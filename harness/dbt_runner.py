@@ -10,6 +10,7 @@ each failed node are checked and turned into one DbtError whose message names wh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -21,13 +22,16 @@ from contextlib import contextmanager
 
 from harness.config import Config
 from harness.errors import DbtError
+from harness.model import dumps
 
 if TYPE_CHECKING:
     from dbt.cli.main import dbtRunnerResult
+    from dbt.contracts.graph.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
 _active: Config | None = None
+_manifests: dict[str, Manifest] = {}
 _invocation = threading.Lock()
 
 
@@ -100,7 +104,7 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
 
     started = time.monotonic()
     with _registered(config):
-        result: dbtRunnerResult = dbtRunner().invoke(full)
+        result: dbtRunnerResult = dbtRunner(manifest=_manifest(config, quiet, extra_vars)).invoke(full)
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
@@ -108,6 +112,47 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
         raise DbtError(f"dbt {' '.join(command[:1])} failed: {detail}")
     nodes = len(result.result) if result.result is not None and hasattr(result.result, "__len__") else 0
     return DbtOutcome(seconds=seconds, nodes=nodes)
+
+
+MANIFESTS_KEPT = 2  # a seed load's vars and the folds' vars
+
+
+def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manifest | None:
+    """The project parsed under this configuration and vars, once per process: a `run` loop's folds (and a
+    test session's) skip dbt's parse, which costs more than building the control table. Kept by what it
+    is parsed from (the project's files, the target, the vars), so a changed project is parsed again;
+    None (dbt parses as usual) when the parse fails, so that the command itself reports why."""
+    from dbt.cli.main import dbtRunner
+
+    key = f"{project_digest(config)}:{dumps(extra_vars)}"
+    if key in _manifests:
+        _manifests[key] = _manifests.pop(key)  # the newest used last
+        return _manifests[key]
+    command = dbt_args(config, ["parse"], **extra_vars)
+    result = dbtRunner().invoke(["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *command]
+                                if quiet else command)
+    from dbt.contracts.graph.manifest import Manifest
+
+    if not result.success or not isinstance(result.result, Manifest):
+        return None
+    _manifests[key] = result.result
+    while len(_manifests) > MANIFESTS_KEPT:
+        _manifests.pop(next(iter(_manifests)))
+    return result.result
+
+
+def project_digest(config: Config) -> str:
+    """What dbt's parse of the project depends on: its files (models, macros, the heartbeat adapter's
+    macros, dbt_project.yml, profiles.yml), the target and the vars."""
+    from dbt.include import heartbeat as heartbeat_adapter_macros
+
+    roots = [config.project_dir / "models", config.project_dir / "macros", Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+    files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
+             *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
+    digest = hashlib.sha256(dumps([config.dbt_target, dbt_vars(config)]).encode())
+    for f in files:
+        digest.update(f.name.encode() + f.read_bytes())
+    return digest.hexdigest()
 
 
 def _failures(result: dbtRunnerResult) -> list[str]:

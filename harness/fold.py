@@ -16,14 +16,11 @@ the seed is (re)loaded.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-
-from dbt.include import heartbeat as heartbeat_adapter_macros
 
 from harness import dbt_runner
 from harness.config import Config
@@ -31,7 +28,7 @@ from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.files import write_atomic
 from harness.events import Event
-from harness.model import EventType, dumps
+from harness.model import EventType
 from harness.runtime import Runtime
 from harness.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
 
@@ -108,13 +105,7 @@ def record_rejection(runtime: Runtime, message: str) -> None:
 
 def models_digest(config: Config) -> str:
     """What the views are built from: the dbt project's files, the adapter's macros, the vars and target."""
-    roots = [config.project_dir / "models", config.project_dir / "macros", Path(heartbeat_adapter_macros.PACKAGE_PATH)]
-    files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
-             *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
-    digest = hashlib.sha256(dumps([config.dbt_target, dbt_runner.dbt_vars(config)]).encode())
-    for f in files:
-        digest.update(f.name.encode() + f.read_bytes())
-    return digest.hexdigest()
+    return dbt_runner.project_digest(config)
 
 
 def views_current(runtime: Runtime) -> bool:

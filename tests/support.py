@@ -133,6 +133,10 @@ class HeartbeatHarness:
             self._runtime = Runtime.open(self.config)
         return self._runtime
 
+    def restart(self) -> None:
+        """Forget the runtime, as a process that stopped does: the next tick opens the state anew."""
+        self._runtime = None
+
     def tick(self) -> TickReport:
         report = run_tick(self.runtime())
         self.reports.append(report)

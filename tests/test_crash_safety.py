@@ -1,11 +1,7 @@
-"""Fault injection: the heartbeat process (its Python process and Spark JVM, as one process group) is
-killed with SIGKILL at each named point of a tick, on the local runner and on the Databricks backend.
-
-Each heartbeat process here runs two ticks (`run --max-ticks 2`). Its first tick is the restart after
-the previous kill and must repair everything by itself; then a batch lands, and the second tick is
-killed at the next point. After each kill the test checks what the restart tick left: 0 duplicate runs,
-ranges that chain, and a status snapshot that shows every run that existed when it was written. At the
-end, once every run ended, every batch went to exactly one run. The points (harness.faults):
+"""Fault injection: the heartbeat is stopped at each named point of a tick (harness.faults), on the local
+runner and on the Databricks backend, and what the restart leaves is checked: 0 duplicate runs, ranges
+that chain, and a status snapshot that shows every run that existed when it was written. At the end,
+once every run ended, every batch went to exactly one run. The points:
 
   tick:sensed             detections appended, not folded yet
   dbt:version-written     inside the fold: the control table's new version written, not switched to
@@ -16,13 +12,14 @@ end, once every run ended, every batch went to exactly one run. The points (harn
   start:outcome-recorded  the run id recorded, not folded into the control table yet
   status:snapshot         the status snapshot half-written
 
-On the local runner one more kill lands while a version of the control table is being written, and at
-the end the metastore is lost. Each kill costs a heartbeat process (~45 s), so the default run keeps
-the points where a run could be lost or started twice and shares them between the backends (the code
-at each point is the same on both): detections not folded and the local runner's own point on the
-local runner, the intent recorded and the backend called on the Databricks backend, plus the
-half-written version. HEARTBEAT_FULL_CRASH_MATRIX=1 runs every point on both backends (the inner
-points of the fold, the outcome recorded, the snapshot), as before a release.
+Every point runs in CI on every backend where its code differs:
+  - in-process (scenario layer): the points between the harness's own writes, on both backends. At the
+    point the harness raises `Stopped`, which nothing catches; what is on disk is what a kill leaves
+    (each append and file is whole or absent), and the test opens the state anew, as a restarted
+    process does;
+  - as a process killed with SIGKILL (process layer): the points inside dbt's fold and a version of the
+    control table half written (only a real kill proves that a dead JVM's half-written files and Derby
+    lock are repaired), and the lost metastore, on the local runner (the fold never calls the backend).
 """
 
 from __future__ import annotations
@@ -37,22 +34,20 @@ from pathlib import Path
 
 import pytest
 
+from harness.faults import Stopped, stopping_at
 from tests.jobs_api_server import JobsApiServer
-from tests.processes import HeartbeatProcess
-
-pytestmark = pytest.mark.process  # each kill is of a heartbeat process and its JVM
+from tests.processes import UPSTREAM, HeartbeatProcess
+from tests.support import HeartbeatHarness, control_row
+from tests.test_databricks_tick import use_databricks
 
 TWO_TICKS = ("run", "--interval", "2", "--max-ticks", "2")
-FOLD = ["tick:sensed", "dbt:version-written", "dbt:version-switched"]
-START_PROTOCOL = ["start:intent-recorded", "start:backend-called", "start:outcome-recorded"]
-EVERY_POINT = FOLD + START_PROTOCOL[:1] + ["local:token-recorded"] + START_PROTOCOL[1:] + ["status:snapshot"]
-POINTS = {
-    "local": EVERY_POINT,
-    "databricks": [p for p in EVERY_POINT if not p.startswith("local:")],
-} if os.environ.get("HEARTBEAT_FULL_CRASH_MATRIX") else {
-    "local": ["tick:sensed", "local:token-recorded"],
-    "databricks": ["start:intent-recorded", "start:backend-called"],
+IN_PROCESS = {
+    "local": ["tick:sensed", "start:intent-recorded", "local:token-recorded", "start:backend-called",
+              "start:outcome-recorded", "status:snapshot"],
+    "databricks": ["tick:sensed", "start:intent-recorded", "start:backend-called", "start:outcome-recorded",
+                   "status:snapshot"],
 }
+KILLED_PROCESS = ["dbt:version-written", "dbt:version-switched"]
 JOB = {"local": "orders_job", "databricks": "701"}
 STATE_KEYS = ("status", "watermark", "last_success_watermark", "trigger_watermark", "latest_trigger_token",
               "latest_run_id", "last_success_timestamp")
@@ -125,62 +120,90 @@ def assert_every_batch_went_to_one_run(hb: HeartbeatProcess, dropped: list[Path]
     assert len(runs) <= len(dropped)
 
 
+# --- in-process: the points between the harness's own writes ----------------------------------------
+@pytest.mark.scenario
 @pytest.mark.parametrize("backend", ["local", "databricks"])
-def test_killed_at_every_named_point_the_restart_repairs_with_no_duplicate_and_no_lost_batch(
-        backend: str, tmp_path: Path, jobs_api: JobsApiServer) -> None:
-    seconds = campaign(backend, tmp_path, jobs_api)
-    print(f"{backend}: {len(seconds)} heartbeat processes, seconds {seconds}")
-
-
-def campaign(backend: str, root: Path, jobs_api: JobsApiServer) -> list[float]:
-    """The kills of one backend, in order; returns how long each heartbeat process took."""
+def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_and_no_lost_batch(
+        backend: str, heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
     # GIVEN a heartbeat whose job's runs succeed at once, fed by a trigger folder holding a first batch
-    server = jobs_api if backend == "databricks" else None
-    if server is not None:
-        server.add_job(int(JOB[backend]))
-        server.auto_end[int(JOB[backend])] = ("SUCCESS", "")
-    hb = HeartbeatProcess(root, backend, JOB[backend], server)
+    job = JOB[backend]
+    heartbeat.write_controls([control_row("trigger_file", UPSTREAM, job)])
+    server = None
+    if backend == "databricks":
+        server = jobs_api
+        server.add_job(int(job))
+        server.auto_end[int(job)] = ("SUCCESS", "")
+        use_databricks(heartbeat)
+    else:
+        heartbeat.define_jobs(job)
+    hb = HeartbeatProcess(heartbeat.root, backend, job, server)  # reads what the heartbeat left
+    dropped = [hb.drop("batch-0.done")]
+    points = IN_PROCESS[backend]
+    for i, point in enumerate(points, start=1):
+        # WHEN, after a restart tick, a batch lands and the tick is stopped at the point
+        restart = heartbeat.tick()
+        assert restart.error is None, restart.error
+        if i > 1:  # THEN the restart tick had repaired the previous stop
+            assert_restart_tick_repaired(hb, f"{backend}: after the stop at {points[i - 2]}")
+        dropped.append(hb.drop(f"batch-{i}.done"))
+        with stopping_at(point), pytest.raises(Stopped):
+            heartbeat.tick()
+        heartbeat.restart()
+
+    # THEN ticks until idle repair the last stop, and every batch went to exactly one run
+    for _ in range(10):
+        if heartbeat.tick().idle:
+            break
+    assert_restart_tick_repaired(hb, f"{backend}: after the stop at {points[-1]}")
+    hb.wait_for_runs()
+    assert_every_batch_went_to_one_run(hb, dropped)
+    assert hb.row()["status"] == "COMPLETED"
+
+
+# --- a killed process: inside dbt's fold, a half-written version, a lost metastore -------------------
+@pytest.mark.process
+def test_killed_inside_the_fold_the_restart_repairs_with_no_duplicate_and_no_lost_batch(tmp_path: Path) -> None:
+    """A process of its own: only a SIGKILL of the heartbeat and its JVM leaves what a lost node leaves
+    inside dbt (half-written files, a dead JVM's Derby lock)."""
+    hb = HeartbeatProcess(tmp_path, "local", JOB["local"])
     try:
+        # GIVEN a heartbeat whose job's runs succeed at once, fed by a trigger folder holding a first batch
         hb.write_config()
         dropped = [hb.drop("batch-0.done")]
-        kill_at_each_point(hb, backend, dropped)
+        kill_at_each_point(hb, dropped)
     finally:
         hb.cleanup()
-    return hb.seconds
+    print(f"{len(hb.seconds)} heartbeat processes, seconds {hb.seconds}")
 
 
-def kill_at_each_point(hb: HeartbeatProcess, backend: str, dropped: list[Path]) -> None:
-    for i, point in enumerate(POINTS[backend], start=1):
+def kill_at_each_point(hb: HeartbeatProcess, dropped: list[Path]) -> None:
+    for i, point in enumerate(KILLED_PROCESS, start=1):
         # WHEN, after a restart tick, a batch lands and the heartbeat is killed at the point
         code, batch = crash_in_second_tick(hb, point, f"batch-{i}.done")
         dropped.append(batch)
-        assert code == -signal.SIGKILL, f"{backend}: {point} was not reached:\n{hb.output()}"
+        assert code == -signal.SIGKILL, f"{point} was not reached:\n{hb.output()}"
         if i > 1:  # THEN the restart tick before it had repaired the previous kill
-            assert_restart_tick_repaired(hb, f"{backend}: after the kill at {POINTS[backend][i - 2]}")
-    last = POINTS[backend][-1]
+            assert_restart_tick_repaired(hb, f"after the kill at {KILLED_PROCESS[i - 2]}")
 
-    if backend == "local":
-        # WHEN it is killed while a version of the control table is half written
-        killed, batch = kill_while(hb, half_written_version(hb), "batch-half.done")
-        dropped.append(batch)
-        assert killed, "no version of the control table was being written"
-        assert_restart_tick_repaired(hb, f"{backend}: after the kill at {last}")
-        last = "a half-written version"
+    # WHEN it is killed while a version of the control table is half written
+    killed, batch = kill_while(hb, half_written_version(hb), "batch-half.done")
+    dropped.append(batch)
+    assert killed, "no version of the control table was being written"
+    assert_restart_tick_repaired(hb, f"after the kill at {KILLED_PROCESS[-1]}")
 
     # THEN the next restart repairs the last kill, every batch went to exactly one run, and nothing is left over
     assert hb.run("run", "--interval", "1", "--until-idle", "--max-ticks", "10") == 0, hb.output()
-    assert_restart_tick_repaired(hb, f"{backend}: after the kill at {last}")
+    assert_restart_tick_repaired(hb, "after the kill at a half-written version")
     hb.wait_for_runs()
     assert_every_batch_went_to_one_run(hb, dropped)
     assert hb.row()["status"] == "COMPLETED"
     versions = list((hb.state / "warehouse" / "heartbeat.db").glob("heartbeat_control_table*"))
-    assert len(versions) <= 2, f"{backend}: leftover versions of the control table: {versions}"
+    assert len(versions) <= 2, f"leftover versions of the control table: {versions}"
 
-    if backend == "local":
-        # WHEN the metastore itself is lost (docs/operations.md: also how a state folder is moved)
-        state_before, runs_before = {k: hb.row()[k] for k in STATE_KEYS}, hb.runs()
-        shutil.rmtree(hb.state / "metastore_db")
-        # THEN the next tick adopts the event log's folder and rebuilds the same state from it
-        assert hb.run("tick") == 0, hb.output()
-        assert {k: hb.row()[k] for k in STATE_KEYS} == state_before
-        assert hb.runs() == runs_before, "the rebuild started a run"
+    # WHEN the metastore itself is lost (docs/operations.md: also how a state folder is moved)
+    state_before, runs_before = {k: hb.row()[k] for k in STATE_KEYS}, hb.runs()
+    shutil.rmtree(hb.state / "metastore_db")
+    # THEN the next tick adopts the event log's folder and rebuilds the same state from it
+    assert hb.run("tick") == 0, hb.output()
+    assert {k: hb.row()[k] for k in STATE_KEYS} == state_before
+    assert hb.runs() == runs_before, "the rebuild started a run"

@@ -164,7 +164,8 @@ def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_a
 @pytest.mark.process
 def test_killed_inside_the_fold_the_restart_repairs_with_no_duplicate_and_no_lost_batch(tmp_path: Path) -> None:
     """A process of its own: only a SIGKILL of the heartbeat and its JVM leaves what a lost node leaves
-    inside dbt (half-written files, a dead JVM's Derby lock)."""
+    inside dbt (half-written files, a dead JVM's Derby lock). Its last step is cron's next tick as a
+    process: with nothing new, it must not start Spark."""
     hb = HeartbeatProcess(tmp_path, "local", JOB["local"])
     try:
         # GIVEN a heartbeat whose job's runs succeed at once, fed by a trigger folder holding a first batch
@@ -207,3 +208,10 @@ def kill_at_each_point(hb: HeartbeatProcess, dropped: list[Path]) -> None:
     assert hb.run("tick") == 0, hb.output()
     assert {k: hb.row()[k] for k in STATE_KEYS} == state_before
     assert hb.runs() == runs_before, "the rebuild started a run"
+
+    # WHEN cron's next tick finds nothing new, THEN it ends from the snapshot without starting Spark
+    spark_log = (hb.state / "spark.log").stat().st_size
+    assert hb.run("tick") == 0, hb.output()
+    assert "open spark" not in hb.output() and "sense " in hb.output(), hb.output()
+    assert (hb.state / "spark.log").stat().st_size == spark_log
+    assert hb.snapshot()["tick_id"] == hb.last_tick_id() and hb.runs() == runs_before

@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbt.include import heartbeat as heartbeat_adapter_macros
-
 from harness import dbt_runner
 from harness.config import Config
 from harness.controls import file_digest, read_controls
@@ -89,9 +87,19 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     log.error("the control table keeps the last valid controls CSV until the file is fixed")
 
 
+def adapter_macros() -> list[Path]:
+    """The macros of the `heartbeat` dbt adapter (adapter/: the local target's), where it is installed. The
+    wheel the bundle deploys does not carry it: the databricks target does not use it."""
+    try:
+        from dbt.include import heartbeat as heartbeat_adapter_macros
+    except ImportError:
+        return []
+    return [Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+
+
 def models_digest(config: Config) -> str:
     """What the views are built from: the dbt project's files, the adapter's macros, the vars and target."""
-    roots = [config.project_dir / "models", config.project_dir / "macros", Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+    roots = [config.project_dir / "models", config.project_dir / "macros", *adapter_macros()]
     files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
              *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
     digest = hashlib.sha256(dumps([config.dbt_target, dbt_runner.dbt_vars(config)]).encode())

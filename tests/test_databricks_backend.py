@@ -212,11 +212,11 @@ def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> N
     ("TERMINATED", "FAILED", RunState.FAILED),
     ("TERMINATED", "TIMEDOUT", RunState.FAILED),
     ("TERMINATED", "CANCELED", RunState.FAILED),
-    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.FAILED),
+    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.SKIPPED),  # nothing ran: not a failure
     ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
 ])
 @pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
-def test_run_end_states_map_to_succeeded_or_failed_with_the_message(
+def test_run_end_states_map_to_succeeded_failed_or_skipped_with_the_message(
         jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState,
         answers: tuple[str, ...]) -> None:
     # GIVEN a workspace answering runs with `status` only, or with the deprecated `state` only

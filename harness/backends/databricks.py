@@ -67,6 +67,10 @@ _ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleStat
            RunLifeCycleState.TERMINATING, RunLifeCycleState.BLOCKED, RunLifeCycleState.WAITING_FOR_RETRY}
 _SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
 _SUCCESS_CODES = {TerminationCodeCode.SUCCESS, TerminationCodeCode.SUCCESS_WITH_FAILURES}
+# The run was never run: skipped because a run of the job was going (max_concurrent_runs, started by
+# hand or by another trigger), the job's queue or the workspace's limit of active runs was full.
+_SKIPPED_CODES = {TerminationCodeCode.SKIPPED, TerminationCodeCode.MAX_CONCURRENT_RUNS_EXCEEDED,
+                  TerminationCodeCode.MAX_JOB_QUEUE_SIZE_EXCEEDED, TerminationCodeCode.WORKSPACE_RUN_LIMIT_EXCEEDED}
 
 
 def parameter_values(names: JobParameterNames, request: RunRequest) -> dict[str, str] | None:
@@ -284,6 +288,9 @@ def run_status(run: Run) -> RunStatus:
         note = ("succeeded with failures in non-leaf tasks"
                 if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES else "")
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (details.code.value, note, message) if p), ended)
+    if details.code in _SKIPPED_CODES:
+        return RunStatus(RunState.SKIPPED, redact(f"{details.code.value}: {message}" if message else details.code.value)
+                         or details.code.value, ended)
     kind = details.type
     label = details.code.value + (f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS
                                   else "")
@@ -309,6 +316,9 @@ def _from_state(run: Run) -> RunStatus:
     message = (state.state_message or "").strip() if state else ""
     if life is None or life in _ACTIVE:
         return RunStatus(RunState.RUNNING, message)
+    if life is RunLifeCycleState.SKIPPED:
+        return RunStatus(RunState.SKIPPED, redact(f"SKIPPED: {message}" if message else "SKIPPED") or "SKIPPED",
+                         _ended(run))
     if result in _SUCCESS:
         note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p), _ended(run))

@@ -310,6 +310,33 @@ def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environm
     assert "dapi-dbt-0123456789" not in redact("token dapi-dbt-0123456789")
 
 
+def test_inside_the_databricks_runtime_dbts_token_is_read_with_the_runtimes_dbutils(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a job on Databricks, where the Secrets API's get_secret answers BAD_REQUEST outside a notebook
+    # and the runtime's dbutils reads secrets (a stand-in: the runtime cannot run here)
+    import databricks.sdk
+
+    class RuntimeSecrets:
+        def get(self, scope: str, key: str) -> str:
+            return {("heartbeat", "dbt_token"): "dapi-runtime-42"}[(scope, key)]
+
+    class RuntimeDbutils:
+        secrets = RuntimeSecrets()
+
+    monkeypatch.setattr(databricks.sdk, "_make_dbutils", lambda config: RuntimeDbutils())
+    jobs_api.fail("/secrets/get", 400, times=10_000, error_code="BAD_REQUEST", message="not supported here")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/dbt_token").config
+    # WHEN dbt's connection is prepared
+    databricks_target.prepare(config)
+    # THEN the token is the one the runtime's dbutils read, and it is masked
+    assert os.environ["DBT_ENV_SECRET_DATABRICKS_TOKEN"] == "dapi-runtime-42"
+    assert redact("token dapi-runtime-42") == "token ***"
+
+
 def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
         jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")

@@ -27,6 +27,7 @@ from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.events import Event
+from harness.files import write_atomic
 from harness.model import EventType, dumps
 from harness.runtime import Runtime
 from harness.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
@@ -82,7 +83,7 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     if marker.exists() and marker.read_text().strip() == digest:
         return
     runtime.events.append([Event(EventType.CONFIG_REJECTED, message=message)])
-    marker.write_text(digest)
+    write_atomic(marker, digest)
     log.error("%s", message)
     log.error("the control table keeps the last valid controls CSV until the file is fixed")
 
@@ -129,6 +130,6 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
         dbt_runner.invoke(runtime.config, [*command, *NO_TESTS, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
     if select is ALL_MODELS:
-        dbt_runner.models_digest_path(runtime.config).write_text(models_digest(runtime.config))
+        write_atomic(dbt_runner.models_digest_path(runtime.config), models_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from harness.errors import ConfigError
+from harness.files import local_folder
 from harness.redact import register_secret
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -334,11 +335,13 @@ class Config:
 
     @property
     def dbt_target_path(self) -> Path:
-        return self.dbt_target_dir or self.state_dir / "dbt_target"
+        """dbt rewrites its target files in place: on local disk when the state folder is a volume."""
+        return self.dbt_target_dir or local_folder(self.state_dir) / "dbt_target"
 
     @property
     def dbt_log_path(self) -> Path:
-        return self.state_dir / "dbt_logs"
+        """dbt appends its log: on local disk when the state folder is a volume."""
+        return local_folder(self.state_dir) / "dbt_logs"
 
     @property
     def table_format(self) -> str:

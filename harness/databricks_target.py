@@ -5,15 +5,15 @@ profiles.yml reads DATABRICKS_HOST, DATABRICKS_HTTP_PATH (or the var `heartbeat_
 from `databricks.dbt_http_path`) and the token from DBT_ENV_SECRET_DATABRICKS_TOKEN (dbt masks
 `DBT_ENV_SECRET_` variables in its logs) or DATABRICKS_TOKEN. What the environment already has wins; what
 is missing is asked of the workspace with the heartbeat's own identity (databricks-sdk: inside a job,
-the job's run-as identity): the host the SDK resolved, and the secret `databricks.dbt_token_secret`.
+the job's run-as identity): the host the SDK resolved, and the secret `databricks.dbt_token_secret`,
+read with `WorkspaceClient.dbutils.secrets.get` — inside the Databricks runtime that is the runtime's own
+dbutils (the supported way there; the Secrets API's `get_secret` is documented as unsupported outside a
+notebook), elsewhere the SDK's remote equivalent.
 """
 
 from __future__ import annotations
 
-import base64
 import os
-
-from databricks.sdk.errors import DatabricksError
 
 from harness.config import Config
 from harness.errors import BackendError
@@ -38,11 +38,10 @@ def prepare(config: Config) -> None:
     if need_token and secret:
         scope, _, key = secret.partition("/")
         try:
-            answer = client.secrets.get_secret(scope=scope, key=key)
-        except DatabricksError as exc:
+            token = client.dbutils.secrets.get(scope=scope, key=key)
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors, or the runtime's dbutils' own
             raise BackendError(
                 f"databricks.dbt_token_secret {secret}: cannot read the secret ({type(exc).__name__}: {exc}); "
                 f"grant the heartbeat's identity READ on the secret scope {scope!r}") from None
-        token = base64.b64decode(answer.value or "").decode()
         register_secret(token)
         os.environ[TOKEN_ENVS[0]] = token

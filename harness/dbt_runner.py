@@ -144,15 +144,23 @@ def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manife
 def project_digest(config: Config) -> str:
     """What dbt's parse of the project depends on: its files (models, macros, the heartbeat adapter's
     macros, dbt_project.yml, profiles.yml), the target and the vars."""
-    from dbt.include import heartbeat as heartbeat_adapter_macros
-
-    roots = [config.project_dir / "models", config.project_dir / "macros", Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+    roots = [config.project_dir / "models", config.project_dir / "macros", *_adapter_macros()]
     files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
              *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
     digest = hashlib.sha256(dumps([config.dbt_target, dbt_vars(config)]).encode())
     for f in files:
         digest.update(f.name.encode() + f.read_bytes())
     return digest.hexdigest()
+
+
+def _adapter_macros() -> list[Path]:
+    """The macros of the `heartbeat` dbt adapter (adapter/: the local target's), where it is installed. The
+    wheel the bundle deploys does not carry it: the databricks target does not use it."""
+    try:
+        from dbt.include import heartbeat as heartbeat_adapter_macros
+    except ImportError:
+        return []
+    return [Path(heartbeat_adapter_macros.PACKAGE_PATH)]
 
 
 def _failures(result: dbtRunnerResult) -> list[str]:

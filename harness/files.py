@@ -1,11 +1,48 @@
-"""Files the heartbeat writes in its state folder, each written whole or not at all."""
+"""Files the heartbeat writes in its state folder, each written whole or not at all.
+
+On Databricks the state folder is a Unity Catalog volume (`/Volumes/<catalog>/<schema>/<volume>/...`):
+FUSE over object storage, which refuses appends and in-place rewrites and has no file locks. There the
+heartbeat writes only whole files by rename; what must be appended to or locked (the state lock, dbt's
+logs and target folder) lives in a folder on the node's local disk instead (`local_folder`).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Callable
+
+VOLUMES_ROOT = "/Volumes/"
+
+
+def on_volume(path: Path) -> bool:
+    """The folder is on a Unity Catalog volume."""
+    return str(path).startswith(VOLUMES_ROOT)
+
+
+def local_folder(state_dir: Path) -> Path:
+    """Where the state folder's appended and locked files live: the state folder itself, or for one on a
+    volume a folder of the node's local disk named after it (gone with the node: logs and caches only)."""
+    if not on_volume(state_dir):
+        return state_dir
+    digest = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"heartbeat-{digest}"
+
+
+def append_line(path: Path, line: str, keep_lines: int) -> None:
+    """Add a line to a log file, keeping its newest `keep_lines` lines once it grows past twice that. On a
+    volume the whole file is written anew and renamed into place (a volume refuses appends)."""
+    if on_volume(path):
+        old = path.read_text().splitlines(keepends=True) if path.exists() else []
+        write_atomic(path, "".join((old + [line + "\n"])[-keep_lines:]))
+        return
+    with path.open("a") as handle:
+        handle.write(line + "\n")
+    if path.stat().st_size > keep_lines * 400:  # keep the file bounded: the newest lines only
+        write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-keep_lines // 2:]))
 
 
 def write_atomic(path: Path, text: str, before_replace: Callable[[], None] | None = None) -> None:

@@ -98,7 +98,7 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     if marker.exists() and marker.read_text().strip() == digest:
         return
     runtime.events.append([Event(EventType.CONFIG_REJECTED, message=message)])
-    marker.write_text(digest)
+    write_atomic(marker, digest)
     log.error("%s", message)
     log.error("the control table keeps the last valid controls CSV until the file is fixed")
 
@@ -130,6 +130,6 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     runtime.events.mark_folded()
     write_atomic(fold_id_path(runtime.config.state_dir), uuid.uuid4().hex)
     if select is ALL_MODELS:
-        dbt_runner.models_digest_path(runtime.config).write_text(models_digest(runtime.config))
+        write_atomic(dbt_runner.models_digest_path(runtime.config), models_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

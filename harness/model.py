@@ -52,6 +52,7 @@ class EventType(str, Enum):
     RUN_POLL_FAILED = "RUN_POLL_FAILED"  # a started run's state could not be read; polled again next tick
     RUN_SUCCEEDED = "RUN_SUCCEEDED"
     RUN_FAILED = "RUN_FAILED"  # failed, timed out or cancelled
+    RUN_SKIPPED = "RUN_SKIPPED"  # the backend skipped the run (a run of the job going): started again later
     RUN_STUCK = "RUN_STUCK"  # still running past the configured limit
     MANUAL_COMPLETE = "MANUAL_COMPLETE"  # `harness complete` or a successful run found by hand
     RETRY_REQUESTED = "RETRY_REQUESTED"  # `harness retry`: a failed job's range is handed to its next run

@@ -8,10 +8,10 @@ terminal.
 Spark Connect (`spark_remote:` in heartbeat.yml): `local` starts a Connect server inside this process
 with the same metastore, warehouse and jars, and the harness (and dbt, whose session connection asks
 for the active session) talk to it as a client; `sc://host:port` connects to a running server. Inside
-a Databricks job the runtime's session is used as it is (serverless and standard access mode are
-Spark Connect). On Spark Connect nothing in the harness touches a SparkContext, the JVM or the RDD API
-(on classic Spark, a check's jobs are cancelled at its deadline through the classic context's job tags:
-see harness.sensors.context).
+a Databricks job the runtime's session is used (serverless and standard access mode are Spark
+Connect), set to UTC before it is returned. On Spark Connect nothing in the harness touches a Spark
+context, the JVM or resilient distributed datasets (on classic Spark, a check's jobs are cancelled at
+its deadline through the classic context's job tags: see harness.sensors.context).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 SPARK_LOG = "spark.log"
 DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
 @contextmanager
@@ -61,18 +62,27 @@ def metastore_url(config: Config) -> str:
     return f"jdbc:derby:;databaseName={config.metastore_dir};create=true"
 
 
+def in_utc(spark: SparkSession) -> SparkSession:
+    """A session the harness did not create (the Databricks runtime's, one already active) set to the
+    UTC session time zone the heartbeat's timestamps rely on, before anything runs on it."""
+    if spark.conf.get(SESSION_TIME_ZONE, None) != "UTC":
+        spark.conf.set(SESSION_TIME_ZONE, "UTC")
+    return spark
+
+
 def get_spark(config: Config) -> SparkSession:
     """Create (or reuse) the session; idempotent within a process."""
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    if os.environ.get(DATABRICKS_RUNTIME_ENV):
-        return SparkSession.builder.getOrCreate()  # a Databricks job: the runtime's own session
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Timestamps are naive UTC everywhere; PySpark converts them with the process's local time zone,
     # so the process runs in UTC (as Spark's session does).
     os.environ["TZ"] = "UTC"
     time.tzset()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return in_utc(active)
+    if os.environ.get(DATABRICKS_RUNTIME_ENV):
+        # A Databricks job: the runtime's own session, whose time zone is the workspace's or the job's
+        return in_utc(SparkSession.builder.getOrCreate())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     remote = config.spark_remote
     if remote is not None and remote.startswith("sc://"):
         # A running server: its metastore, warehouse and jars are its own; only session settings apply.
@@ -80,7 +90,7 @@ def get_spark(config: Config) -> SparkSession:
         # connection) find this server too.
         os.environ["SPARK_REMOTE"] = remote
         log.info("Spark Connect session on %s", remote)
-        return SparkSession.builder.remote(remote).config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        return SparkSession.builder.remote(remote).config(SESSION_TIME_ZONE, "UTC").getOrCreate()
     if remote is not None:
         # The local Connect server takes the settings below when it starts; the client then tries to
         # set them again on its session and warns that the static ones cannot change.
@@ -97,7 +107,7 @@ def get_spark(config: Config) -> SparkSession:
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
         .config("spark.driver.extraJavaOptions",
                 f"-Dderby.system.home={config.state_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}")
-        .config("spark.sql.session.timeZone", "UTC")
+        .config(SESSION_TIME_ZONE, "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -1,4 +1,10 @@
-"""One heartbeat process at a time per state folder (the embedded Derby metastore admits one JVM)."""
+"""One heartbeat process at a time per state folder (the embedded Derby metastore admits one JVM).
+
+The lock file is opened read-write and locked with `flock`, which a Unity Catalog volume does not
+provide: for a state folder on a volume it lives on the node's local disk (harness.files.local_folder),
+so it excludes a second heartbeat on the same node only. Two heartbeat jobs are kept apart by the job's
+own setting (`max_concurrent_runs: 1`, queueing off): see docs/production.md.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.errors import StateBusyError
+from harness.files import local_folder
 
 
 class StateLock:
     """An exclusive, non-blocking lock on `<state>/heartbeat.lock`, released when the process ends."""
 
     def __init__(self, state_dir: Path, holder: str | None = None) -> None:
-        self.path = state_dir / "heartbeat.lock"
+        self.path = local_folder(state_dir) / "heartbeat.lock"
         self.description = holder or f"heartbeat (pid {os.getpid()})"
         self._fd: int | None = None
 

@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from harness.files import write_atomic
+from harness.files import append_line, on_volume, write_atomic
 from harness.faults import crash_point
 from harness.model import ControlRow, JobState, Status, control_row, upstream_label
 from harness.watermarks import describe, fit, when
@@ -26,6 +26,7 @@ SNAPSHOT_FILE = "status.json"
 HEALTH_FILE = "health.json"
 TICKS_FILE = "ticks.jsonl"
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
+TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
 LABEL_WIDTH = 48
 
 
@@ -99,11 +100,8 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
 
 
 def _append_tick(state_dir: Path, line: dict[str, Any]) -> None:
-    path = state_dir / TICKS_FILE
-    with path.open("a") as handle:
-        handle.write(json.dumps(line) + "\n")
-    if path.stat().st_size > TICKS_KEPT * 400:  # keep the file bounded: the newest lines only
-        write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-TICKS_KEPT // 2:]))
+    # On a volume the file is rewritten whole at every tick: a week of 5-minute ticks is kept there
+    append_line(state_dir / TICKS_FILE, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT)
 
 
 def read_ticks(state_dir: Path, since: datetime) -> list[dict[str, Any]]:

@@ -132,11 +132,12 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         runtime.events.append(with_publications(runtime, tracked.events + recovered))
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
+        report.runs_skipped = tracked.skipped
         step.done(f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
-                  f"{tracked.failed} failed, {tracked.repaired} starts repaired, "
+                  f"{tracked.failed} failed, {tracked.skipped} skipped, {tracked.repaired} starts repaired, "
                   f"{len(recovered)} rows recovered by a later success",
                   open=len(runs), running=tracked.running, succeeded=tracked.succeeded, failed=tracked.failed,
-                  repaired=tracked.repaired, recovered=len(recovered))
+                  skipped=tracked.skipped, repaired=tracked.repaired, recovered=len(recovered))
 
     with Step(report, "fold") as step:
         planned = fold.plan(runtime)

@@ -17,6 +17,7 @@ class TickReport:
     runs_running: int = 0
     runs_succeeded: int = 0
     runs_failed: int = 0
+    runs_skipped: int = 0
     starts_repaired: int = 0
     controls_applied: bool = False
     controls_error: str | None = None

@@ -252,6 +252,7 @@ class TrackOutcome:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    skipped: int = 0
     repaired: int = 0
 
 
@@ -282,7 +283,17 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
             continue
         # When the run itself ended (the event records when the heartbeat learned it).
         ended = {"run_ended_at": status.ended_at.isoformat()} if status.ended_at else {}
-        if status.state is RunState.SUCCEEDED:
+        if status.state is RunState.SKIPPED:
+            # Not a failure: nothing ran. The rows go back as they were and the job is started again,
+            # with the same range (or a longer one) and a new token, after the refused-start wait.
+            outcome.skipped += 1
+            outcome.events.extend(_row_events(
+                run, EventType.RUN_SKIPPED, run_id=run.run_id, status=lambda r: r.previous_status,
+                message=redact(f"job {run.job_id}: run {run.run_id} was skipped by the {backend.name} backend, "
+                               f"nothing ran ({status.message}); a run of the job was probably going (started "
+                               "by hand or by another trigger): the same range is started again"),
+                details=lambda r: ended))
+        elif status.state is RunState.SUCCEEDED:
             outcome.succeeded += 1
             outcome.events.extend(_row_events(run, EventType.RUN_SUCCEEDED, run_id=run.run_id,
                                               status=Status.COMPLETED.value, message=status.message or None,

@@ -2,7 +2,8 @@
 as this machine allows: every resource loads into the typed classes of `databricks-bundles` (an unknown
 or misspelt field fails), every variable used is declared, every wheel task names an entry point the
 project's wheel has, every file a task or the sync needs exists, and the heartbeat's configuration on
-Databricks resolves to three-part names in the bundle's catalog."""
+Databricks resolves, per target as the CLI resolves it (development-mode prefixes included), to the
+schema and state volume the bundle creates, with three-part names in the bundle's catalog."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from databricks.bundles.volumes import Volume
 from harness import cli
 from harness.config import PROJECT_DIR, load_config
 from harness.dbt_runner import dbt_vars
+from tests.bundle_resolution import resolve
+
+pytestmark = pytest.mark.unit
 
 BUNDLE = yaml.safe_load((PROJECT_DIR / "databricks.yml").read_text())
 RESOURCE_FILES = sorted((PROJECT_DIR / "resources").glob("*.yml"))
@@ -118,22 +122,57 @@ def test_the_heartbeat_job_ticks_on_a_schedule_one_run_at_a_time() -> None:
     assert {d["task_key"] for d in last["depends_on"]} == {t["task_key"] for t in downstream["tasks"][:-1]}
 
 
-def test_the_heartbeat_configuration_on_databricks_uses_the_bundles_catalog_and_schema() -> None:
-    # GIVEN the heartbeat task's parameters, with the bundle's variables for catalog `sales`
-    (job,) = [body for _, kind, name, body in resources() if kind == "jobs" and name == "heartbeat"]
-    parameters = [p.replace("${var.catalog}", "sales").replace("${var.schema}", "heartbeat")
-                  .replace("${var.warehouse_id}", "abc").replace("${var.secret_scope}", "heartbeat")
-                  .replace("${workspace.file_path}", str(PROJECT_DIR))
-                  for p in job["tasks"][0]["python_wheel_task"]["parameters"]]
-    # WHEN the command line is read as the wheel's entry point reads it
-    args = cli.parser().parse_args(parameters)
-    config = load_config(args.config, dict(args.set))
-    # THEN the harness and dbt address the heartbeat's tables in that catalog, its state in the volume,
-    # and dbt connects to the warehouse with the token of the secret scope
-    assert (config.backend, config.dbt_target) == ("databricks", "databricks")
-    assert config.table("heartbeat_events") == "sales.heartbeat.heartbeat_events"
-    assert str(config.state_dir) == "/Volumes/sales/heartbeat/state"
-    assert config.project_dir == PROJECT_DIR and config.table_format == "delta"
-    assert config.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
-    assert config.databricks.dbt_token_secret == "heartbeat/dbt_token"
-    assert dbt_vars(config)["heartbeat_catalog"] == "sales"
+VARIABLES = {"catalog": "sales", "warehouse_id": "abc", "heartbeat_identity": "0000-principal"}
+
+
+@pytest.mark.parametrize("target, schema", [("prod", "heartbeat"), ("dev", "dev_dev_eloper_heartbeat")])
+def test_each_wheel_task_is_handed_the_schema_and_volume_the_target_creates(target: str, schema: str) -> None:
+    # GIVEN the bundle resolved for the target as the CLI resolves it (dev: prefixed with the user's name)
+    bundle = resolve(target, VARIABLES, user="dev.eloper@example.com")
+    created = bundle.resources["schemas"]["heartbeat"]
+    volume = bundle.resources["volumes"]["state"]
+    assert (created["catalog_name"], created["name"]) == ("sales", schema)
+    assert (volume["catalog_name"], volume["schema_name"]) == ("sales", schema)
+    for job, task in (("heartbeat", "tick"), ("example_downstream", "report_to_heartbeat")):
+        parameters = bundle.task(job, task)["python_wheel_task"]["parameters"]
+        # WHEN the command line is read as the wheel's entry point reads it
+        args = cli.parser().parse_args([p.replace(bundle.workspace["file_path"], str(PROJECT_DIR)) for p in parameters])
+        config = load_config(args.config, dict(args.set))
+        # THEN the harness and dbt address the tables of that schema and keep their state in its volume,
+        # and dbt connects to the warehouse with the token of the secret scope
+        assert (config.backend, config.dbt_target) == ("databricks", "databricks")
+        assert config.table("heartbeat_events") == f"sales.{schema}.heartbeat_events", (job, target)
+        assert str(config.state_dir) == f"/Volumes/sales/{schema}/state", (job, target)
+        assert config.project_dir == PROJECT_DIR and config.table_format == "delta"
+        assert config.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
+        assert config.databricks.dbt_token_secret == "heartbeat/dbt_token"
+        assert dbt_vars(config)["heartbeat_catalog"] == "sales" and dbt_vars(config)["heartbeat_schema"] == schema
+
+
+def test_the_dev_target_never_shares_production_state_or_schedule() -> None:
+    prod, dev = resolve("prod", VARIABLES), resolve("dev", VARIABLES, user="ann@example.com")
+    assert dev.resources["schemas"]["heartbeat"]["name"] == "dev_ann_heartbeat" != prod.resources["schemas"]["heartbeat"]["name"]
+    assert dev.job("heartbeat")["name"] == "[dev ann] heartbeat" and dev.job("heartbeat")["schedule"]["pause_status"] == "PAUSED"
+    assert prod.job("heartbeat")["schedule"]["pause_status"] == "UNPAUSED"
+
+
+def test_a_tick_due_while_one_runs_is_skipped_not_queued() -> None:
+    job = resolve("prod", VARIABLES).job("heartbeat")
+    assert job["max_concurrent_runs"] == 1 and job["queue"] == {"enabled": False}
+    assert Job.from_dict(job).queue.enabled is False  # type: ignore[union-attr]
+
+
+def test_production_files_are_deployed_where_only_the_deployer_writes_and_the_principal_reads() -> None:
+    prod = resolve("prod", VARIABLES, user="ci-principal@example.com")
+    assert prod.workspace["root_path"] == "/Workspace/Users/ci-principal@example.com/.bundle/heartbeat/prod"
+    assert not prod.workspace["root_path"].startswith("/Workspace/Shared")
+    assert {"level": "CAN_VIEW", "service_principal_name": "${var.heartbeat_identity}"} in \
+        BUNDLE["targets"]["prod"]["permissions"]
+
+
+def test_each_deploy_builds_one_wheel_of_its_own_version() -> None:
+    artifact = BUNDLE["artifacts"]["heartbeat"]
+    clean, _, build = artifact["build"].partition("&&")
+    assert "rmtree" in clean and "'dist'" in clean and "'build'" in clean
+    assert build.strip() == "python -m build --wheel"
+    assert artifact["dynamic_version"] is True

@@ -3,6 +3,7 @@ idempotent starts, job parameters, each error mapped to refused / uncertain, bou
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -14,10 +15,14 @@ import pytest
 
 from harness import databricks_target
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
-from harness.backends.databricks import DatabricksBackend
+from harness.backends.databricks import PARAMETER_LIMIT_BYTES, DatabricksBackend
 from harness.config import PROJECT_DIR, Config, config_from_mapping
 from harness.errors import BackendError, ConfigError
+from harness.model import RowKey, dumps
 from harness.redact import redact
+from harness.refresh.change_range import ChangeRangeError, parse
+from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, described
+from harness.triggering import TriggeredRow, change_range
 from tests.jobs_api_server import FAST, JobsApiServer
 
 TOKEN_A = "hb-" + "a" * 48
@@ -212,11 +217,11 @@ def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> N
     ("TERMINATED", "FAILED", RunState.FAILED),
     ("TERMINATED", "TIMEDOUT", RunState.FAILED),
     ("TERMINATED", "CANCELED", RunState.FAILED),
-    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.FAILED),
+    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.SKIPPED),  # nothing ran: not a failure
     ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
 ])
 @pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
-def test_run_end_states_map_to_succeeded_or_failed_with_the_message(
+def test_run_end_states_map_to_succeeded_failed_or_skipped_with_the_message(
         jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState,
         answers: tuple[str, ...]) -> None:
     # GIVEN a workspace answering runs with `status` only, or with the deprecated `state` only
@@ -310,6 +315,33 @@ def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environm
     assert "dapi-dbt-0123456789" not in redact("token dapi-dbt-0123456789")
 
 
+def test_inside_the_databricks_runtime_dbts_token_is_read_with_the_runtimes_dbutils(
+        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a job on Databricks, where the Secrets API's get_secret answers BAD_REQUEST outside a notebook
+    # and the runtime's dbutils reads secrets (a stand-in: the runtime cannot run here)
+    import databricks.sdk
+
+    class RuntimeSecrets:
+        def get(self, scope: str, key: str) -> str:
+            return {("heartbeat", "dbt_token"): "dapi-runtime-42"}[(scope, key)]
+
+    class RuntimeDbutils:
+        secrets = RuntimeSecrets()
+
+    monkeypatch.setattr(databricks.sdk, "_make_dbutils", lambda config: RuntimeDbutils())
+    jobs_api.fail("/secrets/get", 400, times=10_000, error_code="BAD_REQUEST", message="not supported here")
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
+    monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
+    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
+                     dbt_token_secret="heartbeat/dbt_token").config
+    # WHEN dbt's connection is prepared
+    databricks_target.prepare(config)
+    # THEN the token is the one the runtime's dbutils read, and it is masked
+    assert os.environ["DBT_ENV_SECRET_DATABRICKS_TOKEN"] == "dapi-runtime-42"
+    assert redact("token dapi-runtime-42") == "token ***"
+
+
 def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
         jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
@@ -320,3 +352,56 @@ def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
     with pytest.raises(BackendError, match="databricks.dbt_token_secret heartbeat/missing: cannot read the secret.*"
                                            "grant the heartbeat's identity READ on the secret scope 'heartbeat'"):
         databricks_target.prepare(config)
+
+
+# --- the change range and the job parameter's size limit ------------------------------------------
+def large_range(job_id: str, token: str, upstreams: int = 5, events: int = MAX_EVENTS) -> dict[str, Any]:
+    """The range of a job reading `upstreams` Delta tables, each with `events` commits in it, built with the
+    project's own classes (as a run with many changes since its last success is handed)."""
+    rows = [TriggeredRow(RowKey("delta_table", f"main.sales.orders_{u}", job_id), dumps({"version": 10}),
+                         dumps({"version": 10 + events}), "NEW_EVENT_AVAILABLE", True) for u in range(upstreams)]
+    change_events = {
+        row.key: {"events_complete": True, **described([
+            ChangeEvent(event_time=f"2026-01-05T10:{v % 60:02d}:00+00:00", table=row.key.sensor_id,
+                        table_format="delta", snapshot_id=10 + v, snapshot_time=f"2026-01-05T10:{v % 60:02d}:00+00:00",
+                        previous_snapshot_id=9 + v, operation="APPEND",
+                        partition_values=({"ds": f"2026-01-{1 + v % 28:02d}", "region": "emea"},))
+            for v in range(1, events + 1)])}
+        for row in rows}
+    return change_range(job_id, token, rows, change_events)
+
+
+def test_a_range_too_large_for_a_job_parameter_is_handed_by_reference_and_read_whole(
+        jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    # GIVEN a job whose range holds 5 upstreams x 100 change events (far beyond 10,000 bytes as JSON)
+    jobs_api.add_job(123)
+    whole = large_range("123", TOKEN_A)
+    assert len(dumps(whole).encode()) > 10 * PARAMETER_LIMIT_BYTES
+    # WHEN the run is started
+    run_id = backend(tmp_path).start(RunRequest("123", "orders-refresh", TOKEN_A, whole))
+    # THEN its parameters stay under the limit, the range parameter names a file in the state folder ...
+    (run,) = jobs_api.runs_of(123)
+    assert str(run.run_id) == run_id
+    assert len(json.dumps(run.job_parameters).encode()) < PARAMETER_LIMIT_BYTES
+    handed = run.job_parameters["heartbeat_change_range"]
+    assert json.loads(handed)["range_file"] == str(tmp_path / "ranges" / f"{TOKEN_A}.json")
+    # ... and the job reads the whole range from it, as `harness.consume` does
+    parsed = parse(handed)
+    assert parsed.run_context_id == TOKEN_A and len(parsed.upstreams) == 5
+    assert [u.end for u in parsed.upstreams] == [u["to"] for u in whole["upstreams"]]
+    assert parse(dumps(whole)) == parsed
+
+
+def test_a_small_range_is_handed_inline(jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api.add_job(123)
+    small = large_range("123", TOKEN_A, upstreams=1, events=3)
+    backend(tmp_path).start(RunRequest("123", "orders-refresh", TOKEN_A, small))
+    (run,) = jobs_api.runs_of(123)
+    assert json.loads(run.job_parameters["heartbeat_change_range"]) == json.loads(dumps(small))
+    assert not (tmp_path / "ranges").exists()
+
+
+def test_a_range_file_that_cannot_be_read_names_the_grant(tmp_path: Path) -> None:
+    reference = dumps({"job_id": "123", "run_context_id": TOKEN_A, "range_file": str(tmp_path / "gone.json")})
+    with pytest.raises(ChangeRangeError, match="handed by reference.*READ VOLUME"):
+        parse(reference)

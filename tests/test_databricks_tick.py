@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +193,44 @@ def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
     jobs_api.end_run(jobs_api.runs_of(401)[0].run_id, "SUCCESS")
     assert heartbeat.tick().runs_succeeded == 1
     assert heartbeat.job_status("401") == {"COMPLETED"}
+
+
+def test_a_run_the_workspace_skipped_is_no_failure_and_its_range_is_started_again(
+        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    # GIVEN a job whose start the workspace skipped: a run of it started by hand was going
+    # (max_concurrent_runs: 1; MAX_CONCURRENT_RUNS_EXCEEDED)
+    jobs_api.add_job(501)
+    heartbeat.write_controls([control_row("trigger_file", "orders", "501")])
+    use_databricks(heartbeat)
+    heartbeat.with_sections(runs={"stuck_after_seconds": 3600.0, "refused_start_retry_seconds": 3600,
+                                  "refused_start_retry_max_seconds": 3600})
+    heartbeat.drop_trigger_file("orders", "batch-1.done")
+    assert heartbeat.tick().started == ["501"]
+    (skipped_run,) = jobs_api.runs_of(501)
+    jobs_api.end_run(skipped_run.run_id, "MAXIMUM_CONCURRENT_RUNS_REACHED",
+                     "Skipping this run because the limit of 1 maximum concurrent runs has been reached.",
+                     life_cycle_state="SKIPPED")
+
+    # WHEN the next tick reads its end
+    report = heartbeat.tick()
+
+    # THEN it is not a failure: the row is back to waiting, the job is not locked out, and status says why
+    assert report.runs_failed == 0 and report.runs_skipped == 1
+    assert heartbeat.events("RUN_FAILED") == []
+    (skipped,) = heartbeat.events("RUN_SKIPPED")
+    assert "skipped" in skipped["message"] and "MAX_CONCURRENT_RUNS_EXCEEDED" in skipped["message"]
+    assert heartbeat.job_status("501") == {"NEW_EVENT_AVAILABLE"}
+    assert "skipped" in heartbeat.decisions()["501"].reason
+
+    # WHEN the wait before starting it again is over (shortened here) and a later tick starts it
+    heartbeat.with_sections(runs={"stuck_after_seconds": 3600.0, "refused_start_retry_seconds": 1,
+                                  "refused_start_retry_max_seconds": 1})
+    time.sleep(1.5)
+    assert heartbeat.tick().started == ["501"]
+
+    # THEN a new run (a new token: the skipped run's token would only return the skipped run) gets the
+    # same range
+    runs = jobs_api.runs_of(501)
+    assert len(runs) == 2 and runs[1].token != skipped_run.token
+    assert jobs_api.change_range(runs[1])["upstreams"] == jobs_api.change_range(skipped_run)["upstreams"]
+    assert heartbeat.job_status("501") == {"IN_PROGRESS"}

@@ -21,6 +21,9 @@ class RunState(str, Enum):
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"  # failed, timed out or cancelled
+    # The workspace did not run it: another run of the job was going (max_concurrent_runs), its queue
+    # or the workspace's run limit was full. Nothing ran, so nothing failed: the range is started again.
+    SKIPPED = "SKIPPED"
 
 
 @dataclass(frozen=True)

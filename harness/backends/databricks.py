@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import requests
@@ -51,6 +52,8 @@ from databricks.sdk.service.jobs import (
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
 from harness.config import Config, JobParameterNames, env_secret
+from harness.files import write_atomic
+from harness.refresh.change_range import RANGE_FILE_KEY, range_file
 from harness.errors import BackendError
 from harness.model import dumps
 from harness.redact import redact, register_secret
@@ -58,6 +61,11 @@ from harness.redact import redact, register_secret
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Databricks limits a task's parameters to 10,000 bytes (their JSON): a longer change range is handed by
+# reference, leaving room for the task's other parameters.
+PARAMETER_LIMIT_BYTES = 10_000
+RANGE_INLINE_LIMIT_BYTES = 8_000
 
 # 4xx answers: the service looked at the request and did not start a run.
 _REFUSALS: tuple[type[DatabricksError], ...] = (BadRequest, Unauthenticated, PermissionDenied, NotFound,
@@ -67,15 +75,28 @@ _ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleStat
            RunLifeCycleState.TERMINATING, RunLifeCycleState.BLOCKED, RunLifeCycleState.WAITING_FOR_RETRY}
 _SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
 _SUCCESS_CODES = {TerminationCodeCode.SUCCESS, TerminationCodeCode.SUCCESS_WITH_FAILURES}
+# The run was never run: skipped because a run of the job was going (max_concurrent_runs, started by
+# hand or by another trigger), the job's queue or the workspace's limit of active runs was full.
+_SKIPPED_CODES = {TerminationCodeCode.SKIPPED, TerminationCodeCode.MAX_CONCURRENT_RUNS_EXCEEDED,
+                  TerminationCodeCode.MAX_JOB_QUEUE_SIZE_EXCEEDED, TerminationCodeCode.WORKSPACE_RUN_LIMIT_EXCEEDED}
 
 
-def parameter_values(names: JobParameterNames, request: RunRequest) -> dict[str, str] | None:
-    """The job parameters a run request carries under the job's configured names."""
+def parameter_values(names: JobParameterNames, request: RunRequest, state_dir: Path | None = None) -> dict[str, str] | None:
+    """The job parameters a run request carries under the job's configured names. A change range longer
+    than RANGE_INLINE_LIMIT_BYTES is written whole to the state folder (by rename, so a reader sees all
+    of it or nothing; the same request writes the same file) and handed by reference."""
     params: dict[str, str] = {}
     if names.run_context_id:
         params[names.run_context_id] = request.idempotency_token
     if names.change_range:
-        params[names.change_range] = dumps(request.change_range)
+        text = dumps(request.change_range)
+        if len(text.encode()) > RANGE_INLINE_LIMIT_BYTES and state_dir is not None:
+            path = range_file(state_dir, request.idempotency_token)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+            text = dumps({"job_id": request.job_id, "run_context_id": request.idempotency_token,
+                          RANGE_FILE_KEY: str(path)})
+        params[names.change_range] = text
     return params or None
 
 
@@ -193,7 +214,11 @@ class DatabricksBackend(JobBackend):
         except ValueError as exc:
             raise StartRefused(f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
                                "(Workflows > the job > Job details)") from None
-        parameters = parameter_values(self.settings.parameters_for(request.job_id), request)
+        try:
+            parameters = parameter_values(self.settings.parameters_for(request.job_id), request, self.config.state_dir)
+        except OSError as exc:  # nothing was sent
+            raise StartRefused(f"{job}: its change range is too large for a job parameter and cannot be written to "
+                               f"the state folder {self.config.state_dir}: {exc}") from None
         try:
             waiter = self._call(lambda c: c.jobs.run_now(
                 job_id=job_id, idempotency_token=request.idempotency_token, job_parameters=parameters))
@@ -284,6 +309,9 @@ def run_status(run: Run) -> RunStatus:
         note = ("succeeded with failures in non-leaf tasks"
                 if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES else "")
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (details.code.value, note, message) if p), ended)
+    if details.code in _SKIPPED_CODES:
+        return RunStatus(RunState.SKIPPED, redact(f"{details.code.value}: {message}" if message else details.code.value)
+                         or details.code.value, ended)
     kind = details.type
     label = details.code.value + (f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS
                                   else "")
@@ -309,6 +337,9 @@ def _from_state(run: Run) -> RunStatus:
     message = (state.state_message or "").strip() if state else ""
     if life is None or life in _ACTIVE:
         return RunStatus(RunState.RUNNING, message)
+    if life is RunLifeCycleState.SKIPPED:
+        return RunStatus(RunState.SKIPPED, redact(f"SKIPPED: {message}" if message else "SKIPPED") or "SKIPPED",
+                         _ended(run))
     if result in _SUCCESS:
         note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p), _ended(run))

@@ -2,6 +2,11 @@
 a refresh). Locally they come as the environment variables HEARTBEAT_CHANGE_RANGE and
 HEARTBEAT_RUN_CONTEXT_ID; on Databricks as the job parameters heartbeat_change_range and
 heartbeat_run_context_id (pass them the same way, e.g. to `parse`).
+
+A range too large for a job parameter (Databricks limits a task's parameters to 10,000 bytes) is handed
+by reference: the parameter is `{"job_id": ..., "run_context_id": ..., "range_file": <path>}`, the
+path naming the whole range, written as one file in the heartbeat's state folder (its volume on
+Databricks) before the run was started. `parse` reads either form.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from harness.errors import HeartbeatError
 from harness.sensors.trigger_file import GRACE_NS
 
 CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"
+RANGE_FILE_KEY = "range_file"  # the parameter names the file holding the whole range
+RANGES_FOLDER = "ranges"  # in the state folder: one file per run request handed by reference
 RUN_CONTEXT_ENV = "HEARTBEAT_RUN_CONTEXT_ID"
 
 
@@ -54,10 +61,33 @@ class ChangeRange:
                                f"(it has: {known})")
 
 
-def parse(text: str) -> ChangeRange:
-    """The change range from its JSON text (HEARTBEAT_CHANGE_RANGE, or the job parameter heartbeat_change_range)."""
+def range_file(state_dir: Path, run_context_id: str) -> Path:
+    """Where the range of a run request handed by reference is written."""
+    return state_dir / RANGES_FOLDER / f"{run_context_id}.json"
+
+
+def _referenced(raw: Any) -> Any:
+    """The whole range a reference names (the parameter itself when it is the range)."""
+    if not isinstance(raw, dict) or RANGE_FILE_KEY not in raw:
+        return raw
+    path = Path(str(raw[RANGE_FILE_KEY]))
     try:
-        raw = json.loads(text)
+        whole = json.loads(path.read_text())
+    except OSError as exc:
+        raise ChangeRangeError(
+            f"the change range of run {raw.get('run_context_id')} was handed by reference to {path}, which "
+            f"cannot be read ({exc}); grant the job's identity READ VOLUME on the heartbeat's state volume") from None
+    if whole.get("run_context_id") != raw.get("run_context_id"):
+        raise ChangeRangeError(f"{path} holds the range of run {whole.get('run_context_id')}, not of "
+                               f"{raw.get('run_context_id')}")
+    return whole
+
+
+def parse(text: str) -> ChangeRange:
+    """The change range from its JSON text (HEARTBEAT_CHANGE_RANGE, or the job parameter
+    heartbeat_change_range), or from the file such a text names (a range handed by reference)."""
+    try:
+        raw = _referenced(json.loads(text))
         upstreams = tuple(
             UpstreamRange(sensor_source=str(u["sensor_source"]), sensor_id=str(u["sensor_id"]),
                           dependency=str(u.get("dependency", "")), start=u.get("from"), end=u.get("to"))

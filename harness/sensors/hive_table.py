@@ -5,7 +5,10 @@ sensor_id is a table name, `db.table` or `catalog.db.table`. One read per check,
 the table's location and partition columns (`DESCRIBE TABLE EXTENDED`), the partitions the metastore
 lists (`SHOW PARTITIONS`: a partition whose files are written but not yet registered is not visible to
 readers, so it is not new data yet), and one recursive listing of the files under the location (name,
-size, modification time; hidden `_`/`.` files left out).
+size, modification time; hidden `_`/`.` files left out) through Spark's `binaryFile` source, without
+reading any file's content. All three are Spark SQL / DataFrame reads, so the sensor runs on Spark
+Connect (serverless, standard access mode) as on classic Spark; the session's identity needs read
+access to the table's location.
 
 The watermark is `{"fingerprint": ..., "modified_ms": ...}`: a digest of every listed file of the
 registered partitions, and the newest modification time. New data: the fingerprint changed. The change
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 
@@ -104,25 +107,35 @@ def _describe(spark: SparkSession, name: str) -> tuple[str, tuple[str, ...]]:
     return location, tuple(columns)
 
 
-def _list_files(spark: SparkSession, location: str, context: CheckContext, label: str) -> list[DataFile]:
-    """One recursive listing of the location through Hadoop's FileSystem (local, HDFS, object stores)."""
-    jvm, jsc = spark.sparkContext._jvm, spark.sparkContext._jsc
-    if jvm is None or jsc is None:
-        raise SensorError(f"{label}: the Spark session is stopped")
-    root = jvm.org.apache.hadoop.fs.Path(location)
-    filesystem = root.getFileSystem(jsc.hadoopConfiguration())
-    prefix = filesystem.makeQualified(root).toString().rstrip("/") + "/"
-    files: list[DataFile] = []
-    listing = filesystem.listFiles(root, True)
-    while listing.hasNext():
-        if context.expired:
-            raise context.timed_out(label)
-        status = listing.next()
-        path = status.getPath().toString()[len(prefix):]
-        if any(part.startswith(("_", ".")) for part in path.split("/")):
+def _list_files(spark: SparkSession, location: str, label: str) -> list[DataFile]:
+    """One recursive listing of the location, as a Spark job of the session: the `binaryFile` source
+    lists the files (local, HDFS, object stores, volumes) and its `content` column, left out, is never
+    read. Spark leaves hidden `_`/`.` files out. Runs on classic Spark and on Spark Connect alike (no
+    context, no JVM access from Python). A location with no folder yet holds no files."""
+    try:
+        rows = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(location)
+                .selectExpr("path", "length", "unix_millis(modificationTime) AS modified_ms").collect())
+    except Exception as exc:  # noqa: BLE001 - a table created but never written has no folder yet
+        if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
+            return []
+        raise
+    root = _path_part(location)
+    files = []
+    for row in rows:
+        path = _path_part(str(row["path"]))
+        if not path.startswith(root + "/"):
+            raise SensorError(f"{label}: a listed file {row['path']} is not under the table's location {location}")
+        relative = path[len(root) + 1:]
+        if any(part.startswith(("_", ".")) for part in relative.split("/")):
             continue
-        files.append(DataFile(path, int(status.getLen()), int(status.getModificationTime())))
+        files.append(DataFile(relative, int(row["length"]), int(row["modified_ms"])))
     return files
+
+
+def _path_part(uri: str) -> str:
+    """`file:/a/b`, `file:///a/b/` and `/a/b` alike as `/a/b`; `s3://bucket/a` as `bucket/a`."""
+    parsed = urlparse(uri)
+    return (parsed.netloc + parsed.path).rstrip("/") if parsed.scheme else uri.rstrip("/")
 
 
 class HiveTableSensor(Sensor[HiveState]):
@@ -137,7 +150,7 @@ class HiveTableSensor(Sensor[HiveState]):
                 if not location:
                     raise SensorError(f"{upstream.label}: the metastore gives no location for the table "
                                       "(a view?); name a table whose files are in a folder")
-                files = _list_files(spark, location, context, upstream.label)
+                files = _list_files(spark, location, upstream.label)
         except SensorError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark's analysis errors name the missing table

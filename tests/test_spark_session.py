@@ -1,0 +1,38 @@
+"""The session the harness works with is in UTC before anything runs on it, also when it did not create
+it: inside a Databricks job the runtime's session (the workspace's or job's time zone) is returned only
+after the UTC settings the heartbeat's naive-UTC timestamps rely on are applied."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from harness.config import PROJECT_DIR, Config
+from harness.spark import DATABRICKS_RUNTIME_ENV, SESSION_TIME_ZONE, get_spark
+
+pytestmark = pytest.mark.scenario
+
+
+def test_on_databricks_the_runtimes_session_is_returned_in_utc(spark: SparkSession, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a Databricks runtime whose session and process are in another time zone
+    monkeypatch.setenv(DATABRICKS_RUNTIME_ENV, "16.4")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    spark.conf.set(SESSION_TIME_ZONE, "America/New_York")
+    try:
+        # WHEN the harness asks for its session
+        session = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state"))
+        # THEN it is the runtime's, already in UTC: the session's time zone and the process's
+        assert session is spark
+        assert session.conf.get(SESSION_TIME_ZONE) == "UTC"
+        assert time.strftime("%Z") == "UTC"
+        assert session.sql("SELECT timestamp'2026-01-05 10:00:00' AS t").collect()[0].t == datetime(2026, 1, 5, 10)
+    finally:
+        spark.conf.set(SESSION_TIME_ZONE, "UTC")
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()

@@ -1,0 +1,56 @@
+"""A state folder on a Unity Catalog volume (FUSE over object storage: no appends, no in-place rewrites,
+no file locks): the heartbeat writes only whole files there, by rename; the state lock and dbt's log and
+target folder, which are locked, appended or rewritten in place, live on the node's local disk."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from harness import files
+from harness.config import PROJECT_DIR, Config
+from harness.state_lock import StateLock
+from harness.status import TICKS_FILE, TickResult, read_ticks, record_tick
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def volume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder standing in for `/Volumes/`: what the harness writes there is checked for renames."""
+    root = tmp_path / "Volumes"
+    monkeypatch.setattr(files, "VOLUMES_ROOT", f"{root}/")
+    return root / "main" / "heartbeat" / "state"
+
+
+def test_on_a_volume_the_lock_and_dbts_files_are_on_local_disk(volume: Path) -> None:
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=volume)
+    lock = StateLock(volume)
+    for path in (lock.path, config.dbt_log_path, config.dbt_target_path):
+        assert not str(path).startswith(files.VOLUMES_ROOT), path
+    with lock:
+        assert lock.path.read_text().startswith("heartbeat")
+        assert not volume.exists() or not any(volume.iterdir())  # nothing was written on the volume
+
+
+def test_off_a_volume_everything_stays_in_the_state_folder(tmp_path: Path) -> None:
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state")
+    assert StateLock(config.state_dir).path.parent == config.state_dir
+    assert config.dbt_log_path.parent == config.state_dir
+
+
+def test_on_a_volume_each_ticks_record_is_a_whole_file_renamed_into_place(volume: Path) -> None:
+    # GIVEN a state folder on a volume
+    volume.mkdir(parents=True)
+    started = datetime.now(timezone.utc)
+    inodes = []
+    # WHEN three ticks are recorded
+    for n in range(3):
+        record_tick(volume, TickResult(f"t{n}", started, 1.0, None))
+        inodes.append(os.stat(volume / TICKS_FILE).st_ino)
+    # THEN the file was replaced each time (never appended to), and holds every tick
+    assert inodes[0] != inodes[1] != inodes[2]
+    assert [t["tick_id"] for t in read_ticks(volume, started - timedelta(seconds=1))] == ["t0", "t1", "t2"]

@@ -180,11 +180,12 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     # b6: key_orders with other parameters (refused until a reset); custom_stock's next batch
     changed = {"type": "key", "key_columns": ["order_id"], "date_column": "updated_at", "exclude_from_cdc": ["status"]}
     try:
-        project.load({"key_orders": [(8, "new", 1.0, day(8))], "custom_stock": [("B", "kiwi", 2), ("A", "apple", 9)]},
-                     batch="b6", key_orders_refresh=changed, custom_stock_refresh=by_item)
+        project.load({"key_orders": [(8, "new", 1.0, day(8))], "custom_stock": [("B", "kiwi", 2), ("A", "apple", 9)],
+                      "full_prices": []}, batch="b6", key_orders_refresh=changed, custom_stock_refresh=by_item)
     except DbtError as exc:
         t.errors["parameters changed"] = str(exc)
-    t.snapshot("next batch after the pending one", "custom_stock", metrics=("custom_stock",))
+    t.snapshot("next batch after the pending one", "custom_stock", "full_prices", "full_prices__history",
+               metrics=("custom_stock",))
     project.run("key_orders", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_orders"},
                 key_orders_refresh=changed)  # what `refresh reset` runs, with the new parameters
     t.snapshot("reset with other parameters", "key_orders__history", **key_tables)
@@ -192,6 +193,17 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     project.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
     t.snapshot("widened and reset", metrics=("key_amounts",), **amounts)
     t.points["widened and reset"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
+
+    # w1 widens the price again and fails between dropping <model>__batches and renaming its swap to it
+    try:
+        project.load({"key_amounts": [(1, 10.5, Decimal("1.234567"))]}, batch="w1", fail_at="refresh:swap-dropped",
+                     schemas={"key_amounts": "id int, amount double, price decimal(12,6)"})
+    except DbtError as exc:
+        t.errors["swap"] = str(exc)
+    t.points["swap interrupted"] = {"tables": {n: project.exists(n) for n in ("key_amounts__batches", "key_amounts__batches__swap")}}
+    project.load({"key_amounts": [(3, 31, Decimal("3.00"))]}, batch="w2")
+    t.snapshot("swap finished", metrics=("key_amounts",), **amounts)
+    t.points["swap finished"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
     yield t
 
 
@@ -210,14 +222,17 @@ def test_key_status_codes_follow_the_write_up_for_every_record(timeline: Timelin
     ], key=repr)
 
 
-def test_key_history_is_scd2_of_the_applied_records(timeline: Timeline) -> None:
+def test_key_history_is_scd2_of_every_change_occurrence_by_date(timeline: Timeline) -> None:
+    # order 1's draft came late (O, b3) but dates before the first record: it is the first version; order 3's
+    # record of b3 (U: the same data, received after b2's) dates from day 1: the version starts there
     history = [(r[0], r[1], r[4], r[7], r[8], r[9]) for r in timeline.rows("in order", "key_orders__history")]
     assert history == sorted([
+        (1, "draft", "b3", "2025-12-31 00:00:00", "2026-01-01 00:00:00", False),
         (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
         (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
         (1, "shipped", "b3", "2026-01-04 00:00:00", None, True),
         (2, "new", "b1", "2026-01-01 00:00:00", None, True),
-        (3, "new", "b2", "2026-01-02 00:00:00", None, True),
+        (3, "new", "b3", "2026-01-01 00:00:00", None, True),
         (4, "new", "b2", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
         (4, "paid", "b2", "2026-01-03 00:00:00", None, True),
     ], key=repr)
@@ -266,6 +281,14 @@ def test_sequence_overlapping_ranges_resolve_to_the_latest_received_batch(timeli
 
 
 # --- full, none, custom ------------------------------------------------------------------------------------
+def test_full_an_empty_batch_is_the_current_version_and_no_older_one_is_marked_current(timeline: Timeline) -> None:
+    point = "next batch after the pending one"  # b6 of full_prices: no row
+    assert timeline.rows(point, "full_prices") == []
+    assert [(r[0], r[2], r[6]) for r in timeline.rows(point, "full_prices__history")] == [
+        ("p1", "b1", False), ("p1", "b2", False), ("p2", "b1", False), ("p3", "b1", False), ("p4", "b2", False)]
+
+
+
 def test_full_dataset_is_the_latest_batch_and_history_keeps_every_version(timeline: Timeline) -> None:
     assert [r[:3] for r in timeline.rows("in order", "full_prices")] == [("p1", 1.5, "b2"), ("p4", 4.0, "b2")]
     versions = [(r[0], r[2], r[6]) for r in timeline.rows("in order", "full_prices__history")]
@@ -313,7 +336,8 @@ def test_unload_of_a_middle_batch_leaves_the_dataset_as_if_it_was_never_loaded(t
     codes = [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b3"]
     assert codes == [("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
     assert not [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b2"]
-    assert [r[4] for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == ["b1", "b3"]
+    assert [(r[1], r[4]) for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == [
+        ("draft", "b3"), ("new", "b1"), ("shipped", "b3")]
     assert timeline.metric("unloaded", "key_orders", "b2", "status", "effective_record_count") == ("unloaded", 0)
 
 
@@ -323,6 +347,11 @@ def test_reloading_the_unloaded_batch_out_of_order_gives_the_in_order_dataset(ti
         ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"),
         ("b2", 4, "paid", "C")]
     assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (4, "applied")
+    # the history keeps every change occurrence: b2's paid (now O, received after b3's shipped) is a version again,
+    # with the same validity as when loaded in order (only its code differs: C then, O now)
+    def versions(point: str) -> list[tuple[Any, ...]]:
+        return [r[:6] + r[7:] for r in timeline.rows(point, "key_orders__history")]
+    assert versions("reloaded") == versions("in order")
 
 
 def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeline: Timeline) -> None:
@@ -337,7 +366,7 @@ def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeli
         ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "S"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N"),
         ("b2", 1, "paid", "U"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "S"),
     ], key=repr)
-    assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["new"]
+    assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["draft", "new"]
     assert '"exclude_from_cdc": ["status"]' in timeline.metric(point, "key_orders", "b2", "refresh_params")[0]
 
 
@@ -442,3 +471,18 @@ def test_the_demo_model_can_be_reset_without_its_extracts_var(timeline: Timeline
                                            "dbt_target_dir": str(session_state / "downstream_target")}))
     # WHEN `refresh reset` runs on it without the var THEN it succeeds
     assert cli(config_file, "reset", "--model", "customers", "--project-dir", str(downstream)) == 0
+
+
+def test_a_widening_interrupted_between_its_metastore_operations_is_finished_by_the_next_run(timeline: Timeline) -> None:
+    # GIVEN w1 widening the price to decimal(12,6), failed after key_amounts__batches was dropped, before its
+    # widened swap was renamed to it
+    assert "injected failure at refresh:swap-dropped" in timeline.errors["swap"]
+    assert timeline.points["swap interrupted"]["tables"] == {"key_amounts__batches": False,
+                                                              "key_amounts__batches__swap": True}
+    # WHEN the next batch comes THEN the switch is finished, w1 (captured) is applied, then w2: no value lost
+    assert timeline.rows("swap finished", "key_amounts") == [
+        (1, 10.5, 1.234567, "w1"), (2, 20.0, 2.0, "b3"), (3, 31.0, 3.0, "w2")]
+    assert timeline.points["swap finished"]["types"]["price"] == "decimal(12,6)"
+    assert [r for r in timeline.rows("swap finished", "key_amounts__batches") if r[0] in ("w1", "w2")] == [
+        ("w1", 1, 10.5, 1.234567, "C"), ("w2", 3, 31.0, 3.0, "C")]
+    assert timeline.metric("swap finished", "key_amounts", "w1", "status") == ("applied",)

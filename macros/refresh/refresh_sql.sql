@@ -363,18 +363,26 @@ where this.s_appended
   {%- endif -%}
 {%- endmacro %}
 
-{#- The history view: key: SCD2, one row per applied version (N or C), valid from its date to the date
-    of the key's next version; full: every kept batch as a version, the latest received current. -#}
+{#- The history view. key: SCD2, one row per change occurrence: every record whose data differs from the
+    key's record just before it by date (a record received late takes its place by date, whatever its code,
+    so the history does not depend on the order the batches arrived in, nor on an unload and a reload),
+    valid from its date to the date of the key's next version. full: every kept batch as a version, the latest
+    applied batch current (also when it is empty: then no row is current). -#}
 {% macro heartbeat_refresh_history_sql(r) -%}
   {%- if r.type == 'key' -%}
     {%- set keys = heartbeat.heartbeat_refresh_list(r.params.key_columns) -%}
-    {%- set next = 'lead(s_update_timestamp) over (partition by ' ~ keys ~ ' order by s_batch_seq, s_update_timestamp, s_hash)' -%}
+    {%- set by_date = 'partition by ' ~ keys ~ ' order by s_update_timestamp, s_batch_seq, s_hash' -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_record_status_code,
-       s_update_timestamp as s_valid_from, {{ next }} as s_valid_to, {{ next }} is null as s_is_current
-from {{ r.batches }} where s_record_status_code in ('N', 'C')
+       s_update_timestamp as s_valid_from, lead(s_update_timestamp) over ({{ by_date }}) as s_valid_to,
+       lead(s_update_timestamp) over ({{ by_date }}) is null as s_is_current
+from (
+  select *, lag(s_hash) over ({{ by_date }}) as s_previous_hash
+  from {{ r.batches }}
+) occurrences
+where s_previous_hash is null or s_previous_hash <> s_hash
   {%- else -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_received_at, s_batch_seq,
-       s_batch_seq = max(s_batch_seq) over () as s_is_current
+       coalesce(s_batch_seq = (select max(batch_seq) from {{ r.metrics }} where status = 'applied'), false) as s_is_current
 from {{ r.batches }}
   {%- endif -%}
 {%- endmacro %}

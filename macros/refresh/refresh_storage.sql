@@ -400,6 +400,7 @@ when matched then delete
   {%- if heartbeat.heartbeat_refresh_exists(relation) -%}
     {%- do adapter.drop_relation(relation.incorporate(type='table')) -%}
   {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:swap-dropped') -%}
   {%- do adapter.rename_relation(swap, relation.incorporate(type='table')) -%}
 {% endmacro %}
 

@@ -4,7 +4,8 @@
 #     handed and the files it covers (read with harness.consume); demo_customers_job loads the customers extract its trigger file names as one batch of a key
 #     refresh model (materialized='refresh') in a downstream dbt project, then fails in a later step;
 #  2. `retry`: the next run gets the failed run's range again, and its records come back unchanged (U);
-#  3. a second extract lands: its run shows changed (C), newer-but-same (S), new (N) and older (O) records.
+#  3. a second extract lands: its run shows changed (C), newer-but-same (S), new (N) and older (O) records;
+#  4. `refresh reset` recomputes the customers dataset from its kept batches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -59,6 +60,9 @@ echo "== customers_002.csv lands: changed (C), same with a newer date (S), new (
 echo customers_002.csv > demo/triggers/demo_customers_landed/customers_002.ready
 ticks_until_idle
 newest_run_output
+
+echo "== recompute the customers dataset from its kept batches (refresh reset, in the downstream project)"
+python -m harness --config demo/downstream/heartbeat.yml refresh reset --model customers --project-dir demo/downstream
 
 echo "== status"
 python -m harness status

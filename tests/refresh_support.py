@@ -36,9 +36,10 @@ SOURCE_SCHEMAS = {
     "full_prices": "product string, price double",
     "none_events": "event_id int, kind string",
     "custom_stock": "warehouse string, item string, quantity int",
+    "key_amounts": "id int, amount int, price decimal(5,2)",
     "bad_params": "id int, updated_at timestamp",
 }
-BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column")
+BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate")
 
 
 def install_package() -> None:
@@ -96,9 +97,10 @@ class RefreshProject:
     def schema(self) -> str:
         return self.config.schema
 
-    def write_batch(self, model: str, rows: Sequence[Sequence[Any]]) -> None:
+    def write_batch(self, model: str, rows: Sequence[Sequence[Any]], schema: str | None = None) -> None:
+        """The model's next batch; `schema`: its columns' types when not the usual ones."""
         source = "bad_params" if model in BAD_MODELS else model
-        frame = self.spark.createDataFrame(list(rows), SOURCE_SCHEMAS[source])
+        frame = self.spark.createDataFrame(list(rows), schema or SOURCE_SCHEMAS[source])
         frame.write.mode("overwrite").format("parquet").saveAsTable(f"{self.schema}.src_{source}")
 
     def run(self, *models: str, batch: str, fail_at: str | None = None, **variables: Any) -> None:
@@ -106,10 +108,11 @@ class RefreshProject:
         with environment(HEARTBEAT_RUN_CONTEXT_ID=batch, HEARTBEAT_FAIL_AT=fail_at):
             runner.run(self.config, ["run", "--select", *models], **variables)
 
-    def load(self, batches: Mapping[str, Sequence[Sequence[Any]]], batch: str, **kwargs: Any) -> None:
-        """Write each model's batch, then run them all as one batch id."""
+    def load(self, batches: Mapping[str, Sequence[Sequence[Any]]], batch: str,
+             schemas: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        """Write each model's batch (`schemas`: other column types, by model), then run them all as one batch id."""
         for model, rows in batches.items():
-            self.write_batch(model, rows)
+            self.write_batch(model, rows, (schemas or {}).get(model))
         self.run(*batches, batch=batch, **kwargs)
 
     def exists(self, table: str) -> bool:

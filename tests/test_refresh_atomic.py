@@ -195,13 +195,17 @@ def test_wrong_parameters_are_compilation_errors_naming_the_model_and_the_parame
     project = RefreshProject(spark, examples_config(session_state, schema, session_state / "refresh_target"))
     project.write_batch("bad_missing_parameter", [(1, day(1))])
     with pytest.raises(DbtError) as raised:
-        project.run("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", batch="x")
+        project.run("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate", batch="x")
     message = str(raised.value)
     assert "bad_missing_parameter: bad_missing_parameter: refresh parameter 'key_columns' is missing" in message
     assert "bad_unknown_parameter: refresh parameter 'sequence_column' is unknown for type key" in message
     assert "bad_unknown_column: refresh parameter 'key_columns' names the column ident, which the model does not " \
            "return" in message
     assert not project.exists("bad_unknown_column__batches")
+    # a custom expression is checked at capture, before anything is written
+    assert "bad_custom_predicate: refresh parameter 'delete_predicate' names this.ident, which is not a column of the " \
+           "model (its columns: id, updated_at); nothing was changed" in message
+    assert not project.exists("bad_custom_predicate__batches") and not project.exists("bad_custom_predicate")
 
 
 @pytest.mark.scenario

@@ -9,11 +9,18 @@ expected tables:
   b5       two different rows of one key with the same date: refused in phase 1
   unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
   reset    new parameters refuse the next batch until `python -m harness refresh reset` applies them
+  types    key_amounts: b2 widens an int to double and a decimal to a longer one, b3 is int again, b5's
+           text amount is refused; a reset reads the widened batches
+  reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
+  custom   a batch captured but not applied; a reset with a typo in the delete predicate is refused before
+           anything is written; the pending batch is dropped by an unload with other parameters (--vars)
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,6 +30,7 @@ from pyspark.sql import SparkSession
 
 from harness.cli import main
 from harness.errors import DbtError
+from harness.config import PROJECT_DIR
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
 SCHEMA = "rf_types"
@@ -43,6 +51,7 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "full_prices": [("p1", 1.0), ("p2", 2.0), ("p3", 3.0)],
         "none_events": [(1, "x"), (2, "y")],
         "custom_stock": [("A", "apple", 5), ("B", "pear", 3)],
+        "key_amounts": [(1, 10, Decimal("1.50")), (2, 20, Decimal("2.00"))],
     },
     "b2": {
         # 1 changed (C), 2 the same with a newer date (S), 3 new (N); two records of order 4: the later
@@ -56,6 +65,8 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "full_prices": [("p1", 1.5), ("p4", 4.0)],
         "none_events": [(2, "y"), (3, "x"), (4, "z")],  # 2 is below the dataset's max(event_id): not read
         "custom_stock": [("A", "apple", 7), ("A", "fig", 0)],  # warehouse A replaced; fig filtered out
+        # a double amount and a longer decimal (SCHEMAS): the columns widen; 10 -> 10.5 is C, 20 -> 20.0 the same
+        "key_amounts": [(1, 10.5, Decimal("1.2345")), (2, 20.0, Decimal("2.0000"))],
     },
     "b3": {
         # order 1 dated before what the dataset holds (O), then changed again (C); 3 and 2 unchanged and
@@ -64,8 +75,10 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
                        (2, "new", 20.0, day(2))],
         "ts_readings": [("s1", "2026-01-01 01:30", 1.5)],  # inside b1's range, between its rows
         "seq_ledger": [(4, "d", 4.9), (5, "d", 5.9)],  # inside b2's range
+        "key_amounts": [(2, 20, Decimal("2.00")), (3, 30, Decimal("3.00"))],  # int again: fits in the double
     },
 }
+SCHEMAS = {"b2": {"key_amounts": "id int, amount double, price decimal(10,4)"}}
 KEY_COLUMNS = ["order_id", "status", "amount", "updated_at", "s_batch_id", "s_update_timestamp"]
 IN_ORDER_KEY_ORDERS = [
     (1, "shipped", 10.0, "2026-01-04 00:00:00", "b3", "2026-01-04 00:00:00"),
@@ -74,6 +87,7 @@ IN_ORDER_KEY_ORDERS = [
     (4, "paid", 1.0, "2026-01-03 00:00:00", "b2", "2026-01-03 00:00:00"),
 ]
 CODE_COLUMNS = ["s_batch_id", "order_id", "status", "s_record_status_code"]
+CUSTOM = {"type": "custom", "delete_predicate": "this.warehouse = input.warehouse", "append_filter": "input.quantity > 0"}
 METRIC_COLUMNS = ["batch_seq", "status", "record_count", "effective_record_count",
                   "records_n", "records_c", "records_u", "records_s", "records_o"]
 
@@ -118,34 +132,78 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     t = Timeline(project)
 
     for batch, models in BATCHES.items():
-        project.load(models, batch=batch)
+        project.load(models, batch=batch, schemas=SCHEMAS.get(batch))
     key_tables = {"key_orders__batches": CODE_COLUMNS, "key_orders": KEY_COLUMNS}
+    amounts = {"key_amounts": ["id", "amount", "price", "s_batch_id"],
+               "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"]}
     t.snapshot("in order", "key_orders__history", "ts_readings", "seq_ledger", "full_prices", "full_prices__history",
-               "none_events", "custom_stock", "key_customers", **key_tables,
+               "none_events", "custom_stock", "key_customers", **key_tables, **amounts,
                metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"))
+    t.points["in order"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
 
     project.load({"key_orders": [(9, "other", 1.0, day(9))], "none_events": [(7, "other")]}, batch="b2")
     t.snapshot("re-sent", "none_events", **key_tables, metrics=("key_orders", "none_events"))
 
-    try:
-        project.load({"key_orders": [(5, "a", 1.0, day(5)), (5, "b", 2.0, day(5)), (6, "c", 1.0, day(5))]}, batch="b5")
+    try:  # b5: a tie of key_orders; a text amount that fits in no type with the kept double
+        project.load({"key_orders": [(5, "a", 1.0, day(5)), (5, "b", 2.0, day(5)), (6, "c", 1.0, day(5))],
+                      "key_amounts": [(1, "ten", Decimal("1.5"))]}, batch="b5",
+                     schemas={"key_amounts": "id int, amount string, price decimal(10,4)"})
     except DbtError as exc:
         t.errors["tie"] = str(exc)
-    t.snapshot("refused", **key_tables)
+    t.snapshot("refused", **key_tables, **amounts)
 
+    # b2 unloaded and loaded again, out of order: key_orders, and seq_ledger (b3, received after b2, overlaps it)
     assert cli(config_file, "unload", "--model", "key_orders", "--batch", "b2", "--project-dir", str(EXAMPLES_DIR)) == 0
-    t.snapshot("unloaded", "key_orders__history", **key_tables)
-    project.load({"key_orders": BATCHES["b2"]["key_orders"]}, batch="b2")
-    t.snapshot("reloaded", "key_orders__history", **key_tables)
+    assert cli(config_file, "unload", "--model", "seq_ledger", "--batch", "b2", "--project-dir", str(EXAMPLES_DIR)) == 0
+    t.snapshot("unloaded", "key_orders__history", "seq_ledger", **key_tables)
+    project.load({"key_orders": BATCHES["b2"]["key_orders"], "seq_ledger": BATCHES["b2"]["seq_ledger"]}, batch="b2")
+    t.snapshot("reloaded", "key_orders__history", "seq_ledger", **key_tables, metrics=("key_orders", "seq_ledger"))
 
+    # custom: c4 captured, not applied; a reset with a typo; c4 dropped by an unload with other parameters
+    try:
+        project.load({"custom_stock": [("B", "kiwi", 2)]}, batch="c4", fail_at="refresh:captured")
+    except DbtError as exc:
+        t.errors["c4"] = str(exc)
+    try:
+        project.run("custom_stock", batch="reset", heartbeat_refresh={"action": "reset", "model": "custom_stock"},
+                    custom_stock_refresh=CUSTOM | {"delete_predicate": "this.warehose = input.warehouse"})
+    except DbtError as exc:
+        t.errors["typo"] = str(exc)
+    t.snapshot("typo refused", "custom_stock", metrics=("custom_stock",),
+               custom_stock__batches=["s_batch_id", "warehouse", "item"])
+    by_item = CUSTOM | {"delete_predicate": "this.item = input.item"}
+    t.errors["unload pending"] = str(cli(config_file, "unload", "--model", "custom_stock", "--batch", "c4", "--project-dir",
+                                         str(EXAMPLES_DIR), "--vars", json.dumps({"custom_stock_refresh": by_item})))
+    t.snapshot("pending dropped", "custom_stock", metrics=("custom_stock",),
+               custom_stock__batches=["s_batch_id", "warehouse", "item"])
+
+    # b6: key_orders with other parameters (refused until a reset); custom_stock's next batch
     changed = {"type": "key", "key_columns": ["order_id"], "date_column": "updated_at", "exclude_from_cdc": ["status"]}
     try:
-        project.load({"key_orders": [(8, "new", 1.0, day(8))]}, batch="b6", key_orders_refresh=changed)
+        project.load({"key_orders": [(8, "new", 1.0, day(8))], "custom_stock": [("B", "kiwi", 2), ("A", "apple", 9)],
+                      "full_prices": []}, batch="b6", key_orders_refresh=changed, custom_stock_refresh=by_item)
     except DbtError as exc:
         t.errors["parameters changed"] = str(exc)
+    t.snapshot("next batch after the pending one", "custom_stock", "full_prices", "full_prices__history",
+               metrics=("custom_stock",))
     project.run("key_orders", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_orders"},
                 key_orders_refresh=changed)  # what `refresh reset` runs, with the new parameters
     t.snapshot("reset with other parameters", "key_orders__history", **key_tables)
+
+    project.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
+    t.snapshot("widened and reset", metrics=("key_amounts",), **amounts)
+    t.points["widened and reset"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
+
+    # w1 widens the price again and fails between dropping <model>__batches and renaming its swap to it
+    try:
+        project.load({"key_amounts": [(1, 10.5, Decimal("1.234567"))]}, batch="w1", fail_at="refresh:swap-dropped",
+                     schemas={"key_amounts": "id int, amount double, price decimal(12,6)"})
+    except DbtError as exc:
+        t.errors["swap"] = str(exc)
+    t.points["swap interrupted"] = {"tables": {n: project.exists(n) for n in ("key_amounts__batches", "key_amounts__batches__swap")}}
+    project.load({"key_amounts": [(3, 31, Decimal("3.00"))]}, batch="w2")
+    t.snapshot("swap finished", metrics=("key_amounts",), **amounts)
+    t.points["swap finished"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
     yield t
 
 
@@ -164,14 +222,17 @@ def test_key_status_codes_follow_the_write_up_for_every_record(timeline: Timelin
     ], key=repr)
 
 
-def test_key_history_is_scd2_of_the_applied_records(timeline: Timeline) -> None:
+def test_key_history_is_scd2_of_every_change_occurrence_by_date(timeline: Timeline) -> None:
+    # order 1's draft came late (O, b3) but dates before the first record: it is the first version; order 3's
+    # record of b3 (U: the same data, received after b2's) dates from day 1: the version starts there
     history = [(r[0], r[1], r[4], r[7], r[8], r[9]) for r in timeline.rows("in order", "key_orders__history")]
     assert history == sorted([
+        (1, "draft", "b3", "2025-12-31 00:00:00", "2026-01-01 00:00:00", False),
         (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
         (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
         (1, "shipped", "b3", "2026-01-04 00:00:00", None, True),
         (2, "new", "b1", "2026-01-01 00:00:00", None, True),
-        (3, "new", "b2", "2026-01-02 00:00:00", None, True),
+        (3, "new", "b3", "2026-01-01 00:00:00", None, True),
         (4, "new", "b2", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
         (4, "paid", "b2", "2026-01-03 00:00:00", None, True),
     ], key=repr)
@@ -220,6 +281,14 @@ def test_sequence_overlapping_ranges_resolve_to_the_latest_received_batch(timeli
 
 
 # --- full, none, custom ------------------------------------------------------------------------------------
+def test_full_an_empty_batch_is_the_current_version_and_no_older_one_is_marked_current(timeline: Timeline) -> None:
+    point = "next batch after the pending one"  # b6 of full_prices: no row
+    assert timeline.rows(point, "full_prices") == []
+    assert [(r[0], r[2], r[6]) for r in timeline.rows(point, "full_prices__history")] == [
+        ("p1", "b1", False), ("p1", "b2", False), ("p2", "b1", False), ("p3", "b1", False), ("p4", "b2", False)]
+
+
+
 def test_full_dataset_is_the_latest_batch_and_history_keeps_every_version(timeline: Timeline) -> None:
     assert [r[:3] for r in timeline.rows("in order", "full_prices")] == [("p1", 1.5, "b2"), ("p4", 4.0, "b2")]
     versions = [(r[0], r[2], r[6]) for r in timeline.rows("in order", "full_prices__history")]
@@ -267,7 +336,8 @@ def test_unload_of_a_middle_batch_leaves_the_dataset_as_if_it_was_never_loaded(t
     codes = [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b3"]
     assert codes == [("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
     assert not [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b2"]
-    assert [r[4] for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == ["b1", "b3"]
+    assert [(r[1], r[4]) for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == [
+        ("draft", "b3"), ("new", "b1"), ("shipped", "b3")]
     assert timeline.metric("unloaded", "key_orders", "b2", "status", "effective_record_count") == ("unloaded", 0)
 
 
@@ -277,6 +347,11 @@ def test_reloading_the_unloaded_batch_out_of_order_gives_the_in_order_dataset(ti
         ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"),
         ("b2", 4, "paid", "C")]
     assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (4, "applied")
+    # the history keeps every change occurrence: b2's paid (now O, received after b3's shipped) is a version again,
+    # with the same validity as when loaded in order (only its code differs: C then, O now)
+    def versions(point: str) -> list[tuple[Any, ...]]:
+        return [r[:6] + r[7:] for r in timeline.rows(point, "key_orders__history")]
+    assert versions("reloaded") == versions("in order")
 
 
 def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeline: Timeline) -> None:
@@ -291,7 +366,7 @@ def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeli
         ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "S"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N"),
         ("b2", 1, "paid", "U"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "S"),
     ], key=repr)
-    assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["new"]
+    assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["draft", "new"]
     assert '"exclude_from_cdc": ["status"]' in timeline.metric(point, "key_orders", "b2", "refresh_params")[0]
 
 
@@ -311,3 +386,103 @@ def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Ti
     assert "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), " \
            "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
     assert "effective ranges of b2: 3 .. 3 (1), 6 .. 6 (1)" in out
+
+
+# --- reload of sequence (and timestamp) batches -------------------------------------------------------------
+def test_a_reloaded_older_range_batch_takes_its_place_and_newer_batches_still_win(timeline: Timeline) -> None:
+    # GIVEN b1..b3 of seq_ledger loaded in order (b2: 3..6, b3 inside it: 4..5)
+    # WHEN b2 is unloaded, then loaded again after b3
+    # THEN b2 keeps only what it kept when loaded in order: b3, received after it, wins on 4..5
+    assert [(r[0], r[1], r[3]) for r in timeline.rows("unloaded", "seq_ledger")] == [
+        (1, "a", "b1"), (2, "a", "b1"), (3, "a", "b1"), (4, "d", "b3"), (5, "d", "b3")]
+    assert timeline.rows("reloaded", "seq_ledger") == timeline.rows("in order", "seq_ledger")
+    assert timeline.metric("reloaded", "seq_ledger", "b2", "status", "batch_seq", "effective_record_count") == \
+        ("applied", 4, 2)
+
+
+# --- a batch that cannot be applied never wedges the model ------------------------------------------------
+def test_a_typo_in_the_delete_predicate_is_refused_before_anything_is_written(timeline: Timeline) -> None:
+    assert "injected failure at refresh:captured" in timeline.errors["c4"]
+    message = timeline.errors["typo"]
+    assert "refresh parameter 'delete_predicate' names this.warehose, which is not a column of the model " \
+           "(its columns: warehouse, item, quantity); nothing was changed" in message
+    assert timeline.rows("typo refused", "custom_stock") == timeline.rows("in order", "custom_stock")
+    assert ("c4", "B", "kiwi") in timeline.rows("typo refused", "custom_stock__batches")
+    assert "c4" not in timeline.points["typo refused"]["metrics"]["custom_stock"]
+
+
+def test_a_pending_batch_is_dropped_by_unload_with_other_parameters_and_the_next_batch_loads(timeline: Timeline) -> None:
+    # GIVEN c4 captured but not applied, and the parameters changed since (given with --vars)
+    # WHEN c4 is unloaded THEN the unload recomputes b1, b2 with the new predicate and c4 is gone
+    assert timeline.errors["unload pending"] == "0"
+    assert [r[:4] for r in timeline.rows("pending dropped", "custom_stock")] == [
+        ("A", "apple", 7, "b2"), ("B", "pear", 3, "b1")]
+    assert not [r for r in timeline.rows("pending dropped", "custom_stock__batches") if r[0] == "c4"]
+    assert '"delete_predicate": "this.item = input.item"' in timeline.metric("pending dropped", "custom_stock", "b2",
+                                                                               "refresh_params")[0]
+    # WHEN the next batch comes with the same parameters THEN it is applied (an item replaces the same item)
+    assert [r[:4] for r in timeline.rows("next batch after the pending one", "custom_stock")] == [
+        ("A", "apple", 9, "b6"), ("B", "kiwi", 2, "b6"), ("B", "pear", 3, "b1")]
+
+
+# --- column types -------------------------------------------------------------------------------------------
+def test_a_batch_with_wider_column_types_widens_the_dataset_without_losing_a_value(timeline: Timeline) -> None:
+    # GIVEN b1 with an int amount and a decimal(5,2) price WHEN b2 brings a double and a decimal(10,4)
+    # THEN the values are kept, the columns widened, and the codes compare values: 10 -> 10.5 is C,
+    # 20 -> 20.0 with 2.00 -> 2.0000 the same data (S: the batch's date is newer)
+    assert timeline.rows("in order", "key_amounts") == [(1, 10.5, 1.2345, "b2"), (2, 20.0, 2.0, "b3"), (3, 30.0, 3.0, "b3")]
+    assert timeline.points["in order"]["types"]["amount"] == "double"
+    assert timeline.points["in order"]["types"]["price"] == "decimal(10,4)"
+    assert [r for r in timeline.rows("in order", "key_amounts__batches") if r[0] != "b3"] == [
+        ("b1", 1, 10.0, 1.5, "N"), ("b1", 2, 20.0, 2.0, "N"), ("b2", 1, 10.5, 1.2345, "C"), ("b2", 2, 20.0, 2.0, "S")]
+
+
+def test_a_batch_whose_values_do_not_fit_is_refused_naming_the_column_and_both_types(timeline: Timeline) -> None:
+    message = timeline.errors["tie"]
+    assert "batch b5 refused in phase 1 (change capture), nothing was changed: the column amount is double in the " \
+           "kept batches and string in this batch" in message
+    assert "Cast amount in the model to double" in message
+    for table in ("key_amounts", "key_amounts__batches"):
+        assert timeline.rows("refused", table) == timeline.rows("in order", table)
+
+
+def test_a_narrower_batch_after_a_widening_fits_and_a_reset_reads_the_widened_batches(timeline: Timeline) -> None:
+    # b3's int amount is cast up to the kept double: 20 is the same data (S), 30 new (N)
+    assert [r for r in timeline.rows("in order", "key_amounts__batches") if r[0] == "b3"] == [
+        ("b3", 2, 20.0, 2.0, "S"), ("b3", 3, 30.0, 3.0, "N")]
+    # a reset reads b1's int files as the widened double and gives the same codes and dataset
+    for table in ("key_amounts", "key_amounts__batches"):
+        assert timeline.rows("widened and reset", table) == timeline.rows("in order", table)
+    assert timeline.points["widened and reset"]["types"]["amount"] == "double"
+
+
+# --- the demo's downstream project ------------------------------------------------------------------------
+def test_the_demo_model_can_be_reset_without_its_extracts_var(timeline: Timeline, session_state: Path,
+                                                             tmp_path: Path) -> None:
+    # GIVEN demo/downstream, whose customers model needs the var customer_extracts to load a batch
+    downstream = PROJECT_DIR / "demo" / "downstream"
+    if not (downstream / "dbt_packages" / "heartbeat").exists():
+        from dbt.cli.main import dbtRunner
+
+        deps = dbtRunner().invoke(["--quiet", "deps", "--project-dir", str(downstream), "--profiles-dir", str(downstream)])
+        assert deps.success, deps.exception
+    config_file = tmp_path / "heartbeat.yml"
+    config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA,
+                                           "dbt_target_dir": str(session_state / "downstream_target")}))
+    # WHEN `refresh reset` runs on it without the var THEN it succeeds
+    assert cli(config_file, "reset", "--model", "customers", "--project-dir", str(downstream)) == 0
+
+
+def test_a_widening_interrupted_between_its_metastore_operations_is_finished_by_the_next_run(timeline: Timeline) -> None:
+    # GIVEN w1 widening the price to decimal(12,6), failed after key_amounts__batches was dropped, before its
+    # widened swap was renamed to it
+    assert "injected failure at refresh:swap-dropped" in timeline.errors["swap"]
+    assert timeline.points["swap interrupted"]["tables"] == {"key_amounts__batches": False,
+                                                              "key_amounts__batches__swap": True}
+    # WHEN the next batch comes THEN the switch is finished, w1 (captured) is applied, then w2: no value lost
+    assert timeline.rows("swap finished", "key_amounts") == [
+        (1, 10.5, 1.234567, "w1"), (2, 20.0, 2.0, "b3"), (3, 31.0, 3.0, "w2")]
+    assert timeline.points["swap finished"]["types"]["price"] == "decimal(12,6)"
+    assert [r for r in timeline.rows("swap finished", "key_amounts__batches") if r[0] in ("w1", "w2")] == [
+        ("w1", 1, 10.5, 1.234567, "C"), ("w2", 3, 31.0, 3.0, "C")]
+    assert timeline.metric("swap finished", "key_amounts", "w1", "status") == ("applied",)

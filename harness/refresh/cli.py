@@ -10,12 +10,14 @@
 Unload and reset run the model's own materialization through dbt (`dbt run --select M` with the var
 `heartbeat_refresh`), so the rules live in one place, the macros. `--project-dir` names the dbt project
 of the model when it is not the heartbeat's own (a downstream project that installs Heartbeat as a
-package); the state folder and schema are those of the configuration.
+package); the state folder and schema are those of the configuration. `--vars` passes the project's
+other vars (YAML or JSON, as `dbt --vars`), for models whose SQL or hooks need one to compile.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -41,14 +43,33 @@ def project_config(config: Config, project_dir: str | Path | None) -> Config:
     return replace(config, project_dir=project, controls_csv=project / "seeds" / "heartbeat_controls.csv")
 
 
-def run_action(config: Config, model: str, action: str, batch: str | None = None) -> None:
-    """Run the model's refresh materialization with `action` (reset or unload) in-process."""
+def parse_vars(text: str | None) -> dict[str, Any]:
+    """`--vars` as dbt takes it: a YAML (or JSON) mapping of the project's vars."""
+    if not text:
+        return {}
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RefreshError(f"--vars is not YAML or JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise RefreshError(f"--vars must be a mapping of var names to values, got {json.dumps(parsed)}")
+    if "heartbeat_refresh" in parsed:
+        raise RefreshError("--vars cannot set heartbeat_refresh: the command sets it")
+    return parsed
+
+
+def run_action(config: Config, model: str, action: str, batch: str | None = None,
+               variables: dict[str, Any] | None = None) -> None:
+    """Run the model's refresh materialization with `action` (reset or unload) in-process; `variables`:
+    the project's other vars."""
     from harness.refresh.metrics import METRICS_SUFFIX
 
     request: dict[str, Any] = {"action": action, "model": model, "batch": batch}
     from harness.refresh.runner import run
 
-    outcome = run(config, ["run", "--select", model], heartbeat_refresh=request)
+    outcome = run(config, ["run", "--select", model], **(variables or {}), heartbeat_refresh=request)
     if outcome.nodes == 0:
         raise RefreshError(f"no model {model} in the dbt project {config.project_dir}")
     from harness.spark import get_spark
@@ -79,13 +100,14 @@ def cmd_reset(config: Config, args: argparse.Namespace) -> int:
 
 def _recompute(config: Config, args: argparse.Namespace, action: str, batch: str | None) -> int:
     project = project_config(config, args.project_dir)
+    variables = parse_vars(args.vars)
 
     def act() -> int:
         from harness.refresh import metrics
         from harness.spark import get_spark
 
         spark = get_spark(project)
-        run_action(project, args.model, action, batch)
+        run_action(project, args.model, action, batch, variables)
         print(metrics.render_all(spark, project, args.model))
         return 0
 
@@ -113,16 +135,19 @@ def register(subparsers: Any) -> None:
                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = refresh.add_subparsers(dest="refresh_command", required=True)
     project_help = "the dbt project of the model (default: the heartbeat's own)"
+    vars_help = "the project's other vars, as dbt --vars takes them (YAML or JSON)"
 
     unload = commands.add_parser("unload", help="the dataset as if the batch had never been loaded")
     unload.add_argument("--model", required=True)
     unload.add_argument("--batch", required=True, help="the batch id (see refresh status)")
     unload.add_argument("--project-dir", help=project_help)
+    unload.add_argument("--vars", help=vars_help)
     unload.set_defaults(func=cmd_unload)
 
     reset = commands.add_parser("reset", help="recompute the dataset from every kept batch")
     reset.add_argument("--model", required=True)
     reset.add_argument("--project-dir", help=project_help)
+    reset.add_argument("--vars", help=vars_help)
     reset.set_defaults(func=cmd_reset)
 
     status = commands.add_parser("status", help="records, status codes, ranges and seconds per batch")

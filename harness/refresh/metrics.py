@@ -98,9 +98,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             for line in [list(header), *rows]]
 
 
+def dataset_totals(batches: Sequence[BatchMetrics]) -> dict[str, int]:
+    """The whole dataset's figures beside the batches': over the applied batches, the records received,
+    the records still in the dataset, and (key) the records of each status code."""
+    applied = [b for b in batches if b.status == "applied"]
+    totals = {"records": sum(b.record_count or 0 for b in applied),
+              "effective": sum(b.effective_record_count or 0 for b in applied)}
+    totals.update({c: sum(b.codes[c] or 0 for b in applied) for c in CODES})
+    return totals
+
+
 def render(model: str, batches: Sequence[BatchMetrics]) -> str:
     """One model: its type and parameters, then one line per batch (codes for key, ranges for
-    timestamp/sequence), then the effective ranges."""
+    timestamp/sequence) and a last line for the whole dataset, then the effective ranges."""
     if not batches:
         return f"{model}: no batch loaded yet"
     last = batches[-1]
@@ -128,6 +138,13 @@ def render(model: str, batches: Sequence[BatchMetrics]) -> str:
             row += [_range(b.range_from, b.range_to)]
         row += [_text(b.capture_seconds), _text(b.apply_seconds)]
         rows.append(row)
+    totals = dataset_totals(batches)
+    row = ["(dataset)", "", "", "", str(totals["records"]), str(totals["effective"])]
+    if keyed:
+        row += [str(totals[c]) for c in CODES]
+    if ranged:
+        row += ["-"]
+    rows.append(row + ["-", "-"])
     lines += _table(header, rows)
     if ranged:
         for b in applied:

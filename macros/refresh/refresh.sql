@@ -37,7 +37,7 @@
 
   {{ run_hooks(pre_hooks) }}
   {%- if action != 'skip' -%}
-    {%- set state = heartbeat.heartbeat_refresh_recover(r) -%}
+    {%- set state = heartbeat.heartbeat_refresh_recover(r, action) -%}
     {%- if action == 'load' -%}
       {%- do heartbeat.heartbeat_refresh_load(r, state) -%}
     {%- elif action == 'reset' -%}
@@ -121,8 +121,12 @@
              'applied': rows | selectattr('status', 'equalto', 'applied') | list}) }}
 {% endmacro %}
 
-{#- Step 1: the tables exist; an interrupted reset/unload is done again; captured batches are applied. -#}
-{% macro heartbeat_refresh_recover(r) %}
+{#- Step 1: the tables exist; an interrupted reset/unload is done again; captured batches are applied.
+    A reset or an unload (`action`) does not apply what is pending first: it recomputes everything from
+    the kept batches itself (a pending batch included, or dropped when it is the one unloaded), so a batch
+    that cannot be applied never stands in the way of the command that repairs it. -#}
+{% macro heartbeat_refresh_recover(r, action='load') %}
+  {%- do heartbeat.heartbeat_refresh_finish_swaps(r) -%}
   {%- do r.update({'dataset_exists': heartbeat.heartbeat_refresh_exists(r.this), 'batches_exist': heartbeat.heartbeat_refresh_exists(r.batches)}) -%}
   {%- if not heartbeat.heartbeat_refresh_exists(r.metrics) -%}
     {%- do heartbeat.heartbeat_refresh_create_metrics(r) -%}
@@ -130,6 +134,7 @@
   {%- endif -%}
   {%- if r.batches_exist -%}{%- do heartbeat.heartbeat_refresh_use_batches_columns(r) -%}{%- endif -%}
   {%- set state = heartbeat.heartbeat_refresh_read_state(r) -%}
+  {%- if action != 'load' -%}{{ return(state) }}{%- endif -%}
   {%- set interrupted = state.rows | selectattr('status', 'in', ['unloading', 'resetting']) | list -%}
   {%- if interrupted -%}
     {{ log(r.model ~ ': finishing the reset or unload an earlier run left unfinished', info=true) }}
@@ -138,9 +143,15 @@
   {%- endif -%}
   {%- if state.pending -%}
     {%- do heartbeat.heartbeat_refresh_check_params(r, state) -%}
+    {%- for batch in state.pending -%}
+      {%- set hint = 'batch ' ~ batch.batch_id ~ ' was captured but not applied, and cannot be applied as the model now stands. '
+            ~ 'Fix the model and run again (or python -m harness refresh reset --model ' ~ r.model ~ '), or drop the batch: '
+            ~ 'python -m harness refresh unload --model ' ~ r.model ~ ' --batch ' ~ batch.batch_id -%}
+      {{ log(r.model ~ ': batch ' ~ batch.batch_id ~ ' was captured but not applied: applying it now. If this fails: ' ~ hint, info=true) }}
+      {%- do heartbeat.heartbeat_refresh_check_expressions(r, none, hint) -%}
+    {%- endfor -%}
     {%- do heartbeat.heartbeat_refresh_restore(r, (state.applied | last).dataset_version if state.applied else none) -%}
     {%- for batch in state.pending -%}
-      {{ log(r.model ~ ': batch ' ~ batch.batch_id ~ ' was captured but not applied: applying it now', info=true) }}
       {%- do r.update({'batch_id': batch.batch_id}) -%}
       {%- do heartbeat.heartbeat_refresh_apply(r, batch.seq, none) -%}
     {%- endfor -%}
@@ -210,6 +221,7 @@
     {%- set columns = [] -%}
     {%- for column in given -%}{%- do columns.append(column.name) -%}{%- endfor -%}
     {%- do r.update({'columns': columns}) -%}
+    {%- do heartbeat.heartbeat_refresh_check_types(r, given) -%}
   {%- else -%}
     {%- set columns = [] -%}
     {%- set types = {} -%}
@@ -228,12 +240,18 @@
   {%- endif -%}
   {%- set seq = state.next_seq -%}
   {%- set capture = heartbeat.heartbeat_refresh_capture_sql(r, r.input, seq) -%}
+  {%- do heartbeat.heartbeat_refresh_check_expressions(r, capture) -%}
   {%- if not r.batches_exist -%}
     {%- do heartbeat.heartbeat_refresh_create_batches(r, capture) -%}
     {%- do adapter.cache_added(r.batches) -%}
     {%- do r.update({'batches_exist': true}) -%}
   {%- endif -%}
-  {%- do heartbeat.heartbeat_refresh_append_batch(r, seq, capture) -%}
+  {%- if r.get('widened') -%}
+    {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' widens ' ~ r.widened.items() | map('join', ' to ') | join(', '), info=true) }}
+    {%- do heartbeat.heartbeat_refresh_widen_batches(r, seq, capture) -%}
+  {%- else -%}
+    {%- do heartbeat.heartbeat_refresh_append_batch(r, seq, capture) -%}
+  {%- endif -%}
   {%- set capture_seconds = heartbeat.heartbeat_refresh_seconds(started) -%}
   {%- do heartbeat.heartbeat_refresh_fault('refresh:captured') -%}
 
@@ -249,9 +267,15 @@
   {%- if r.type in ('timestamp', 'sequence') and facts.range_from is not none -%}
     {%- set v_type = 'timestamp' if r.type == 'timestamp' else 'decimal(38,9)' -%}
     {%- set range = ['cast(' ~ heartbeat.heartbeat_refresh_literal(facts.range_from) ~ ' as ' ~ v_type ~ ')',
-                     'cast(' ~ heartbeat.heartbeat_refresh_literal(facts.range_to) ~ ' as ' ~ v_type ~ ')'] -%}
+                     'cast(' ~ heartbeat.heartbeat_refresh_literal(facts.range_to) ~ ' as ' ~ v_type ~ ')',
+                     'cast(' ~ heartbeat.heartbeat_refresh_literal(facts.received_at or r.received_at) ~ ' as timestamp)'] -%}
   {%- endif -%}
-  {%- do heartbeat.heartbeat_refresh_apply_batch(r, seq, range) -%}
+  {%- if heartbeat.heartbeat_refresh_dataset_retyped(r) -%}
+    {#- the kept batches were widened: the dataset's columns widen in the same switch as the batch's rows -#}
+    {%- do heartbeat.heartbeat_refresh_replace_dataset(r, heartbeat.heartbeat_refresh_next_version_sql(r, seq, range)) -%}
+  {%- else -%}
+    {%- do heartbeat.heartbeat_refresh_apply_batch(r, seq, range) -%}
+  {%- endif -%}
   {%- do heartbeat.heartbeat_refresh_fault('refresh:dataset-written') -%}
   {%- do heartbeat.heartbeat_refresh_ensure_history(r, false) -%}
   {%- set row = {
@@ -343,6 +367,7 @@
   {%- endfor -%}
   {%- set kept = kept | unique | sort -%}
   {%- do heartbeat.heartbeat_refresh_check_columns(r) -%}
+  {%- do heartbeat.heartbeat_refresh_check_expressions(r, none) -%}
 
   {#- the recoded rows, checked before any write -#}
   {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_recoded',
@@ -354,7 +379,8 @@
 
   {#- mark the work -#}
   {%- set last = (state.applied | last) if state.applied else none -%}
-  {%- set changed = resume or unload is none or last is none or last.refresh_params != r.params_json -%}
+  {%- set interrupted = state.rows | selectattr('status', 'in', ['unloading', 'resetting']) | list -%}
+  {%- set changed = resume or interrupted or state.pending or unload is none or last is none or last.refresh_params != r.params_json -%}
   {%- if not resume -%}
     {%- set status_sql -%}
       case when batch_id in ({{ heartbeat.heartbeat_refresh_literals(leaving) }}) and status <> 'unloaded' then 'unloading'
@@ -378,15 +404,14 @@
 
   {#- the dataset, from the kept batches as they now are -#}
   {%- set expected = (r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type)) | map('lower') | list -%}
-  {%- if r.dataset_exists -%}
-    {%- set present = adapter.get_columns_in_relation(r.this) | map(attribute='name') | map('lower') | list -%}
-    {%- if present != expected -%}
-      {#- another refresh type: other system columns. The dataset is derived: drop it, write it anew. -#}
-      {%- do adapter.drop_relation(r.this) -%}
-      {%- do r.update({'dataset_exists': false}) -%}
-    {%- endif -%}
+  {%- set dataset_sql = heartbeat.heartbeat_refresh_recomputed_dataset_sql(r, '(select * from ' ~ r.batches ~ ' where s_batch_seq in (' ~ (kept | join(', ') if kept else 'null') ~ '))', kept | last if kept else none) -%}
+  {%- set present = adapter.get_columns_in_relation(r.this) | map(attribute='name') | map('lower') | list if r.dataset_exists else expected -%}
+  {%- if present != expected or heartbeat.heartbeat_refresh_dataset_retyped(r) -%}
+    {#- another refresh type (other system columns) or widened columns: the dataset is replaced in one switch -#}
+    {%- do heartbeat.heartbeat_refresh_replace_dataset(r, dataset_sql) -%}
+  {%- else -%}
+    {%- do heartbeat.heartbeat_refresh_write_dataset(r, dataset_sql) -%}
   {%- endif -%}
-  {%- do heartbeat.heartbeat_refresh_write_dataset(r, heartbeat.heartbeat_refresh_recomputed_dataset_sql(r, '(select * from ' ~ r.batches ~ ' where s_batch_seq in (' ~ (kept | join(', ') if kept else 'null') ~ '))', kept | last if kept else none)) -%}
   {%- do heartbeat.heartbeat_refresh_fault('refresh:dataset-written') -%}
   {%- do heartbeat.heartbeat_refresh_ensure_history(r, true) -%}
 

@@ -103,3 +103,118 @@
     {%- endif -%}
   {%- endif -%}
 {% endmacro %}
+
+{#-
+  The expressions of a custom model, checked before anything is written (at capture, and before a reset
+  or a pending batch is applied): every `this.<column>` and `input.<column>` names a column of the model
+  or a system column, append_filter reads only `input`, and the delete runs through Spark's analysis as
+  the apply will run it (against no rows: a typo, an unknown function or a non-boolean predicate stops
+  here). `batch_sql`: the batch's rows as phase 1 writes them (none: the kept batches). `hint` is added
+  to a refusal (what to do with a batch already captured).
+-#}
+{% macro heartbeat_refresh_check_expressions(r, batch_sql, hint=none) %}
+  {%- if r.type != 'custom' -%}{{ return(none) }}{%- endif -%}
+  {%- set suffix = (' ' ~ hint) if hint else '' -%}
+  {%- set known = r.columns | map('lower') | list + heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | list + ['s_batch_seq'] -%}
+  {%- for name in ['delete_predicate', 'append_filter'] -%}
+    {%- set expression = r.params.get(name) -%}
+    {%- if expression -%}
+      {%- for alias, column in modules.re.findall('(?i)\\b(this|input)\\s*\\.\\s*`?([A-Za-z_][A-Za-z0-9_]*)`?', expression) -%}
+        {%- if name == 'append_filter' and alias | lower == 'this' -%}
+          {{ exceptions.raise_compiler_error(
+              r.model ~ ": refresh parameter 'append_filter' reads this." ~ column ~ "; it filters the batch's rows and may read only input.<column>." ~ suffix) }}
+        {%- endif -%}
+        {%- if column | lower not in known -%}
+          {{ exceptions.raise_compiler_error(
+              r.model ~ ": refresh parameter '" ~ name ~ "' names " ~ alias ~ "." ~ column ~ ", which is not a column of the model (its columns: "
+              ~ r.columns | join(', ') ~ "); nothing was changed." ~ suffix) }}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set batch = batch_sql if batch_sql is not none else 'select * from ' ~ r.batches -%}
+  {%- set columns = r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
+  {%- set this_rows = heartbeat.heartbeat_refresh_dataset_source(r) if (r.dataset_exists and batch_sql is not none)
+        else '(select ' ~ heartbeat.heartbeat_refresh_list(columns) ~ ' from (' ~ batch ~ ') b)' -%}
+  {{ log(r.model ~ ': checking the delete_predicate as the apply runs it' ~ ((' (' ~ hint ~ ')') if hint else ''), info=false) }}
+  {%- do run_query('select count(*) from (select * from ' ~ this_rows ~ ' x where false) as this\nleft anti join (select * from (\n'
+                   ~ batch ~ '\n) b where false) as input on (' ~ r.params.delete_predicate ~ ')') -%}
+{% endmacro %}
+
+{#-
+  Column types from batch to batch. A batch is cast to the types <model>__batches keeps; where its own
+  type is wider (its values would not fit), the kept column is widened instead, so no value is ever cast
+  narrower. heartbeat_refresh_common_type(kept, given) gives the type both fit in without loss — the
+  kept one, the given one, or a decimal wide enough for both — or none when there is none (text into a
+  number, a double into a bigint, ...): the batch is then refused.
+-#}
+{% macro heartbeat_refresh_type_name(dtype) %}
+  {%- set name = (dtype | string | lower | replace(' ', '')) -%}
+  {{ return({'integer': 'int', 'long': 'bigint', 'short': 'smallint', 'byte': 'tinyint', 'real': 'float', 'numeric': 'decimal'}.get(name, name)) }}
+{% endmacro %}
+
+{#- An integer or decimal type as (integer digits, scale); none for other types. -#}
+{% macro heartbeat_refresh_decimal_shape(name) %}
+  {%- set digits = {'tinyint': 3, 'smallint': 5, 'int': 10, 'bigint': 20} -%}
+  {%- if name in digits -%}{{ return([digits[name], 0]) }}{%- endif -%}
+  {%- if name == 'decimal' -%}{{ return([10, 0]) }}{%- endif -%}
+  {%- set found = modules.re.match('^decimal\\((\\d+),(\\d+)\\)$', name) -%}
+  {%- if found -%}{{ return([(found.group(1) | int) - (found.group(2) | int), found.group(2) | int]) }}{%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- Whether every value of the type `small` is a value of the type `large` (Spark reads files written
+    with `small` as `large`: the kept batches need no rewrite). -#}
+{% macro heartbeat_refresh_type_fits(small, large) %}
+  {%- if small == large -%}{{ return(true) }}{%- endif -%}
+  {%- set integers = ['tinyint', 'smallint', 'int', 'bigint'] -%}
+  {%- if small in integers and large in integers -%}{{ return(integers.index(small) <= integers.index(large)) }}{%- endif -%}
+  {%- if large == 'double' -%}{{ return(small in ['tinyint', 'smallint', 'int', 'float']) }}{%- endif -%}
+  {%- if large == 'float' -%}{{ return(small in ['tinyint', 'smallint']) }}{%- endif -%}
+  {%- set s = heartbeat.heartbeat_refresh_decimal_shape(small) -%}
+  {%- set l = heartbeat.heartbeat_refresh_decimal_shape(large) -%}
+  {%- if large.startswith('decimal') and s is not none and l is not none -%}{{ return(s[0] <= l[0] and s[1] <= l[1]) }}{%- endif -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_common_type(kept, given) %}
+  {%- set k = heartbeat.heartbeat_refresh_type_name(kept) -%}
+  {%- set g = heartbeat.heartbeat_refresh_type_name(given) -%}
+  {%- if heartbeat.heartbeat_refresh_type_fits(g, k) -%}{{ return(kept) }}{%- endif -%}
+  {%- if heartbeat.heartbeat_refresh_type_fits(k, g) -%}{{ return(g) }}{%- endif -%}
+  {%- set ks = heartbeat.heartbeat_refresh_decimal_shape(k) -%}
+  {%- set gs = heartbeat.heartbeat_refresh_decimal_shape(g) -%}
+  {%- if ks is not none and gs is not none -%}
+    {%- set digits = [ks[0], gs[0]] | max -%}
+    {%- set scale = [ks[1], gs[1]] | max -%}
+    {%- if digits + scale <= 38 -%}{{ return('decimal(' ~ (digits + scale) ~ ',' ~ scale ~ ')') }}{%- endif -%}
+  {%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- The batch's columns (`given`: the model's result) against the kept types (r.types): r.types becomes
+    what the batch is written with; r.widened lists the columns whose kept type widens. A column whose
+    values would not fit refuses the batch, naming the column, the two types and what to do. -#}
+{% macro heartbeat_refresh_check_types(r, given) %}
+  {%- set widened = {} -%}
+  {%- for column in given -%}
+    {%- set name = column.name | lower -%}
+    {%- set kept = r.types[name] -%}
+    {%- if heartbeat.heartbeat_refresh_type_name(kept) != heartbeat.heartbeat_refresh_type_name(column.dtype) -%}
+      {%- set common = heartbeat.heartbeat_refresh_common_type(kept, column.dtype) -%}
+      {%- if common is none -%}
+        {{ exceptions.raise_compiler_error(
+            r.model ~ ": batch " ~ r.batch_id ~ " refused in phase 1 (change capture), nothing was changed: the column " ~ column.name
+            ~ " is " ~ kept ~ " in the kept batches and " ~ column.dtype ~ " in this batch; a " ~ column.dtype ~ " does not fit in "
+            ~ kept ~ " without loss, and no type holds both. Cast " ~ column.name ~ " in the model to " ~ kept
+            ~ ", or, to change its type, unload the kept batches (python -m harness refresh unload --model " ~ r.model
+            ~ " --batch ...) and load them again") }}
+      {%- endif -%}
+      {%- if heartbeat.heartbeat_refresh_type_name(common) != heartbeat.heartbeat_refresh_type_name(kept) -%}
+        {%- do widened.update({name: common}) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- do r.types.update(widened) -%}
+  {%- do r.update({'widened': widened}) -%}
+{% endmacro %}

@@ -143,7 +143,7 @@ chain as (
   {%- if r.dataset_exists %}
   union all
   select {{ heartbeat.heartbeat_refresh_list(keys, 'd') }}, d.s_update_timestamp, d.s_hash, 0 as s_ord
-  from {{ r.this }} d left semi join ordered i on {{ heartbeat.heartbeat_refresh_keys_match(keys, 'd', 'i') }}
+  from {{ heartbeat.heartbeat_refresh_dataset_source(r) }} d left semi join ordered i on {{ heartbeat.heartbeat_refresh_keys_match(keys, 'd', 'i') }}
   {%- endif %}
 ),
 baselines as (
@@ -193,6 +193,15 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- set column = r.params.timestamp_column if r.type == 'timestamp' else r.params.sequence_column -%}
     {%- do checks.append("select 'the " ~ r.type ~ " column " ~ column ~ " is null' as problem, concat(cast(count(*) as string), ' rows') as detail from "
                          ~ source ~ " where " ~ adapter.quote(column) ~ " is null having count(*) > 0") -%}
+    {%- if r.type == 'timestamp' -%}
+      {#- a value the format (or Spark's default) does not read would be a null s_timestamp: no place in any range -#}
+      {%- set parsed = ('try_to_timestamp(' ~ adapter.quote(column) ~ ', ' ~ heartbeat.heartbeat_refresh_literal(r.params.datetime_format) ~ ')')
+            if r.params.datetime_format else ('try_cast(' ~ adapter.quote(column) ~ ' as timestamp)') -%}
+      {%- do checks.append("select 'the timestamp column " ~ column ~ " does not read as a timestamp"
+                           ~ (" with datetime_format " ~ r.params.datetime_format if r.params.datetime_format else "")
+                           ~ "' as problem, concat(cast(count(*) as string), ' rows, e.g. ', cast(min(" ~ adapter.quote(column) ~ ") as string)) as detail from "
+                           ~ source ~ " where " ~ adapter.quote(column) ~ " is not null and " ~ parsed ~ " is null having count(*) > 0") -%}
+    {%- endif -%}
   {%- endif -%}
   {{ return(('select problem, detail from (\n' ~ checks | join('\nunion all\n') ~ '\n) refused limit 10') if checks else none) }}
 {% endmacro %}
@@ -229,31 +238,51 @@ select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ r.batches }} wher
 {% macro heartbeat_refresh_next_version_sql(r, seq, range=none) -%}
   {%- set columns = r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
   {%- set batch_rows = heartbeat.heartbeat_refresh_batch_rows_sql(r, seq) -%}
+  {%- set dataset = heartbeat.heartbeat_refresh_dataset_source(r) if r.dataset_exists else none -%}
   {%- if r.type == 'full' or not r.dataset_exists -%}
 {{ batch_rows }}
   {%- elif r.type == 'key' -%}
 with batch_rows as ({{ batch_rows }})
-select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ r.this }} as this
+select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ dataset }} as this
 left anti join batch_rows on {{ heartbeat.heartbeat_refresh_keys_match(r.params.key_columns, 'this', 'batch_rows') }}
 union all
 select {{ heartbeat.heartbeat_refresh_list(columns) }} from batch_rows
   {%- elif r.type in ('timestamp', 'sequence') -%}
-select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ r.this }}
+    {%- set v = 's_timestamp' if r.type == 'timestamp' else 's_sequence' -%}
+select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ dataset }}
 where s_batch_id <> {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }}
-  {%- if range is not none %} and not ({{ 's_timestamp' if r.type == 'timestamp' else 's_sequence' }} between {{ range[0] }} and {{ range[1] }}){% endif %}
+  {%- if range is not none %} and not ({{ v }} between {{ range[0] }} and {{ range[1] }} and s_update_timestamp <= {{ range[2] }}){% endif %}
 union all
-{{ batch_rows }}
+select {{ heartbeat.heartbeat_refresh_list(columns, 'b') }} from ({{ batch_rows }}) b
+left anti join ({{ heartbeat.heartbeat_refresh_newer_ranges_sql(r, range) }}) newer on b.{{ v }} between newer.range_from and newer.range_to
   {%- elif r.type == 'none' -%}
-select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ r.this }} where s_batch_id <> {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }}
+select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ dataset }} where s_batch_id <> {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }}
 union all
 {{ batch_rows }}
   {%- elif r.type == 'custom' -%}
-select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ r.this }} as this
+select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ dataset }} as this
 left anti join (select * from {{ r.batches }} where s_batch_seq = {{ seq }}) as input on ({{ r.params.delete_predicate }})
 where this.s_batch_id <> {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }}
 union all
 {{ batch_rows }}
   {%- endif -%}
+{%- endmacro %}
+
+{#- Timestamp and sequence: the ranges of the applied batches received after the batch being applied
+    (`range`: its [min, max] and its received time, as SQL literals). A batch loaded again after an unload
+    keeps the time it was first received: it takes its place among the batches in the order they were
+    received, and where a batch received after it overlaps, that batch's rows stay. -#}
+{% macro heartbeat_refresh_newer_ranges_sql(r, range) -%}
+  {%- set v_type = 'timestamp' if r.type == 'timestamp' else 'decimal(38,9)' -%}
+select cast(range_from as {{ v_type }}) as range_from, cast(range_to as {{ v_type }}) as range_to from {{ r.metrics }}
+where status = 'applied' and batch_id <> {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }} and range_from is not null
+  and {{ 'received_at > ' ~ range[2] if range is not none else 'false' }}
+{%- endmacro %}
+
+{#- Which batch wins where two overlap (timestamp, sequence): the one received later, then the one that
+    arrived later (`a` and `b`: aliases with s_received_at and s_batch_seq). -#}
+{% macro heartbeat_refresh_received_after(a, b, received='s_received_at', seq='s_batch_seq') -%}
+  ({{ a }}.{{ received }} > {{ b }}.{{ received }} or ({{ a }}.{{ received }} = {{ b }}.{{ received }} and {{ a }}.{{ seq }} > {{ b }}.{{ seq }}))
 {%- endmacro %}
 
 {#-
@@ -318,9 +347,11 @@ select {{ heartbeat.heartbeat_refresh_list(columns) }} from (
 ) latest where s_rank = 1
   {%- elif r.type in ('timestamp', 'sequence') -%}
     {%- set v = 's_timestamp' if r.type == 'timestamp' else 's_sequence' -%}
-with ranges as (select s_batch_seq, min({{ v }}) as range_from, max({{ v }}) as range_to from {{ source }} group by s_batch_seq)
+with ranges as (select s_batch_seq, max(s_received_at) as s_received_at, min({{ v }}) as range_from, max({{ v }}) as range_to
+                from {{ source }} group by s_batch_seq)
 select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ source }} as this
-left anti join ranges on ranges.s_batch_seq > this.s_batch_seq and this.{{ v }} between ranges.range_from and ranges.range_to
+left anti join ranges on {{ heartbeat.heartbeat_refresh_received_after('ranges', 'this') }}
+  and this.{{ v }} between ranges.range_from and ranges.range_to
   {%- elif r.type == 'none' -%}
 select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ source }}
   {%- elif r.type == 'full' -%}
@@ -332,18 +363,26 @@ where this.s_appended
   {%- endif -%}
 {%- endmacro %}
 
-{#- The history view: key: SCD2, one row per applied version (N or C), valid from its date to the date
-    of the key's next version; full: every kept batch as a version, the latest received current. -#}
+{#- The history view. key: SCD2, one row per change occurrence: every record whose data differs from the
+    key's record just before it by date (a record received late takes its place by date, whatever its code,
+    so the history does not depend on the order the batches arrived in, nor on an unload and a reload),
+    valid from its date to the date of the key's next version. full: every kept batch as a version, the latest
+    applied batch current (also when it is empty: then no row is current). -#}
 {% macro heartbeat_refresh_history_sql(r) -%}
   {%- if r.type == 'key' -%}
     {%- set keys = heartbeat.heartbeat_refresh_list(r.params.key_columns) -%}
-    {%- set next = 'lead(s_update_timestamp) over (partition by ' ~ keys ~ ' order by s_batch_seq, s_update_timestamp, s_hash)' -%}
+    {%- set by_date = 'partition by ' ~ keys ~ ' order by s_update_timestamp, s_batch_seq, s_hash' -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_record_status_code,
-       s_update_timestamp as s_valid_from, {{ next }} as s_valid_to, {{ next }} is null as s_is_current
-from {{ r.batches }} where s_record_status_code in ('N', 'C')
+       s_update_timestamp as s_valid_from, lead(s_update_timestamp) over ({{ by_date }}) as s_valid_to,
+       lead(s_update_timestamp) over ({{ by_date }}) is null as s_is_current
+from (
+  select *, lag(s_hash) over ({{ by_date }}) as s_previous_hash
+  from {{ r.batches }}
+) occurrences
+where s_previous_hash is null or s_previous_hash <> s_hash
   {%- else -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_received_at, s_batch_seq,
-       s_batch_seq = max(s_batch_seq) over () as s_is_current
+       coalesce(s_batch_seq = (select max(batch_seq) from {{ r.metrics }} where status = 'applied'), false) as s_is_current
 from {{ r.batches }}
   {%- endif -%}
 {%- endmacro %}
@@ -402,7 +441,7 @@ effective_rows as (
 ),
 cuts as (
   select b.batch_id, cast(later.range_from as {{ v_type }}) as v, 1 as is_cut
-  from batches b join batches later on later.batch_seq > b.batch_seq
+  from batches b join batches later on {{ heartbeat.heartbeat_refresh_received_after('later', 'b', 'received_at', 'batch_seq') }}
   where b.status = 'applied' and later.status = 'applied' and later.range_from is not null
 ),
 pieces as (

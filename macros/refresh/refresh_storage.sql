@@ -269,8 +269,11 @@ when not matched then insert ({{ heartbeat.heartbeat_refresh_list(columns) }}) v
     {{ return(['delete from ' ~ r.this ~ ' where ' ~ mine, insert]) }}
   {%- elif r.type in ('timestamp', 'sequence') -%}
     {%- set v = 's_timestamp' if r.type == 'timestamp' else 's_sequence' -%}
-    {%- set replaced = mine ~ (' or ' ~ v ~ ' between ' ~ range[0] ~ ' and ' ~ range[1] if range is not none else '') -%}
-    {{ return(['delete from ' ~ r.this ~ ' where ' ~ replaced, insert]) }}
+    {%- set replaced = mine ~ (' or (' ~ v ~ ' between ' ~ range[0] ~ ' and ' ~ range[1] ~ ' and s_update_timestamp <= ' ~ range[2] ~ ')' if range is not none else '') -%}
+    {%- set insert_kept = 'insert into ' ~ r.this ~ ' (' ~ heartbeat.heartbeat_refresh_list(columns) ~ ')\nselect ' ~ heartbeat.heartbeat_refresh_list(columns, 'b')
+          ~ ' from (' ~ batch_rows ~ ') b\nleft anti join (' ~ heartbeat.heartbeat_refresh_newer_ranges_sql(r, range) ~ ') newer on b.' ~ v
+          ~ ' between newer.range_from and newer.range_to' -%}
+    {{ return(['delete from ' ~ r.this ~ ' where ' ~ replaced, insert_kept]) }}
   {%- elif r.type == 'custom' -%}
     {%- set delete -%}
 merge into {{ r.this }} as this
@@ -358,4 +361,127 @@ when matched then delete
 
 {% macro heartbeat__heartbeat_refresh_restore(r, version) %}
   {%- if not heartbeat.heartbeat_refresh_uses_versions() -%}{{ return(spark__heartbeat_refresh_restore(r, version)) }}{%- endif -%}
+{% endmacro %}
+
+{#- --- widening a column ----------------------------------------------------------------------------------
+  A batch whose values need a wider column type (int -> bigint or double, a longer decimal) widens the
+  column of <model>__batches in phase 1 (with the batch's rows: one switch) and of the dataset in phase 2
+  (with the batch applied: one switch). On the embedded default a table's column type cannot be altered:
+  the table is created again with the wider type under `<table>__swap` (the kept batches' partitions are
+  not rewritten, Spark reads their files as the wider type), then the table is dropped (its files stay:
+  the tables are external) and the swap renamed to it. A run that finds a swap table finishes the switch
+  (the table is gone: the swap becomes it) or drops the swap (the switch never started). On Delta the
+  table is replaced with CREATE OR REPLACE TABLE ... AS SELECT, one transaction.
+-#}
+{% macro heartbeat_refresh_swap_relation(relation) %}
+  {{ return(relation.incorporate(path={'identifier': relation.identifier ~ '__swap'})) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_finish_swaps(r) %}
+  {%- for relation in [r.batches, r.this] -%}
+    {%- set swap = heartbeat.heartbeat_refresh_swap_relation(relation) -%}
+    {%- if heartbeat.heartbeat_refresh_exists(swap) -%}
+      {%- if heartbeat.heartbeat_refresh_exists(relation) -%}
+        {{ log(r.model ~ ': dropping ' ~ swap ~ ', the widened table an interrupted run prepared and did not switch to', info=true) }}
+        {%- do adapter.drop_relation(swap.incorporate(type='table')) -%}
+      {%- else -%}
+        {{ log(r.model ~ ': finishing the switch of ' ~ relation ~ ' to its widened table', info=true) }}
+        {%- do adapter.rename_relation(swap.incorporate(type='table'), relation.incorporate(type='table')) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{#- Switch `relation` to the prepared swap table (the embedded default). -#}
+{% macro heartbeat_refresh_switch_swap(relation) %}
+  {%- set swap = heartbeat.heartbeat_refresh_swap_relation(relation).incorporate(type='table') -%}
+  {%- do adapter.cache_added(swap) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:swap-prepared') -%}
+  {%- if heartbeat.heartbeat_refresh_exists(relation) -%}
+    {%- do adapter.drop_relation(relation.incorporate(type='table')) -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:swap-dropped') -%}
+  {%- do adapter.rename_relation(swap, relation.incorporate(type='table')) -%}
+{% endmacro %}
+
+{#- Whether the dataset's model columns have other types than <model>__batches keeps (r.types). -#}
+{% macro heartbeat_refresh_dataset_retyped(r) %}
+  {%- if not r.dataset_exists -%}{{ return(false) }}{%- endif -%}
+  {%- if r.get('dataset_retyped') is not none -%}{{ return(r.dataset_retyped) }}{%- endif -%}
+  {%- for column in adapter.get_columns_in_relation(r.this) -%}
+    {%- set kept = r.types.get(column.name | lower) -%}
+    {%- if kept is not none and heartbeat.heartbeat_refresh_type_name(kept) != heartbeat.heartbeat_refresh_type_name(column.dtype) -%}
+      {{ return(true) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{#- The dataset as a relation with the types <model>__batches keeps: the dataset itself, or, after a
+    column widened, its rows cast to the wider types with s_hash computed again from them (a value's
+    text differs between types: 10 as int is not 10 as double, and a hash must compare values). -#}
+{% macro heartbeat_refresh_dataset_source(r) %}
+  {%- if not heartbeat.heartbeat_refresh_dataset_retyped(r) -%}{{ return(r.this | string) }}{%- endif -%}
+  {%- set system = heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
+  {%- set outer = [] -%}
+  {%- for column in system -%}
+    {%- do outer.append((heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r)) ~ ' as s_hash') if column == 's_hash' else column) -%}
+  {%- endfor -%}
+  {{ return('(select ' ~ heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ outer | join(', ') ~ ' from (select '
+            ~ heartbeat.heartbeat_refresh_typed_columns(r) ~ ', ' ~ system | join(', ') ~ ' from ' ~ r.this ~ ') retyped)') }}
+{% endmacro %}
+
+{#- Replace the dataset by `sql`, whose columns may have other types or names than the dataset's. -#}
+{% macro heartbeat_refresh_replace_dataset(r, sql) %}
+  {{ return(adapter.dispatch('heartbeat_refresh_replace_dataset', 'heartbeat')(r, sql)) }}
+{% endmacro %}
+{% macro default__heartbeat_refresh_replace_dataset(r, sql) %}{{ heartbeat.heartbeat_refresh_unsupported() }}{% endmacro %}
+
+{% macro spark__heartbeat_refresh_replace_dataset(r, sql) %}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_replace_dataset', heartbeat.heartbeat_refresh_delta_sql(r, 'write_dataset', sql)) -%}
+  {%- if not r.dataset_exists -%}{%- do adapter.cache_added(r.this) -%}{%- endif -%}
+  {%- do r.update({'dataset_exists': true}) -%}
+{% endmacro %}
+
+{% macro heartbeat__heartbeat_refresh_replace_dataset(r, sql) %}
+  {%- if not heartbeat.heartbeat_refresh_uses_versions() -%}{{ return(spark__heartbeat_refresh_replace_dataset(r, sql)) }}{%- endif -%}
+  {%- set swap = heartbeat.heartbeat_refresh_swap_relation(r.this) -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_prepare_swap',
+        'create table ' ~ swap ~ " using parquet location '" ~ adapter.heartbeat_fresh_location(r.this) ~ "' as\n" ~ sql) -%}
+  {%- do heartbeat.heartbeat_refresh_switch_swap(r.this) -%}
+  {%- do r.update({'dataset_exists': true}) -%}
+{% endmacro %}
+
+{#- Phase 1's commit when the batch widens columns: <model>__batches with the wider types, the batch's
+    rows (`sql`, with s_batch_seq) included. -#}
+{% macro heartbeat_refresh_widen_batches(r, seq, sql) %}
+  {{ return(adapter.dispatch('heartbeat_refresh_widen_batches', 'heartbeat')(r, seq, sql)) }}
+{% endmacro %}
+{% macro default__heartbeat_refresh_widen_batches(r, seq, sql) %}{{ heartbeat.heartbeat_refresh_unsupported() }}{% endmacro %}
+
+{% macro spark__heartbeat_refresh_widen_batches(r, seq, sql) %}
+  {%- set kept = 'select ' ~ heartbeat.heartbeat_refresh_typed_columns(r) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ')
+                 ~ ', s_batch_seq from ' ~ r.batches -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_widen_batches',
+        'create or replace table ' ~ r.batches ~ ' using delta as\n' ~ kept ~ '\nunion all\nselect * from (\n' ~ sql ~ '\n) batch') -%}
+{% endmacro %}
+
+{% macro heartbeat__heartbeat_refresh_widen_batches(r, seq, sql) %}
+  {%- if not heartbeat.heartbeat_refresh_uses_versions() -%}{{ return(spark__heartbeat_refresh_widen_batches(r, seq, sql)) }}{%- endif -%}
+  {%- set swap = heartbeat.heartbeat_refresh_swap_relation(r.batches) -%}
+  {%- set partitions = [] -%}
+  {%- for found in run_query('show partitions ' ~ r.batches).rows -%}
+    {%- set kept_seq = (found[0] | string).split('=')[1] | int -%}
+    {%- do partitions.append("partition (s_batch_seq = " ~ kept_seq ~ ") location '" ~ heartbeat.heartbeat_refresh_partition_location(r, kept_seq) ~ "'") -%}
+  {%- endfor -%}
+  {%- set folder = heartbeat.heartbeat_refresh_slot_folder(r, seq, 'a') -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_write_partition',
+        "insert overwrite directory '" ~ folder ~ "' using parquet\nselect " ~ heartbeat.heartbeat_refresh_partition_columns(r)
+        ~ ' from (\n' ~ sql ~ '\n) batch') -%}
+  {%- do partitions.append("partition (s_batch_seq = " ~ seq ~ ") location '" ~ folder ~ "'") -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_prepare_swap',
+        'create table ' ~ swap ~ " using parquet partitioned by (s_batch_seq) location '"
+        ~ adapter.heartbeat_fresh_location(r.batches) ~ "' as select * from (\n" ~ sql ~ '\n) batch where 1 = 0') -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_swap_partitions', 'alter table ' ~ swap ~ ' add ' ~ partitions | join('\n')) -%}
+  {%- do heartbeat.heartbeat_refresh_switch_swap(r.batches) -%}
 {% endmacro %}

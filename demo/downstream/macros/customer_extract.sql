@@ -1,9 +1,14 @@
 {#- The customer extracts a run loads (var customer_extracts: CSV file paths, given by refresh_job.py from
-    the trigger files in the run's change range) as the temporary view the model reads. -#}
+    the trigger files in the run's change range) as the temporary view the model reads. A reset or an
+    unload (`python -m harness refresh`, var heartbeat_refresh) reads no extract: no view is needed. -#}
 {% macro customer_extract() %}{{ return('customer_extract') }}{% endmacro %}
 
 {% macro create_customer_extract() %}
   {%- set files = var('customer_extracts', []) -%}
+  {%- if not files and var('heartbeat_refresh', none) -%}
+    {#- `python -m harness refresh reset|unload`: recomputed from the kept batches, no extract is read -#}
+    {{ return('') }}
+  {%- endif -%}
   {%- if not files -%}
     {{ exceptions.raise_compiler_error(
         "customers: no extract to load (var customer_extracts is empty); the heartbeat runs demo/downstream/refresh_job.py, "

@@ -24,11 +24,12 @@
       'batch_id': 'hb-0001', 'received_at': '2026-01-01 06:00:00',
       'columns': ['order_id', 'status', 'amount', 'note', 'updated_at'],
       'types': {'order_id': 'bigint', 'status': 'string', 'amount': 'decimal(10,2)', 'note': 'string', 'updated_at': 'string' if type == 'timestamp' else 'timestamp'},
-      'dataset_exists': true, 'batches_exist': true,
+      'dataset_exists': true, 'batches_exist': true, 'dataset_retyped': false,
   } -%}
   {%- set capture = heartbeat.heartbeat_refresh_capture_sql(r, r.input, 7) -%}
-  {%- set range = ["cast('2026-01-01 00:00:00' as timestamp)", "cast('2026-01-02 00:00:00' as timestamp)"] if type == 'timestamp'
-                  else (["cast('1' as decimal(38,9))", "cast('9' as decimal(38,9))"] if type == 'sequence' else none) -%}
+  {%- set received = "cast('2026-01-01 06:00:00' as timestamp)" -%}
+  {%- set range = ["cast('2026-01-01 00:00:00' as timestamp)", "cast('2026-01-02 00:00:00' as timestamp)", received] if type == 'timestamp'
+                  else (["cast('1' as decimal(38,9))", "cast('9' as decimal(38,9))", received] if type == 'sequence' else none) -%}
   {%- set row = {'model': 'orders', 'batch_id': 'hb-0001', 'batch_seq': 7, 'status': 'applied', 'refresh_type': type,
                  'received_at': '2026-01-01 06:00:00', 'record_count': 3, 'capture_seconds': 1.5} -%}
   {%- set rows_sql = 'select * from ' ~ r.metrics ~ ' where batch_id <> ' ~ heartbeat.heartbeat_refresh_literal('hb-0001')

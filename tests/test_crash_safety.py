@@ -137,7 +137,7 @@ def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_a
     else:
         heartbeat.define_jobs(job)
     hb = HeartbeatProcess(heartbeat.root, backend, job, server)  # reads what the heartbeat left
-    dropped = [hb.drop("batch-0.done")]
+    dropped = [heartbeat.drop_trigger_file(UPSTREAM, "batch-0.done")]
     points = IN_PROCESS[backend]
     for i, point in enumerate(points, start=1):
         # WHEN, after a restart tick, a batch lands and the tick is stopped at the point

@@ -27,8 +27,8 @@ from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.events import unfolded_marker
-from harness.fold import fold_id, models_digest, rejected_marker
-from harness.dbt_runner import models_digest_path
+from harness.fold import fold_id, rejected_marker
+from harness.dbt_runner import models_digest_path, project_digest
 from harness.freshness import stale_rows
 from harness.model import ControlRow, RowKey, SensorSource, control_row, utc
 from harness.runtime import build_backend
@@ -133,7 +133,7 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
     if snapshot["fold_id"] is None or snapshot["fold_id"] != fold_id(config.state_dir):
         return "the control table changed since the last snapshot"
     recorded = models_digest_path(config)
-    if not recorded.exists() or recorded.read_text().strip() != models_digest(config):
+    if not recorded.exists() or recorded.read_text().strip() != project_digest(config):
         return "the dbt project changed since the models were built"
     if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
         return "a refused start may be retried now"

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import dbt_runner
-from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.files import write_atomic
@@ -103,16 +102,11 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     log.error("the control table keeps the last valid controls CSV until the file is fixed")
 
 
-def models_digest(config: Config) -> str:
-    """What the views are built from: the dbt project's files, the adapter's macros, the vars and target."""
-    return dbt_runner.project_digest(config)
-
-
 def views_current(runtime: Runtime) -> bool:
     """The models exist and were built from this very project, vars and target. A control table that is
     gone (dropped by an operator, a lost metastore) makes the next fold rebuild it from the CSV and events."""
     recorded = dbt_runner.models_digest_path(runtime.config)
-    return (recorded.exists() and recorded.read_text().strip() == models_digest(runtime.config)
+    return (recorded.exists() and recorded.read_text().strip() == dbt_runner.project_digest(runtime.config)
             and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
 
 
@@ -130,6 +124,6 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     runtime.events.mark_folded()
     write_atomic(fold_id_path(runtime.config.state_dir), uuid.uuid4().hex)
     if select is ALL_MODELS:
-        write_atomic(dbt_runner.models_digest_path(runtime.config), models_digest(runtime.config))
+        write_atomic(dbt_runner.models_digest_path(runtime.config), dbt_runner.project_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

@@ -20,9 +20,9 @@ import pytest
 from harness import cold_tick, inbox
 from harness.config import PROJECT_DIR, Config, LocalJob
 from harness.controls import file_digest
-from harness.dbt_runner import models_digest_path
+from harness.dbt_runner import models_digest_path, project_digest
 from harness.events import unfolded_marker
-from harness.fold import fold_id_path, models_digest, rejected_marker
+from harness.fold import fold_id_path, rejected_marker
 from harness.model import SensorSource, dumps
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
@@ -74,7 +74,7 @@ def left(tmp_path: Path) -> Iterator[LeftState]:
                     local_jobs={"j": LocalJob(name="j-name", command="true")})
     config.state_dir.mkdir()
     fold_id_path(config.state_dir).write_text("fold-1")
-    models_digest_path(config).write_text(models_digest(config))
+    models_digest_path(config).write_text(project_digest(config))
     row = {"sensor_source": "trigger_file", "sensor_id": "in", "trigger_job_id": "j", "trigger_job_name": "j-name",
            "upstream_key": None, "preprocess_query": None, "is_hard_dependency": True, "job_state": "UNPAUSED",
            "status": "COMPLETED", "watermark": _watermark(config), "last_success_watermark": None,

@@ -20,6 +20,7 @@ from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.runtime import Runtime
 from harness.tick import run_tick
 from harness.tick_steps import TickReport
+from tests.jobs_api_server import FAST
 
 # A local job that records each run's change range and exits with the code in <job>.exit (default 0).
 RECORDING_JOB = (
@@ -198,3 +199,9 @@ class HeartbeatHarness:
 
     def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
         return self.runtime().events.history(event_types=[event_type] if event_type else [])
+
+
+def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 3600.0, **section: Any) -> None:
+    """The heartbeat on the Databricks backend, against the Jobs API test server (its settings in `section`)."""
+    heartbeat.with_sections(databricks={**FAST, **section}, runs={"stuck_after_seconds": stuck_after_seconds})
+    heartbeat.with_config(backend="databricks")

@@ -37,8 +37,7 @@ import pytest
 from harness.faults import Stopped, stopping_at
 from tests.jobs_api_server import JobsApiServer
 from tests.processes import UPSTREAM, HeartbeatProcess
-from tests.support import HeartbeatHarness, control_row
-from tests.test_databricks_tick import use_databricks
+from tests.support import HeartbeatHarness, control_row, use_databricks
 
 TWO_TICKS = ("run", "--interval", "2", "--max-ticks", "2")
 IN_PROCESS = {

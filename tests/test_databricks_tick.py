@@ -12,15 +12,11 @@ from typing import Any
 
 
 from harness import inbox
-from tests.jobs_api_server import FAST, FakeRun, JobsApiServer
-from tests.support import HeartbeatHarness, control_row
+from tests.jobs_api_server import FakeRun, JobsApiServer
+from tests.support import HeartbeatHarness, control_row, use_databricks
 
 
 
-
-def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 3600.0, **section: Any) -> None:
-    heartbeat.with_sections(databricks={**FAST, **section}, runs={"stuck_after_seconds": stuck_after_seconds})
-    heartbeat.with_config(backend="databricks")
 
 
 def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:

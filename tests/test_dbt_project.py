@@ -16,11 +16,20 @@ from tests.support import HeartbeatHarness, control_row
 pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process
 
 
-def test_dbt_unit_tests_for_every_dependency_rule_pass(heartbeat: HeartbeatHarness) -> None:
-    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat: HeartbeatHarness) -> None:
+    heartbeat.write_controls([control_row("trigger_file", "in", "j"), control_row("trigger_file", "in", "k"),
+                              control_row("trigger_file", "other", "k", hard=False)])
+    heartbeat.define_jobs("j", "k")
     heartbeat.tick()  # the models must exist before their unit tests (incremental mode reads `this`)
     outcome = dbt_runner.invoke(heartbeat.config, ["test", "--select", "test_type:unit"])
     assert outcome.nodes >= 13
+    # A tick runs only the CSV's data tests (harness.fold); the models' run here over a heartbeat whose
+    # jobs ran: detections, triggers, run starts and ends are all in the events and the control table.
+    heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.tick_until_settled()
+    assert {run["job"] for run in heartbeat.job_runs()} == {"j", "k"}
+    outcome = dbt_runner.invoke(heartbeat.config, ["test", "--select", "test_type:data"])
+    assert outcome.nodes >= 38
 
 
 def parse_for_databricks(tmp_path: Path) -> dict[str, Any]:

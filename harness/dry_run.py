@@ -9,13 +9,13 @@ when events wait to be folded, it says so (the next tick folds them first, which
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.model import ControlRow, EventType, JobState
 from harness.runtime import Runtime
 from harness.sensing import sense
-from harness.tables import Detection, JobDecision
+from harness.tables import Detection, JobDecision, as_detected, detections
 from harness.triggering import TriggeredRow, change_range
 
 log = logging.getLogger("harness.dry_run")
@@ -37,19 +37,13 @@ def dry_run(runtime: Runtime) -> DryRun:
     rows = runtime.tables.sensed_rows()
     sensed = sense(rows, runtime.sensors, runtime.spark, runtime.config)
     out.rows_sensed, out.upstreams_checked = len(rows), sensed.upstreams
-    for event in sensed.events:
-        if event.event_type is EventType.DATA_CHANGED and event.row is not None and event.status:
-            out.detections.append(Detection(event.row, event.status, event.watermark_after, event.event_time))
-        elif event.event_type is EventType.CHECK_FAILED:
-            out.check_errors.append(event.message or "")
+    out.detections = detections(sensed.events)
+    out.check_errors = [e.message or "" for e in sensed.events if e.event_type is EventType.CHECK_FAILED]
     out.decisions = runtime.tables.job_decisions_as_if(out.detections)
     if out.decisions is None:
         return out
-    detected = {d.key: d for d in out.detections}
     rows_by_job: dict[str, list[ControlRow]] = {}
-    for row in runtime.tables.control_rows():
-        if row.key in detected:
-            row = replace(row, status=detected[row.key].status, watermark=detected[row.key].watermark)
+    for row in as_detected(runtime.tables.control_rows(), out.detections):
         rows_by_job.setdefault(row.key.trigger_job_id, []).append(row)
     for decision in out.decisions:
         if decision.should_start:

@@ -9,15 +9,17 @@ waits until a given time), so its reading is kept only until the earliest of tho
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
-from harness.model import ControlRow, RowKey, control_row, utc
+from harness.events import Event
+from harness.model import ControlRow, EventType, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
@@ -34,6 +36,20 @@ class Detection:
     status: str
     watermark: str | None
     detected_at: datetime
+
+
+def detections(events: Sequence[Event]) -> list[Detection]:
+    """The detections among a sensing's events (what a fold would make of them: Detection)."""
+    return [Detection(e.row, e.status, e.watermark_after, e.event_time) for e in events
+            if e.event_type is EventType.DATA_CHANGED and e.row is not None and e.status]
+
+
+def as_detected(rows: Sequence[ControlRow], found: Sequence[Detection]) -> list[ControlRow]:
+    """`rows` as `found` leaves them once folded: the status and watermark of each detected row."""
+    detected = {d.key: d for d in found}
+    return [replace(r, status=detected[r.key].status, watermark=detected[r.key].watermark,
+                    latest_event_fetched_timestamp=detected[r.key].detected_at) if r.key in detected else r
+            for r in rows]
 
 
 @dataclass(frozen=True)
@@ -127,11 +143,19 @@ class Tables:
         then: a refused start may be retried)."""
         return _next_retry(self._trigger_set())
 
+    def _compiled_trigger_set(self) -> Path | None:
+        return next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET}.sql"), None)
+
+    def can_decide_as_if(self) -> bool:
+        """Whether job_decisions_as_if can answer: dbt compiled the trigger set in this state's target
+        folder (a full build does) and the control table is there."""
+        return self._compiled_trigger_set() is not None and self.exists(CONTROL_TABLE)
+
     def job_decisions_as_if(self, detections: Sequence[Detection]) -> list[JobDecision] | None:
         """The trigger set's decisions over the control table as `detections` would leave it, without
         writing anything: the trigger set's own compiled SQL (dbt's target folder) run over a temporary
         view. None when dbt has not compiled the model yet in this state's target folder."""
-        compiled = next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET}.sql"), None)
+        compiled = self._compiled_trigger_set()
         if compiled is None or not self.exists(CONTROL_TABLE):
             return None
         frame = self.spark.table(self.config.table(CONTROL_TABLE))

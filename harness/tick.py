@@ -6,11 +6,12 @@
   3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.freshness);
-  5. fold again when step 4 found new data;
-  6. start the jobs the trigger set marks ready;
-  7. fold what this tick appended, and write the status snapshot: what `status` shows is the state
-     this tick left. A tick with nothing new does no dbt work and reads no table (harness.tables);
-  8. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.retention).
+  5. start the jobs the trigger set marks ready: its own SQL over the control table as this tick's
+     detections leave it (Tables.job_decisions_as_if), so that they need no fold of their own;
+  6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
+     status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
+     dbt work and reads no table (harness.tables);
+  7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.retention).
 Every tick's outcome goes to the health record (`status` shows failing ticks).
 """
 
@@ -33,6 +34,7 @@ from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
 from harness.status import TickResult, record_tick, write_snapshot
+from harness.tables import as_detected, detections
 from harness.tick_steps import Step, TickReport
 from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 
@@ -171,16 +173,18 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
                 log.warning("%s", e.message)
             step.done(f"{len(missed)} upstreams newly stale", missed=len(missed))
 
-    if sensed.new_data:
-        with Step(report, "fold") as step:
+    found = detections(sensed.events)
+    if found and not runtime.tables.can_decide_as_if():
+        with Step(report, "fold") as step:  # the trigger set's SQL is not compiled in this state yet
             fold_now(runtime, report, step)
+        found = []
 
     with Step(report, "start jobs") as step:
-        decisions = runtime.tables.job_decisions()
+        decisions = (runtime.tables.job_decisions_as_if(found) if found else None) or runtime.tables.job_decisions()
         ready = [(d.job_id, d.job_name) for d in decisions if d.should_start]
         rows_by_job: dict[str, list[ControlRow]] = defaultdict(list)
         if ready:
-            for row in runtime.tables.control_rows():
+            for row in as_detected(runtime.tables.control_rows(), found):
                 rows_by_job[row.key.trigger_job_id].append(row)
         started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events, config.runs.max_parallel_starts)
         report.started, report.start_refused = started.started, started.refused

@@ -65,10 +65,10 @@ def spark(session_state: Path) -> Iterator[SparkSession]:
 
 
 @pytest.fixture
-def heartbeat(spark: SparkSession, session_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def heartbeat(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
               request: pytest.FixtureRequest) -> HeartbeatHarness:
     """A heartbeat of its own: own schema in the shared metastore, own CSV, trigger root, jobs, runs."""
-    return HeartbeatHarness.create(spark, session_state, tmp_path, monkeypatch, request.node.name)
+    return HeartbeatHarness.create(spark, tmp_path, monkeypatch, request.node.name)
 
 # --- Source sensor fixtures (issue 3): PostgreSQL server, Kafka mock cluster --------------------
 from tests.fixtures_sources import kafka, pg_password, postgres  # noqa: E402,F401

@@ -53,7 +53,7 @@ class HeartbeatHarness:
     _runtime: Runtime | None = None
 
     @classmethod
-    def create(cls, spark: SparkSession, session_state: Path, tmp_path: Path,
+    def create(cls, spark: SparkSession, tmp_path: Path,
                monkeypatch: pytest.MonkeyPatch, test_name: str) -> "HeartbeatHarness":
         schema = "hb_" + hashlib.sha1(test_name.encode()).hexdigest()[:10]
         spark.sql(f"DROP DATABASE IF EXISTS spark_catalog.{schema} CASCADE")
@@ -71,7 +71,6 @@ class HeartbeatHarness:
             controls_csv=seeds / "heartbeat_controls.csv",
             trigger_root=tmp_path / "triggers",
             sensing=SensingSettings(check_timeout_seconds=30, max_parallel_checks=4),
-            dbt_target_dir=session_state / "dbt_target",
         )
         config.state_dir.mkdir()
         return cls(spark, config, tmp_path, runs_dir, monkeypatch)

@@ -5,7 +5,6 @@ heartbeat process and closed pipes: tests/test_run_loop.py."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -18,11 +17,10 @@ LONG_ID = "landing/" + "a_very_long_folder_name_" * 3 + "end"
 
 
 @pytest.fixture(scope="module")
-def ticked(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[HeartbeatHarness, str]]:
+def ticked(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HeartbeatHarness, str]]:
     """GIVEN ok_job succeeded, bad_job's run failed, wait_job has new data on one of its two hard rows."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        hb = HeartbeatHarness.create(spark, session_state, tmp_path_factory.mktemp("operator"), monkeypatch,
+        hb = HeartbeatHarness.create(spark, tmp_path_factory.mktemp("operator"), monkeypatch,
                                      "operator_views")
         hb.write_controls([control_row("trigger_file", "a", "ok_job"), control_row("trigger_file", "b", "bad_job"),
                            control_row("trigger_file", "c1", "wait_job"), control_row("trigger_file", "c2", "wait_job"),

@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -116,6 +117,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         ticks = 0
         while not stop.is_set():
+            started = time.monotonic()
             report = run_tick(runtime)
             ticks += 1
             if report.error:
@@ -125,7 +127,9 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             if args.until_idle and report.idle:
                 log.info("idle: this tick started nothing and no run is going")
                 break
-            stop.wait(args.interval)
+            # The interval counts from the tick's start, as cron's does: a landing waits at most one interval
+            # for the tick that detects and starts it, however long the ticks take (a longer tick: at once).
+            stop.wait(max(0.0, args.interval - (time.monotonic() - started)))
         log.info("stopped after %d ticks", ticks)
         return 0
 
@@ -254,7 +258,7 @@ def parser() -> argparse.ArgumentParser:
                            "start nothing, append nothing")
     tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
-    run.add_argument("--interval", type=float, default=60.0, help="seconds between ticks")
+    run.add_argument("--interval", type=float, default=60.0, help="seconds from one tick's start to the next's")
     run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
     run.add_argument("--until-idle", action="store_true",
                      help="stop after a tick that started nothing while no run was going")

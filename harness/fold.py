@@ -42,7 +42,7 @@ ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+hear
 NO_UNIT_TESTS = ["--exclude-resource-type", "unit_test"]
 NO_TESTS = NO_UNIT_TESTS + ["--exclude-resource-type", "test"]
 # With a new CSV: the CSV's data tests only, not those of the models built over the events.
-MODEL_DATA_TESTS = ["--exclude", "stg_heartbeat__events+,resource_type:test"]
+NO_MODEL_DATA_TESTS = ["--exclude", "stg_heartbeat__events+,resource_type:test"]
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     select = ALL_MODELS if with_seed or not runtime.views_built else ["heartbeat_control_table"]
     command = ["build", "--select", *select]
     if with_seed:
-        dbt_runner.invoke(runtime.config, [*command, *NO_UNIT_TESTS, *MODEL_DATA_TESTS],
+        dbt_runner.invoke(runtime.config, [*command, *NO_UNIT_TESTS, *NO_MODEL_DATA_TESTS],
                           **seed_vars(runtime.config))
     else:
         dbt_runner.invoke(runtime.config, [*command, *NO_TESTS, "--exclude-resource-type", "seed"])

@@ -45,7 +45,7 @@ def detections(events: Sequence[Event]) -> list[Detection]:
 
 
 def as_detected(rows: Sequence[ControlRow], found: Sequence[Detection]) -> list[ControlRow]:
-    """`rows` as `found` leaves them once folded: the status and watermark of each detected row."""
+    """`rows` as `found` leaves them once folded: each detected row's status, watermark and time of detection."""
     detected = {d.key: d for d in found}
     return [replace(r, status=detected[r.key].status, watermark=detected[r.key].watermark,
                     latest_event_fetched_timestamp=detected[r.key].detected_at) if r.key in detected else r

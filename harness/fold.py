@@ -10,11 +10,11 @@ Otherwise a tick does no dbt work at all.
 
 What is built: a full build selects every heartbeat model; later ones only the control table, the one
 table (the eligibility, trigger set and open runs are views over it and the events).
-dbt unit tests check the rules themselves (the test suite runs them), never a tick. When the seed is
-(re)loaded, the CSV's own data tests run (the seed's and stg_heartbeat__controls'): they are the
-validation SPEC.md asks of `dbt seed`/`dbt build`. The models' data tests (a key unique in the control
-table, a reason on every decision) check what the SQL makes of any input: `dbt build` and `dbt test` run
-them, and the test suite does over a heartbeat it drove; a tick does not pay for them on every new CSV.
+A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.controls, the
+rules the seed's data tests state), so a bad file never reaches the seed. `dbt build` and `dbt test`
+run the data tests (the CSV's, and what the models make of any input: a key unique in the control
+table, a reason on every decision) and the unit tests of the rules; the test suite runs both over a
+heartbeat it drove.
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ from harness.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
 log = logging.getLogger(__name__)
 
 ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+heartbeat_open_runs"]
-NO_UNIT_TESTS = ["--exclude-resource-type", "unit_test"]
-NO_TESTS = NO_UNIT_TESTS + ["--exclude-resource-type", "test"]
-# With a new CSV: the CSV's data tests only, not those of the models built over the events.
-NO_MODEL_DATA_TESTS = ["--exclude", "stg_heartbeat__events+,resource_type:test"]
+NO_TESTS = ["--exclude-resource-type", "unit_test", "--exclude-resource-type", "test"]
 
 
 @dataclass(frozen=True)
@@ -131,13 +128,12 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     """Refresh the heartbeat models; returns the seconds dbt took. Raises DbtError."""
     started = time.monotonic()
     runtime.events.changed()
-    select = ALL_MODELS if with_seed or not runtime.views_built else ["heartbeat_control_table"]
-    command = ["build", "--select", *select]
+    select = ALL_MODELS if with_seed or not runtime.views_built else [CONTROL_TABLE]
+    command = ["build", "--select", *select, *NO_TESTS]
     if with_seed:
-        dbt_runner.invoke(runtime.config, [*command, *NO_UNIT_TESTS, *NO_MODEL_DATA_TESTS],
-                          **seed_vars(runtime.config))
+        dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config))
     else:
-        dbt_runner.invoke(runtime.config, [*command, *NO_TESTS, "--exclude-resource-type", "seed"])
+        dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
     write_atomic(fold_id_path(runtime.config.state_dir), uuid.uuid4().hex)
     if select is ALL_MODELS:

@@ -65,10 +65,10 @@ def spark(session_state: Path) -> Iterator[SparkSession]:
 
 
 @pytest.fixture
-def heartbeat(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-              request: pytest.FixtureRequest) -> HeartbeatHarness:
-    """A heartbeat of its own: own schema in the shared metastore, own CSV, trigger root, jobs, runs."""
-    return HeartbeatHarness.create(spark, tmp_path, monkeypatch, request.node.name)
+def heartbeat(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HeartbeatHarness:
+    """A heartbeat of its own: an emptied schema in the shared metastore, own CSV, trigger root, jobs, runs
+    and state folder (the schema's name is the same for every test, so dbt parses the project once)."""
+    return HeartbeatHarness.create(spark, tmp_path, monkeypatch)
 
 # --- Source sensor fixtures (issue 3): PostgreSQL server, Kafka mock cluster --------------------
 from tests.fixtures_sources import kafka, pg_password, postgres  # noqa: E402,F401

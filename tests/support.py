@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,15 +55,19 @@ class HeartbeatHarness:
 
     @classmethod
     def create(cls, spark: SparkSession, tmp_path: Path,
-               monkeypatch: pytest.MonkeyPatch, test_name: str) -> "HeartbeatHarness":
-        schema = "hb_" + hashlib.sha1(test_name.encode()).hexdigest()[:10]
+               monkeypatch: pytest.MonkeyPatch, name: str = "heartbeat") -> "HeartbeatHarness":
+        """A heartbeat in the schema `name` is hashed to, emptied first. The schema and the seed folder are
+        dbt vars, so heartbeats that share a name (one test's after another's) share dbt's parse of the
+        project; a heartbeat that lives beside another (a module's) takes a name of its own."""
+        schema = "hb_" + hashlib.sha1(name.encode()).hexdigest()[:10]
         spark.sql(f"DROP DATABASE IF EXISTS spark_catalog.{schema} CASCADE")
         runs_dir = tmp_path / "job_runs"
         monkeypatch.setenv("RUNS_DIR", str(runs_dir))
         (tmp_path / "triggers").mkdir()
         # dbt reads seeds from inside the project only (the folder is git-ignored).
-        seeds = PROJECT_DIR / "state" / "test-seeds" / f"{schema}_{tmp_path.name}"
-        seeds.mkdir(parents=True, exist_ok=True)
+        seeds = PROJECT_DIR / "state" / "test-seeds" / schema
+        shutil.rmtree(seeds, ignore_errors=True)
+        seeds.mkdir(parents=True)
         config = Config(
             config_path=None,
             project_dir=PROJECT_DIR,

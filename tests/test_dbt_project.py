@@ -23,8 +23,9 @@ def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat:
     heartbeat.tick()  # the models must exist before their unit tests (incremental mode reads `this`)
     outcome = dbt_runner.invoke(heartbeat.config, ["test", "--select", "test_type:unit"])
     assert outcome.nodes >= 13
-    # A tick runs only the CSV's data tests (harness.fold); the models' run here over a heartbeat whose
-    # jobs ran: detections, triggers, run starts and ends are all in the events and the control table.
+    # A tick runs no dbt tests (harness.fold): the data tests (the CSV's and the models') run here over a
+    # heartbeat whose jobs ran: detections, triggers, run starts and ends are all in the events and the
+    # control table.
     heartbeat.drop_trigger_file("in", "batch1")
     heartbeat.tick_until_settled()
     assert {run["job"] for run in heartbeat.job_runs()} == {"j", "k"}

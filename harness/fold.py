@@ -129,7 +129,9 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     started = time.monotonic()
     runtime.events.changed()
     select = ALL_MODELS if with_seed or not runtime.views_built else [CONTROL_TABLE]
-    command = ["build", "--select", *select, *NO_TESTS]
+    # manifest.json and run_results.json are for people and `dbt docs`, not a tick: writing them cost
+    # about 0.4 s a fold (the compiled SQL the tick reads is still written).
+    command = ["build", "--no-write-json", "--select", *select, *NO_TESTS]
     if with_seed:
         dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config))
     else:

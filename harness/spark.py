@@ -28,6 +28,7 @@ from typing import Iterator
 from pyspark.sql import SparkSession
 
 from harness.config import Config
+from harness.jvm_options import java_options
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,9 @@ def get_spark(config: Config) -> SparkSession:
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
-        .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={config.state_dir} -Dlog4j2.configurationFile={LOG4J_CONFIG}")
+        .config("spark.driver.extraJavaOptions", " ".join([
+            f"-Dderby.system.home={config.state_dir}", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+            *java_options()]))
         .config(SESSION_TIME_ZONE, "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")

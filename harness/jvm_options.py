@@ -1,0 +1,111 @@
+"""The Java options of the harness's own Spark JVM (the embedded default and a local Spark Connect server).
+
+A heartbeat process is short: cron starts it, it folds and starts its jobs, it ends. Most of such a
+process's time went to the JVM starting up (measured on 2 cores: about 20 s before the first table
+was read, on a warm metastore), not to the work. Two options cut that:
+
+  - the JVM compiles with its quick compiler only (`-XX:TieredStopAtLevel=1`): the optimising
+    compiler's threads took most of the CPU of a short process, for code that runs a few times;
+  - it maps the classes Spark, Hive and Derby load at start-up from a class-data archive instead of
+    reading and verifying them from the jars every time. The archive is made once per installation
+    (`python -m harness.jvm_options`, which scripts/setup.sh runs) by a Spark session that does what a
+    tick does, and lives in the Python environment beside pyspark (one archive per pyspark version).
+    Without it (or with a JDK or jars it was not made with) the JVM loads its classes as usual: the
+    archive only ever saves time. The JVM's notes about the archive are switched off, so that a
+    tick's output stays its own.
+
+Together: about 20 s -> 9 s from the process's start to its first table written (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark import __version__ as PYSPARK_VERSION
+
+QUICK_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
+ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# Set for the process that makes the archive: its JVM writes the classes it loaded there when it exits.
+DUMP_ENV = "HEARTBEAT_CLASS_ARCHIVE_DUMP"
+
+
+def archive_path() -> Path:
+    return Path(sys.prefix) / "share" / "heartbeat" / f"spark-{PYSPARK_VERSION}-classes.jsa"
+
+
+def java_options() -> list[str]:
+    """The options for `spark.driver.extraJavaOptions`, besides the harness's system properties."""
+    dump = os.environ.get(DUMP_ENV)
+    if dump:
+        return [QUICK_COMPILER_ONLY, f"-XX:ArchiveClassesAtExit={dump}", *ARCHIVE_QUIET]
+    archive = archive_path()
+    if archive.exists():
+        return [QUICK_COMPILER_ONLY, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
+    return [QUICK_COMPILER_ONLY]
+
+
+# What a tick asks of Spark, so that the archive holds the classes a tick loads: the metastore, a
+# partitioned parquet table appended to, a join with aggregates and a window, a table written to a new
+# folder and switched to it, its statistics.
+TRAINING_SQL = (
+    "CREATE DATABASE IF NOT EXISTS archive_training",
+    "CREATE TABLE archive_training.events (id STRING, at TIMESTAMP, kind STRING, day DATE) USING parquet "
+    "PARTITIONED BY (day)",
+    "INSERT INTO archive_training.events VALUES ('a', TIMESTAMP'2026-01-01 10:00:00', 'x', DATE'2026-01-01'), "
+    "('b', TIMESTAMP'2026-01-02 10:00:00', 'y', DATE'2026-01-02')",
+    "CREATE TABLE archive_training.state USING parquet AS SELECT kind, max(at) AS at FROM archive_training.events "
+    "GROUP BY kind",
+    "CREATE OR REPLACE TEMPORARY VIEW folded AS SELECT e.kind, max_by(e.id, e.at) AS id, count(*) AS n, "
+    "row_number() OVER (ORDER BY e.kind) AS r FROM archive_training.events e LEFT JOIN archive_training.state s "
+    "USING (kind) WHERE e.at > coalesce(s.at, TIMESTAMP'1970-01-01 00:00:00') OR s.at IS NULL GROUP BY e.kind",
+    "SHOW TABLE EXTENDED IN archive_training LIKE '*'",
+    "DESCRIBE EXTENDED archive_training.state",
+)
+
+
+def train(state_dir: Path) -> None:
+    """Run what a tick runs on a session of its own (in `state_dir`); the JVM writes the archive as it exits."""
+    from harness.config import PROJECT_DIR, Config
+    from harness.spark import get_spark
+
+    spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
+    for statement in TRAINING_SQL:
+        spark.sql(statement).collect()
+    folder = state_dir / "warehouse" / "archive_training_v2"
+    spark.sql(f"INSERT OVERWRITE DIRECTORY '{folder.as_uri()}' USING parquet SELECT * FROM folded")
+    spark.sql(f"ALTER TABLE archive_training.state SET LOCATION '{folder.as_uri()}'")
+    spark.sql("REFRESH TABLE archive_training.state")
+    spark.sql("ANALYZE TABLE archive_training.state COMPUTE STATISTICS")
+    spark.createDataFrame([("c", None, "z", None)], "id string, at timestamp, kind string, day date") \
+        .write.insertInto("archive_training.events")
+    spark.table("archive_training.events").orderBy("id").collect()
+    spark.stop()
+
+
+def make_archive() -> Path:
+    """Make (or make again) the archive of this installation; returns its path."""
+    target = archive_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    dump = target.with_name(f"{target.name}.{os.getpid()}.part")
+    with tempfile.TemporaryDirectory(prefix="heartbeat-class-archive-") as work:
+        env = {**os.environ, DUMP_ENV: str(dump), "SPARK_LOCAL_IP": "127.0.0.1"}
+        # Reading the output to its end waits for the JVM too (it shares the output), so the archive it
+        # writes as it exits is whole before it is moved into place.
+        done = subprocess.run([sys.executable, "-m", "harness.jvm_options", "--train", str(Path(work) / "state")],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not dump.exists():
+            dump.unlink(missing_ok=True)
+            raise RuntimeError(f"no class archive was written: {done.stderr.strip()[-2000:]}")
+    os.replace(dump, target)
+    return target
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--train"]:
+        train(Path(sys.argv[2]))
+    else:
+        print(f"class archive written: {make_archive()}")

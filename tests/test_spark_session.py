@@ -36,3 +36,13 @@ def test_on_databricks_the_runtimes_session_is_returned_in_utc(spark: SparkSessi
         spark.conf.set(SESSION_TIME_ZONE, "UTC")
         monkeypatch.setenv("TZ", "UTC")
         time.tzset()
+
+
+def test_the_harness_jvm_runs_with_its_start_up_options(spark: SparkSession) -> None:
+    # The session of the test session is the harness's own (harness.spark.get_spark): its JVM was started
+    # with the quick compiler only and, when setup made one, the installation's class-data archive.
+    from harness.jvm_options import java_options
+
+    arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
+                     .getRuntimeMXBean().getInputArguments())
+    assert set(java_options()) <= set(arguments), arguments

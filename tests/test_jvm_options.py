@@ -1,0 +1,40 @@
+"""The Java options of the harness's Spark: the quick compiler always, the class-data archive when this
+installation has one, and the JVM's notes about the archive kept off the tick's output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import jvm_options
+from harness.jvm_options import ARCHIVE_QUIET, DUMP_ENV, QUICK_COMPILER_ONLY, java_options
+
+
+def test_without_an_archive_the_jvm_loads_its_classes_as_usual(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DUMP_ENV, raising=False)
+    monkeypatch.setattr(jvm_options, "archive_path", lambda: tmp_path / "none.jsa")
+    assert java_options() == [QUICK_COMPILER_ONLY]
+
+
+def test_an_archive_of_this_installation_is_mapped_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = tmp_path / "spark-classes.jsa"
+    archive.write_bytes(b"")
+    monkeypatch.delenv(DUMP_ENV, raising=False)
+    monkeypatch.setattr(jvm_options, "archive_path", lambda: archive)
+    assert java_options() == [QUICK_COMPILER_ONLY, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
+
+
+def test_the_process_that_makes_the_archive_has_its_jvm_write_one_at_exit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DUMP_ENV, str(tmp_path / "new.jsa"))
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in java_options()
+
+
+def test_the_archive_lives_in_the_python_environment_one_per_pyspark_version() -> None:
+    import sys
+
+    from pyspark import __version__
+
+    path = jvm_options.archive_path()
+    assert path.is_relative_to(sys.prefix) and __version__ in path.name

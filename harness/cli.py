@@ -108,8 +108,11 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         stop.set()
 
     def action() -> int:
+        from harness import jvm_options
         from harness.tick import run_tick
 
+        if not args.max_ticks and not args.until_idle:
+            jvm_options.expect_long_life()  # a loop until stopped: its JVM compiles for the long run
         runtime = _runtime(config)
         # After Spark started: PySpark installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); this one lets the current step finish instead.

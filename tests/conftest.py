@@ -25,6 +25,7 @@ os.environ.update({
 from pyspark.sql import SparkSession  # noqa: E402
 
 from harness.config import Config, PROJECT_DIR  # noqa: E402
+from harness.jvm_options import expect_long_life  # noqa: E402
 from harness.spark import get_spark  # noqa: E402
 from tests import layers  # noqa: E402
 from tests.support import HeartbeatHarness  # noqa: E402
@@ -59,6 +60,7 @@ def session_state() -> Path:
 
 @pytest.fixture(scope="session")
 def spark(session_state: Path) -> Iterator[SparkSession]:
+    expect_long_life()  # one session for the whole run, as a `run` loop's
     session = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=session_state))
     yield session
     session.stop()

@@ -1,5 +1,5 @@
-"""The Java options of the harness's Spark: the quick compiler always, the class-data archive when this
-installation has one, and the JVM's notes about the archive kept off the tick's output."""
+"""The Java options of the harness's Spark: the quick compiler for a short process, the class-data archive
+when this installation has one, and the JVM's notes about the archive kept off the tick's output."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ import pytest
 
 from harness import jvm_options
 from harness.jvm_options import ARCHIVE_QUIET, DUMP_ENV, QUICK_COMPILER_ONLY, java_options
+
+
+@pytest.fixture(autouse=True)
+def short_lived(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jvm_options, "_long_lived", False)
 
 
 def test_without_an_archive_the_jvm_loads_its_classes_as_usual(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,6 +28,14 @@ def test_an_archive_of_this_installation_is_mapped_quietly(tmp_path: Path, monke
     monkeypatch.delenv(DUMP_ENV, raising=False)
     monkeypatch.setattr(jvm_options, "archive_path", lambda: archive)
     assert java_options() == [QUICK_COMPILER_ONLY, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
+
+
+def test_a_process_that_loops_until_stopped_compiles_for_the_long_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DUMP_ENV, raising=False)
+    monkeypatch.setattr(jvm_options, "archive_path", lambda: tmp_path / "none.jsa")
+    jvm_options.expect_long_life()
+    assert java_options() == []
 
 
 def test_the_process_that_makes_the_archive_has_its_jvm_write_one_at_exit(

@@ -13,8 +13,8 @@ table was read, on a warm metastore), not to the work. Two options cut that:
     reading and verifying them from the jars every time. The archive is made once per installation
     (`python -m harness.jvm_options`, which scripts/setup.sh runs) by a Spark session that does what a
     tick does, and lives in the Python environment beside pyspark (one archive per pyspark version).
-    Without it (or with a JDK or jars it was not made with) the JVM loads its classes as usual: the
-    archive only ever saves time. The JVM's notes about the archive are switched off, so that a
+    Without it (or with a JDK or jars it was not made with: make it again after such an update) the
+    JVM loads its classes as usual: the archive only ever saves time. The JVM's notes about the archive are switched off, so that a
     tick's output stays its own.
 
 Together: about 20 s -> 9 s from the process's start to its first table written (docs/performance.md).

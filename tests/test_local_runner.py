@@ -10,6 +10,7 @@ import pytest
 
 from harness.backends.base import RunRequest, RunState, StartRefused
 from harness.backends.local import LocalBackend
+from harness.backends.local_supervisor import LAUNCHED
 from harness.config import PROJECT_DIR, Config, LocalJob
 
 pytestmark = pytest.mark.scenario  # the local runner starts each run as a process
@@ -118,3 +119,13 @@ def test_a_never_launched_run_found_by_a_poll_is_launched_and_two_launches_run_i
     # THEN exactly one of them ran the command
     assert wait_until_ended(b, "j", run_id) is RunState.SUCCEEDED
     assert counter.read_text() == "x\n"
+
+
+def test_a_run_polled_while_its_supervisor_claims_it_is_running_not_dead(tmp_path: Path) -> None:
+    # GIVEN a run whose supervisor created its claim and has not written its pid into it yet
+    b = backend(tmp_path, j=("true", None))
+    run_dir = b.run_dir("local-claiming")
+    run_dir.mkdir(parents=True)
+    (run_dir / LAUNCHED).write_text("")
+    # THEN a poll in between sees it running, not a supervisor that died without a result
+    assert b.poll("j", "local-claiming").state is RunState.RUNNING

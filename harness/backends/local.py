@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +29,10 @@ from harness.errors import BackendError
 from harness.faults import crash_point
 from harness.files import write_atomic
 from harness.model import dumps
+
+# A supervisor creates its claim, then writes its pid into it: an empty claim younger than this is a
+# supervisor between the two writes, not one that died.
+CLAIM_SECONDS = 60.0
 
 
 def _alive(pid: int) -> bool:
@@ -129,6 +134,8 @@ class LocalBackend(JobBackend):
         pid_text = launched.read_text().strip()
         if pid_text and _alive(int(pid_text)):
             return RunStatus(RunState.RUNNING)
+        if not pid_text and time.time() - launched.stat().st_mtime < CLAIM_SECONDS:
+            return RunStatus(RunState.RUNNING)  # claimed this instant: its pid is being written
         if result_file.exists():  # finished between the two reads
             return self.poll(job_id, run_id)
         return RunStatus(RunState.FAILED, "the local runner's supervisor process died without a result",

@@ -114,7 +114,21 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
     return DbtOutcome(seconds=seconds, nodes=nodes)
 
 
-MANIFESTS_KEPT = 2  # a seed load's vars and the folds' vars
+def import_in_background() -> threading.Thread | None:
+    """Import dbt (about 3 s) in a thread of its own while the caller starts Spark, whose JVM the main
+    thread only waits for: a cold process's first fold then finds dbt loaded. The caller joins the
+    thread before it imports anything else, so that no module is imported by both threads at once.
+    None when dbt is loaded already."""
+    import sys
+
+    if "dbt.cli.main" in sys.modules:
+        return None
+    thread = threading.Thread(target=lambda: __import__("dbt.cli.main"), name="dbt-import", daemon=True)
+    thread.start()
+    return thread
+
+
+MANIFESTS_KEPT = 4  # a seed load's vars, the folds' vars, and a refresh's models with their own vars
 
 
 def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manifest | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from harness import dbt_runner
 from harness.backends.base import JobBackend
 from harness.config import Config
 from harness.events import EventLog
@@ -39,7 +40,10 @@ class Runtime:
 
     @classmethod
     def open(cls, config: Config) -> "Runtime":
+        importing = dbt_runner.import_in_background()
         spark = get_spark(config)
         events = EventLog(spark, config)
+        if importing is not None:
+            importing.join()
         return cls(config, spark, events, Tables(spark, config, lambda: events.version), build_backend(config),
                    build_registry(config))

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
 from harness.config import LOCAL_CATALOG, Config
+from harness.literal_rows import literal_select
 from harness.history import EVENTS_TABLE, PARTITION_COLUMN, record_location
 from harness.model import EventType, RowKey, dumps
 
@@ -208,9 +209,9 @@ class EventLog:
             return 0
         self.marker.touch()  # before the write: a kill after it still leaves the marker
         self.version += 1
-        df = self.spark.createDataFrame([e.as_tuple(self.tick_id) for e in events], EVENT_SCHEMA)
+        select, args = literal_select([e.as_tuple(self.tick_id) for e in events], EVENT_SCHEMA)
         try:
-            df.coalesce(1).write.insertInto(self.table)
+            self.spark.sql(f"INSERT INTO {self.table} {select}", args=args)
         except Exception:
             self._recover_quietly()
             raise

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
 from harness.events import Event
+from harness.literal_rows import literal_rows
 from harness.model import ControlRow, EventType, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
@@ -26,6 +28,9 @@ ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
 OPEN_RUNS = "heartbeat_open_runs"
 DRY_RUN_VIEW = "heartbeat_dry_run_control_table"
+DETECTED_SCHEMA = StructType([StructField(name, TimestampType() if name == "dry_detected_at" else StringType())
+                              for name in ("sensor_source", "sensor_id", "trigger_job_id", "dry_status",
+                                           "dry_watermark", "dry_detected_at")])
 
 
 @dataclass(frozen=True)
@@ -163,11 +168,8 @@ class Tables:
             from pyspark.sql import functions as F
 
             keys = ["sensor_source", "sensor_id", "trigger_job_id"]
-            changed = self.spark.createDataFrame(
-                [(d.key.sensor_source, d.key.sensor_id, d.key.trigger_job_id, d.status, d.watermark,
-                  d.detected_at.astimezone(timezone.utc).replace(tzinfo=None)) for d in detections],
-                "sensor_source string, sensor_id string, trigger_job_id string, dry_status string, "
-                "dry_watermark string, dry_detected_at timestamp")
+            changed = literal_rows(self.spark, [(d.key.sensor_source, d.key.sensor_id, d.key.trigger_job_id, d.status,
+                                                 d.watermark, d.detected_at) for d in detections], DETECTED_SCHEMA)
             columns = frame.columns
             frame = (frame.join(changed, keys, "left")
                      .withColumn("status", F.coalesce("dry_status", "status"))

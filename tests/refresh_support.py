@@ -2,16 +2,11 @@
 project that installs Heartbeat as a local package) in a schema of the test's own, on the session's
 SparkSession. A test writes a model's next batch (`src_<model>`), runs dbt with the batch id the heartbeat
 would give (HEARTBEAT_RUN_CONTEXT_ID), and reads the tables back as sorted rows.
-
-Run as a script (`python -m tests.refresh_support STEPS.json`), it does the same in a process of its own
-(its own state folder, so its own metastore and JVM), for the tests that kill a refresh mid-way.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -132,36 +127,3 @@ class RefreshProject:
 
     def dump(self, *tables: str) -> dict[str, list[list[Any]]]:
         return {t: [list(r) for r in self.rows(t)] for t in tables if self.exists(t)}
-
-
-# --- as a process of its own --------------------------------------------------------------------------
-def _main(spec_path: str) -> int:
-    """STEPS.json: {state_dir, schema, target_dir, steps: [{model, batch, rows, crash_at?, dump?}]}. Runs the steps
-    in order; a step with crash_at is killed there (HEARTBEAT_CRASH_AT); after a step with `dump` (a file),
-    the tables of `tables` are written to it as JSON."""
-    from harness.spark import get_spark
-
-    spec = json.loads(Path(spec_path).read_text())
-    config = examples_config(Path(spec["state_dir"]), spec["schema"], Path(spec["target_dir"]))
-    spark = get_spark(config)
-    spark.sql(f"create database if not exists {config.schema}")
-    project = RefreshProject(spark, config)
-    for step in spec["steps"]:
-        project.write_batch(step["model"], [_typed(step["model"], r) for r in step["rows"]])
-        with environment(HEARTBEAT_CRASH_AT=step.get("crash_at")):
-            project.run(step["model"], batch=step["batch"])
-        if step.get("dump"):
-            Path(step["dump"]).write_text(json.dumps(project.dump(*spec["tables"]), default=str))
-    return 0
-
-
-def _typed(model: str, row: Sequence[Any]) -> tuple[Any, ...]:
-    """JSON rows back to Spark values: ISO text in a timestamp column becomes a datetime."""
-    columns = [c.strip().split(" ", 1) for c in SOURCE_SCHEMAS[model].split(",")]
-    return tuple(datetime.fromisoformat(v) if t.strip() == "timestamp" and isinstance(v, str) else v
-                 for (_, t), v in zip(columns, row))
-
-
-if __name__ == "__main__":
-    install_package()
-    sys.exit(_main(sys.argv[1]))

@@ -2,20 +2,17 @@
 its old or its new version, and the next run (the same batch sent again, or the next batch) repairs the
 rest, with every batch applied exactly once. Failures are injected at the materialization's named points
 (HEARTBEAT_FAIL_AT, in-process: between the phases, inside phase 1 after the batch's rows are written,
-inside phase 2 after the dataset's switch); a kill (HEARTBEAT_CRASH_AT, SIGKILL to the process group)
-between the phases in a process of its own. That a kill inside one switch leaves the old or the new
-version is the adapter's heartbeat_write_version (tests/test_crash_safety.py kills it there). Also: wrong parameters are compilation errors naming the model and the parameter, and the Delta
-statements (Databricks) compile and parse.
+inside phase 2 after the dataset's switch). Nothing of the materialization runs after its point, so what
+is on disk is what a kill there leaves, and the next run is a new dbt invocation: no process of its own is
+needed. That a kill inside one switch (a half-written version) leaves the old or the new version is the
+adapter's heartbeat_write_version, which tests/test_crash_safety.py kills in a process there. Also: wrong
+parameters are compilation errors naming the model and the parameter, and the Delta statements
+(Databricks) compile and parse.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,7 +22,6 @@ import sqlglot
 from dbt.cli.main import dbtRunner
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR
 from harness.errors import DbtError
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
@@ -126,64 +122,32 @@ def test_failure_inside_phase_one_changes_nothing_and_the_batch_loads_when_sent_
     assert again["metrics"]["k5"]["batch_seq"] == 5 and again["metrics"]["k5"]["records_n"] == 1
 
 
-# --- kills, in a process of its own --------------------------------------------------------------------
-def run_process(spec: dict[str, Any], path: Path) -> int:
-    """tests.refresh_support as its own process group (own state folder: own metastore and JVM)."""
-    path.write_text(json.dumps(spec, default=str))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEARTBEAT_", "PYSPARK_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.refresh_support", str(path)], cwd=PROJECT_DIR, env=env,
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        output, _ = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    deadline = time.monotonic() + 30  # the JVM of a killed process holds the Derby lock until it is gone
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    path.with_suffix(".log").write_bytes(output)
-    return proc.returncode
-
-
+# --- the next batch after a stop between the phases, in-process ----------------------------------------
 @pytest.fixture(scope="module")
-def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def stopped(spark: SparkSession, session_state: Path) -> dict[str, Any]:
+    """k1 applied; k2's run stopped right after its change capture (nothing runs after the point, as after a
+    kill: the materialization has no cleanup); then the next run, k3's, in a new dbt invocation."""
     install_package()
-    root = tmp_path_factory.mktemp("refresh_kill")
-    base = {"state_dir": str(root / "state"), "schema": "rf_kill", "target_dir": str(root / "target"),
-            "tables": ["key_orders", "key_orders__batches", "key_orders__metrics"]}
-
-    def step(batch: str, crash_at: str | None = None, dump: str | None = None) -> dict[str, Any]:
-        return {"model": "key_orders", "batch": batch, "crash_at": crash_at,
-                "rows": [[v.isoformat() if isinstance(v, datetime) else v for v in r] for r in K[batch]],
-                "dump": str(root / dump) if dump else None}
-
-    codes = [
-        run_process(base | {"steps": [step("k1"), step("k2", crash_at="refresh:captured")]}, root / "p1.json"),
-        run_process(base | {"steps": [step("k3", dump="k3.json")]}, root / "p2.json"),
-    ]
-    return {"codes": codes, "root": root, "k3": json.loads((root / "k3.json").read_text())}
+    schema = "rf_stopped"
+    spark.sql(f"drop database if exists {schema} cascade")
+    spark.sql(f"create database {schema}")
+    project = RefreshProject(spark, examples_config(session_state, schema, session_state / "refresh_target"))
+    project.load({"key_orders": K["k1"]}, batch="k1")
+    with pytest.raises(DbtError, match="injected failure at refresh:captured"):
+        project.load({"key_orders": K["k2"]}, batch="k2", fail_at="refresh:captured")
+    project.load({"key_orders": K["k3"]}, batch="k3")
+    return {"dataset": project.rows("key_orders", DATASET),
+            "codes": project.rows("key_orders__batches", ["s_batch_id", "order_id", "s_record_status_code"]),
+            "metrics": project.metrics("key_orders")}
 
 
-def dataset(dump: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return sorted(((r[0], r[1], r[2], r[4]) for r in dump["key_orders"]), key=repr)
-
-
-@pytest.mark.process
-def test_kill_between_the_phases_is_repaired_by_the_next_run(killed: dict[str, Any]) -> None:
-    # GIVEN a process killed (SIGKILL to its group) right after k2's change capture
-    assert killed["codes"][0] == -signal.SIGKILL, (killed["root"] / "p1.log").read_text()[-3000:]
-    assert killed["codes"][1] == 0, (killed["root"] / "p2.log").read_text()[-3000:]
-    # WHEN the next run (another process) loads k3
+def test_a_stop_between_the_phases_is_repaired_by_the_next_batch(stopped: dict[str, Any]) -> None:
+    # GIVEN k2 stopped right after its change capture WHEN the next run loads k3
     # THEN k2 is applied first, then k3, each once, with the codes of an uninterrupted load
-    assert dataset(killed["k3"]) == AFTER_K3
-    assert sorted(((r[4], r[0], r[8]) for r in killed["k3"]["key_orders__batches"]), key=repr) == \
-        [c for c in CODES if c[0] != "k4"]
-    assert sorted((r[1], r[2], r[3]) for r in killed["k3"]["key_orders__metrics"]) == [
-        ("k1", 1, "applied"), ("k2", 2, "applied"), ("k3", 3, "applied")]
+    assert stopped["dataset"] == AFTER_K3
+    assert stopped["codes"] == [c for c in CODES if c[0] != "k4"]
+    assert {b: (m["batch_seq"], m["status"]) for b, m in stopped["metrics"].items()} == {
+        "k1": (1, "applied"), "k2": (2, "applied"), "k3": (3, "applied")}
 
 
 # --- parameters, Databricks ------------------------------------------------------------------------------

@@ -129,3 +129,25 @@ def test_a_run_polled_while_its_supervisor_claims_it_is_running_not_dead(tmp_pat
     (run_dir / LAUNCHED).write_text("")
     # THEN a poll in between sees it running, not a supervisor that died without a result
     assert b.poll("j", "local-claiming").state is RunState.RUNNING
+
+
+def test_runs_go_on_after_the_launcher_is_killed_and_the_next_start_gets_a_new_one(tmp_path: Path) -> None:
+    # GIVEN a run going, launched by the backend's launcher process
+    b = backend(tmp_path, slow=("sleep 1", None), quick=("true", None))
+    slow = b.start(RunRequest("slow", "slow", "hb-token-9"))
+    claim = b.run_dir(slow) / LAUNCHED
+    deadline = time.monotonic() + 10
+    while not (claim.exists() and claim.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    supervisor = claim.read_text().strip()
+    first = b._launcher
+    assert first is not None
+    # WHEN the launcher is killed (SIGKILL)
+    first.kill()
+    first.wait()
+    # THEN the run it launched goes on to its end, and the next start is launched by a new launcher
+    quick = b.start(RunRequest("quick", "quick", "hb-token-10"))
+    assert b._launcher is not first
+    assert wait_until_ended(b, "quick", quick) is RunState.SUCCEEDED
+    assert wait_until_ended(b, "slow", slow) is RunState.SUCCEEDED
+    assert claim.read_text().strip() == supervisor, "the run was launched again"

@@ -1,8 +1,8 @@
 """The local job runner (embedded default): each job is a shell command run as a subprocess.
 
 Jobs come from `local_runner.jobs` in heartbeat.yml (id -> name, command, optional timeout). Each run
-lives in `<state>/local_runs/<run_id>/`; a detached supervisor process (harness.backends.local_supervisor)
-claims the run, runs the command, enforces its timeout and writes `result.json`, so a later tick, in
+lives in `<state>/local_runs/<run_id>/`; a detached supervisor process (harness.backends.local_supervisor,
+forked by the process's launcher, harness.backends.local_launcher) claims the run, runs the command, enforces its timeout and writes `result.json`, so a later tick, in
 any process, records how it ended.
 
 A start is: the run's folder and meta.json, then the token file (token -> run id), then the
@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import datetime, timezone
@@ -57,6 +58,8 @@ class LocalBackend(JobBackend):
         self.config = config
         self.runs_dir = config.state_dir / "local_runs"
         self.tokens_dir = self.runs_dir / "tokens"
+        self._launcher: subprocess.Popen[str] | None = None
+        self._launch_lock = threading.Lock()
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -103,12 +106,24 @@ class LocalBackend(JobBackend):
         return run_id
 
     def _launch(self, run_dir: Path) -> None:
-        subprocess.Popen(
-            [sys.executable, "-m", "harness.backends.local_supervisor", str(run_dir)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-            cwd=str(Path(__file__).resolve().parents[2]),
-        )
+        """Hand the run to this process's launcher (harness.backends.local_launcher), started on first
+        use and again should it have died."""
+        with self._launch_lock:
+            for _ in range(2):
+                if self._launcher is None or self._launcher.poll() is not None:
+                    self._launcher = subprocess.Popen(
+                        [sys.executable, "-m", "harness.backends.local_launcher"], stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                        close_fds=True, cwd=str(Path(__file__).resolve().parents[2]), text=True)
+                try:
+                    assert self._launcher.stdin is not None
+                    self._launcher.stdin.write(json.dumps(str(run_dir)) + "\n")
+                    self._launcher.stdin.flush()
+                    return
+                except OSError:  # the launcher died: a new one
+                    self._launcher = None
+        raise BackendError(f"the local runner could not launch run {run_dir.name}: its launcher process "
+                           "keeps dying (see the heartbeat's log); the next tick launches the run again")
 
     def _ensure_launched(self, run_dir: Path) -> None:
         """Launch a run no supervisor claimed: its start provably never happened. Should the first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -151,3 +152,25 @@ def test_runs_go_on_after_the_launcher_is_killed_and_the_next_start_gets_a_new_o
     assert wait_until_ended(b, "quick", quick) is RunState.SUCCEEDED
     assert wait_until_ended(b, "slow", slow) is RunState.SUCCEEDED
     assert claim.read_text().strip() == supervisor, "the run was launched again"
+
+
+def test_a_supervisor_left_a_zombie_by_a_parent_that_never_reaps_it_is_dead(tmp_path: Path) -> None:
+    # GIVEN a claim whose process ended without a result and stays a zombie (its parent, `sleep`, never
+    # reaps it: as under an init that does not reap)
+    parent = subprocess.Popen(["bash", "-c", "true & echo $!; exec sleep 10"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        zombie = parent.stdout.readline().strip()
+        b = backend(tmp_path, j=("true", None))
+        run_dir = b.run_dir("local-zombie")
+        run_dir.mkdir(parents=True)
+        (run_dir / LAUNCHED).write_text(zombie)
+        deadline = time.monotonic() + 5
+        while b.poll("j", "local-zombie").state is RunState.RUNNING and time.monotonic() < deadline:
+            time.sleep(0.05)  # until `true` has ended
+        # THEN the run is failed, not running for ever
+        status = b.poll("j", "local-zombie")
+        assert status.state is RunState.FAILED and "died without a result" in status.message
+    finally:
+        parent.kill()
+        parent.wait()

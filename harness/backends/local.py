@@ -2,8 +2,8 @@
 
 Jobs come from `local_runner.jobs` in heartbeat.yml (id -> name, command, optional timeout). Each run
 lives in `<state>/local_runs/<run_id>/`; a detached supervisor process (harness.backends.local_supervisor,
-forked by the process's launcher, harness.backends.local_launcher) claims the run, runs the command, enforces its timeout and writes `result.json`, so a later tick, in
-any process, records how it ended.
+forked by the process's launcher, harness.backends.local_launcher) claims the run, runs the command,
+enforces its timeout and writes `result.json`, so a later tick, in any process, records how it ended.
 
 A start is: the run's folder and meta.json, then the token file (token -> run id), then the
 supervisor. A token already used returns its run: no second run. A run whose supervisor never claimed
@@ -43,12 +43,23 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A finished child of this process stays a zombie until reaped; reap it so it reads as dead.
+    # A finished child of this process stays a zombie until reaped; reap it so it reads as dead. A
+    # supervisor is nobody's child here (the launcher forks it away), but a zombie is dead all the same
+    # where nothing reaps it.
     try:
         waited, _ = os.waitpid(pid, os.WNOHANG)
-        return waited == 0
+        if waited != 0:
+            return False
     except ChildProcessError:
-        return True
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class LocalBackend(JobBackend):

@@ -125,7 +125,8 @@ class EventLog:
         self.table = config.table(EVENTS_TABLE)
         self.tick_id = tick_id
         self.marker = unfolded_marker(config.state_dir)
-        self.version = 0  # moves on every append and fold: what was read from the tables may be stale
+        self.version = 0  # moves on every append and fold: what was read from the log may be stale
+        self.folds = 0  # moves on every fold: what was read from the tables dbt built may be stale
         self._ensure()
 
     def _ensure(self) -> None:
@@ -197,11 +198,12 @@ class EventLog:
 
     def mark_folded(self) -> None:
         self.marker.unlink(missing_ok=True)
-        self.version += 1
+        self.changed()
 
     def changed(self) -> None:
-        """The tables built from the log are about to change (a fold starts)."""
+        """The tables built from the log are about to change, or just changed (a fold)."""
         self.version += 1
+        self.folds += 1
 
     def append(self, events: Sequence[Event]) -> int:
         """Append in one write; returns how many rows were written."""

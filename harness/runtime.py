@@ -45,5 +45,5 @@ class Runtime:
         events = EventLog(spark, config)
         if importing is not None:
             importing.join()
-        return cls(config, spark, events, Tables(spark, config, lambda: events.version), build_backend(config),
+        return cls(config, spark, events, Tables(spark, config, lambda: events.version, lambda: events.folds), build_backend(config),
                    build_registry(config))

@@ -197,7 +197,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
     if runtime.events.unfolded:
         with Step(report, "fold") as step:
             fold_now(runtime, report, step)
-    snapshot(runtime, report.tick_id)
+    with Step(report, "snapshot") as step:
+        snapshot(runtime, report.tick_id)
+        step.done("status snapshot written")
 
     today = datetime.now(timezone.utc).date()
     if retention.due(runtime.config, today):
@@ -212,6 +214,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 def snapshot(runtime: Runtime, tick_id: str) -> None:
     """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
     tables = runtime.tables
+    tables.read_side_by_side()
     write_snapshot(runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(),
                    cold_tick.facts(runtime))
 

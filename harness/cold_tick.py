@@ -60,9 +60,17 @@ def facts(runtime: Runtime) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Handover:
-    """Why this tick needs the full tick."""
+    """Why this tick needs the full tick; the snapshot when it shows the tables as they are now."""
 
     reason: str
+    snapshot: dict[str, Any] | None = None
+
+
+def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
+    """The full tick takes what a current snapshot holds as its readings of the tables (they change only
+    at a fold, and none happened since): it reads none of them again before its first fold."""
+    runtime.tables.keep(snapshot["rows"], {RowKey(*key) for key in snapshot["sensed"]}, snapshot["open_runs"],
+                        snapshot["controls_sha256"])
 
 
 def run(config: Config, report: TickReport) -> Handover | None:
@@ -71,7 +79,12 @@ def run(config: Config, report: TickReport) -> Handover | None:
     stale = _snapshot_stale(config, snapshot)
     if stale or snapshot is None:
         return Handover(stale or "no status snapshot yet")
+    handover = _first_look(config, report, snapshot)
+    return None if handover is None else Handover(handover.reason, snapshot)
 
+
+def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) -> Handover | None:
+    """What a warm tick does, from a current snapshot, up to the first thing to record or start."""
     with Step(report, "requests") as step:
         queued = len(inbox.pending(config.state_dir)) + len(publish.queued(config.state_dir))
         if queued:

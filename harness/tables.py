@@ -108,6 +108,19 @@ class Tables:
         self._version, self._folds = version, folds or version
         self._kept: dict[str, tuple[int, datetime, Any]] = {}
 
+    def keep(self, control_table: list[dict[str, Any]], sensed: set[RowKey], open_runs: list[dict[str, Any]],
+             controls_digest: str | None) -> None:
+        """Readings taken elsewhere (a current status snapshot: harness.cold_tick), kept as if read now:
+        the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
+        if self._folds is None or self._version is None:
+            return
+        folds, version = self._folds(), self._version()
+        rows = [control_row(r) for r in control_table]
+        for key, value, counter in ((CONTROL_TABLE, control_table, folds), (f"{CONTROL_TABLE}:rows", rows, folds),
+                                    (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
+                                    (OPEN_RUNS, open_runs, version), (SEED, controls_digest, folds)):
+            self._kept[key] = (counter, FOREVER, value)
+
     def read_side_by_side(self) -> None:
         """Read every table a status snapshot shows at once, each a Spark query of its own in a thread
         (they wait on Spark, not on Python), so that the calls after it find them kept."""
@@ -213,10 +226,8 @@ class Tables:
 
     def open_run_records(self) -> list[dict[str, Any]]:
         """The rows of heartbeat_open_runs as read (for the status snapshot)."""
-        if not self.exists(CONTROL_TABLE):
-            return []
-        return self._kept_or(OPEN_RUNS, lambda: self._read(OPEN_RUNS, "requested_at", "idempotency_token"),
-                             of_log=True)
+        return self._kept_or(OPEN_RUNS, lambda: self._read(OPEN_RUNS, "requested_at", "idempotency_token")
+                             if self.exists(CONTROL_TABLE) else [], of_log=True)
 
     def controls_digest(self) -> str | None:
         """The digest of the controls CSV the seed table holds; None when it holds none (or no complete load)."""

@@ -93,6 +93,8 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
         runtime = open_runtime()
+        if handover.snapshot is not None:
+            cold_tick.keep_readings(runtime, handover.snapshot)
         step.done("Spark session and event log opened")
     return run_tick(runtime, report, started_at, started)
 

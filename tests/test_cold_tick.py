@@ -23,11 +23,12 @@ from harness.controls import file_digest
 from harness.dbt_runner import models_digest_path, project_digest
 from harness.events import unfolded_marker
 from harness.fold import fold_id_path, rejected_marker
-from harness.model import SensorSource, dumps
+from harness.model import RowKey, SensorSource, dumps
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.status import SNAPSHOT_FILE, read_json
+from harness.tables import Tables
 from harness.tick import run_cold_tick
 from harness.tick_steps import TickReport
 from tests.support import HeartbeatHarness, control_row
@@ -124,6 +125,49 @@ def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
     (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
     handover, _ = left.cold()
     assert handover is not None and "1 upstreams with new data" in handover.reason
+
+
+@pytest.mark.unit
+def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_without_a_query(
+        left: LeftState) -> None:
+    # GIVEN a current snapshot and a landed file, WHEN the cold tick hands over
+    (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
+    handover, _ = left.cold()
+    assert handover is not None and handover.snapshot is not None
+
+    # THEN the full tick's tables answer from the snapshot, with no Spark query, until the next fold
+    events = FoldCounters()
+    tables = Tables(NoSpark(), left.config, lambda: events.version, lambda: events.folds)  # type: ignore[arg-type]
+    tables.keep(handover.snapshot["rows"], {RowKey("trigger_file", "in", "j")}, handover.snapshot["open_runs"],
+                handover.snapshot["controls_sha256"])
+    assert [r.key for r in tables.control_rows()] == [RowKey("trigger_file", "in", "j")]
+    assert [r.watermark for r in tables.sensed_rows()] == [left.row()["watermark"]]
+    assert tables.open_runs() == [] and tables.controls_digest() == left.snapshot["controls_sha256"]
+    events.version += 1  # an append: the open runs (a view over the log) are read again, the control table is not
+    assert tables.control_rows()[0].status == "COMPLETED"
+    with pytest.raises(AssertionError, match="no Spark"):
+        tables.open_runs()
+    events.folds += 1  # a fold: everything is read again
+    with pytest.raises(AssertionError, match="no Spark"):
+        tables.control_rows()
+
+
+@pytest.mark.unit
+def test_a_stale_snapshot_hands_over_without_readings(left: LeftState) -> None:
+    unfolded_marker(left.config.state_dir).touch()
+    handover, _ = left.cold()
+    assert handover is not None and handover.snapshot is None
+
+
+class FoldCounters:
+    version = folds = 0
+
+
+class NoSpark:
+    """A session that fails any use: the readings must come from what was kept."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"no Spark expected, {name} was used")
 
 
 @pytest.mark.unit

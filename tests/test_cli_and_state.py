@@ -64,8 +64,10 @@ def test_status_shows_each_job_with_its_reason_and_rows(heartbeat: HeartbeatHarn
 
 
 def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heartbeat: HeartbeatHarness) -> None:
-    # GIVEN a history: a run that succeeded, then new data detected
-    heartbeat.write_controls([control_row("trigger_file", "in", "j"), control_row("trigger_file", "x", "k")])
+    # GIVEN a history: a run that succeeded, then new data detected; a row whose text needs escaping
+    described = "O'Neil's \\ \"orders\" {\"a\": 1} 100% ✓\ttab"
+    heartbeat.write_controls([control_row("trigger_file", "in", "j"),
+                              {**control_row("trigger_file", "x", "k"), "asset_description": described}])
     heartbeat.define_jobs("j")
     (heartbeat.config.trigger_root / "x").mkdir()  # type: ignore[operator]
     heartbeat.drop_trigger_file("in", "batch1")
@@ -84,6 +86,9 @@ def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heart
         assert {k: v for k, v in new.items() if old[k] != v} == {}
     assert after == before
     assert {r["status"] for r in before} == {"IN_PROGRESS", None}
+    # AND the seed loaded every text as written, and an empty cell as NULL
+    assert [(r["asset_description"], r["upstream_key"]) for r in after if r["trigger_job_id"] == "k"] == [
+        (described, None)]
 
 
 @pytest.mark.process

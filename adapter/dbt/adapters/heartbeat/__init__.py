@@ -18,6 +18,7 @@ an interrupted write leaves only a folder no table points at, removed at the sta
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import uuid
@@ -141,6 +142,11 @@ class HeartbeatAdapter(SparkAdapter):
             raise CompilationError("heartbeat_controls: the seed was loaded without the pre-hook's check")
         return str(digest)
 
+    @available
+    def heartbeat_seed_inserts(self, relation: str, agate_table: Any, types: list[str]) -> list[str]:
+        """The seed's rows as INSERT statements of one JSON literal each (see macros/seeds.sql)."""
+        return seed_inserts(relation, [list(row) for row in agate_table.rows], types)
+
     # --- helpers -----------------------------------------------------------------------------------
     def _describe(self, sql: str, key: str) -> str:
         _, table = self.execute(sql, fetch=True)
@@ -188,3 +194,21 @@ Plugin = AdapterPlugin(
     include_path=heartbeat_include.PACKAGE_PATH,
     dependencies=["spark"],
 )
+
+
+SEED_ROWS_PER_STATEMENT = 20_000
+
+
+def seed_inserts(relation: str, rows: list[list[Any]], types: list[str]) -> list[str]:
+    """INSERT statements of `rows`, each cell as its text (as Jinja's `string` filter renders it; None
+    stays NULL) cast to its column's type, with the rows of a statement in one JSON literal."""
+    fields = ", ".join(f"c{i}: string" for i in range(len(types)))
+    columns = ", ".join(f"cast(c{i} as {t})" for i, t in enumerate(types))
+    statements = []
+    for first in range(0, len(rows), SEED_ROWS_PER_STATEMENT):
+        chunk = [{f"c{i}": None if v is None else str(v) for i, v in enumerate(row)}
+                 for row in rows[first:first + SEED_ROWS_PER_STATEMENT]]
+        payload = json.dumps(chunk).replace("\\", "\\\\").replace("'", "\\'")
+        statements.append(f"insert into {relation} select {columns} "
+                          f"from (select inline(from_json('{payload}', 'array<struct<{fields}>>')))")
+    return statements

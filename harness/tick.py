@@ -148,6 +148,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         report.controls_error = planned.controls_error
         if planned.needed:
             fold_now(runtime, report, step, with_seed=planned.with_seed)
+            runtime.tables.read_ahead()  # what sensing, the starts and the snapshot read next
         else:
             step.done(f"skipped: {planned.reason}", skipped=True)
 

@@ -77,10 +77,10 @@ def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[Stat
         lock.release()
 
 
-def _runtime(config: Config):  # type: ignore[no-untyped-def]
+def _runtime(config: Config, *, parse_ahead: bool = False):  # type: ignore[no-untyped-def]
     from harness.runtime import Runtime  # Spark and dbt load only for commands that need them
 
-    return Runtime.open(config)
+    return Runtime.open(config, parse_ahead=parse_ahead)
 
 
 def cmd_tick(config: Config, args: argparse.Namespace) -> int:
@@ -90,7 +90,7 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         from harness.tick import run_cold_tick
 
-        report = run_cold_tick(config, lambda: _runtime(config))
+        report = run_cold_tick(config, lambda: _runtime(config, parse_ahead=True))
         return 1 if report.error else 0
 
     def busy(exc: StateBusyError) -> int:
@@ -113,7 +113,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
 
         if not args.max_ticks and not args.until_idle:
             jvm_options.expect_long_life()  # a loop until stopped: its JVM compiles for the long run
-        runtime = _runtime(config)
+        runtime = _runtime(config, parse_ahead=True)
         # After Spark started: PySpark installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); this one lets the current step finish instead.
         signal.signal(signal.SIGINT, on_signal)
@@ -208,7 +208,7 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         from harness import fold
 
-        fold.fold(_runtime(config), with_seed=True)
+        fold.fold(_runtime(config, parse_ahead=True), with_seed=True)
         print(f"{config.controls_csv}: loaded")
         return 0
 

@@ -39,8 +39,10 @@ class Runtime:
     views_built: bool = False  # the process's first dbt build (re)creates every view
 
     @classmethod
-    def open(cls, config: Config) -> "Runtime":
-        importing = dbt_runner.import_in_background()
+    def open(cls, config: Config, *, parse_ahead: bool = False) -> "Runtime":
+        """Spark, the event log and the rest; `parse_ahead`: dbt's parse of the project for the folds
+        while Spark starts (for a process that will fold)."""
+        importing = dbt_runner.import_in_background(config if parse_ahead else None)
         spark = get_spark(config)
         events = EventLog(spark, config)
         if importing is not None:

@@ -52,7 +52,7 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
-    print(status.render_why(snapshot, args.job, events, since))
+    print(status.render_why(snapshot, args.job, events, since, status.read_json(config.state_dir / status.HEALTH_FILE)))
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
 
 

@@ -26,10 +26,10 @@ from harness.config import Config, PublishSettings, load_config
 from harness.errors import HeartbeatError
 from harness.events import Event, EventLog, now
 from harness.history import EventQuery, read_events
+from harness.model import PUBLISH_OPERATIONS as OPERATIONS
 from harness.model import EventType, SensorSource, upstream_label
 from harness.sensors.published import PUBLICATION_WINDOW
 
-OPERATIONS = ("APPEND", "UPDATE", "DELETE")
 _NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
 
 

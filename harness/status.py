@@ -21,6 +21,7 @@ from harness.watermarks import describe, fit, when
 
 if TYPE_CHECKING:
     from harness.tables import JobDecision
+    from harness.tick_steps import TickReport
 
 SNAPSHOT_FILE = "status.json"
 HEALTH_FILE = "health.json"
@@ -79,6 +80,14 @@ class TickResult:
     steps: dict[str, float] = field(default_factory=dict)
     started: Sequence[str] = ()
     refused: Sequence[str] = ()
+    step: str | None = None  # the step that failed
+    controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
+
+    @classmethod
+    def of(cls, report: TickReport, started_at: datetime, seconds: float) -> TickResult:
+        return cls(report.tick_id, started_at, seconds, report.error, steps=dict(report.seconds),
+                   started=report.started, refused=report.start_refused,
+                   step=report.step if report.error else None, controls_error=report.controls_error)
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
@@ -86,7 +95,8 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     health = read_json(state_dir / HEALTH_FILE) or {}
     ended = datetime.now(timezone.utc).isoformat()
     health["last_tick"] = {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
-                           "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error}
+                           "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error,
+                           "step": result.step, "controls_error": result.controls_error}
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)
     else:
@@ -206,10 +216,21 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
     if failures:
         lines.append(f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
                      f"(since {when(health.get('first_failure_at'))}); {success}")
-        lines.append(f"    last error: {last.get('error')}")
+        step = f" (step {last['step']})" if last.get("step") else ""
+        lines.append(f"    last error{step}: {last.get('error')}")
+        lines.append("    the full trace is in the heartbeat's log (tick "
+                     f"{last.get('tick_id')}); fix the cause and the next tick goes on")
     else:
         lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
+    if last.get("controls_error"):
+        lines.extend(controls_refused(last["controls_error"]))
     return lines
+
+
+def controls_refused(message: str) -> list[str]:
+    """The refused controls CSV, said where an operator looks first (`status`, `why`)."""
+    return ["WARNING: the controls CSV is refused; the control table keeps the last valid one until it is fixed "
+            "(check it with `python -m harness validate`):"] + [f"    {line}" for line in message.splitlines()]
 
 
 def _row_lines(r: dict[str, Any]) -> list[str]:
@@ -295,18 +316,25 @@ def event_line(e: dict[str, Any], with_job: bool = True) -> str:
 
 
 def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[dict[str, Any]],
-               since: datetime) -> str:
+               since: datetime, health: dict[str, Any] | None = None) -> str:
+    refused = ((health or {}).get("last_tick") or {}).get("controls_error")
     if snapshot is None:
-        return "no control table yet: run `python -m harness tick` first"
+        return "\n".join(["no control table yet: run `python -m harness tick` first"]
+                         + (controls_refused(refused) if refused else []))
     found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
     if not found:
         known = sorted(j["job_id"] for j in snapshot["jobs"])
         near = [k for k in known if job_id.lower() in k.lower()][:5]
-        return (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
+        line = (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
                 + (f"; did you mean {', '.join(near)}?" if near else ""))
+        if refused:
+            return "\n".join([line + "; a job only in the refused controls CSV is not loaded until the file "
+                              "is fixed"] + controls_refused(refused))
+        return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
-    lines = [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
+    lines = controls_refused(refused) if refused else []
+    lines += [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
              f"    because: {job['reason']}",
              f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)", "rows:"]
     for r in rows:

@@ -26,7 +26,7 @@ from typing import Callable
 
 from harness import cold_tick, fold, inbox, publish, retention
 from harness.config import Config
-from harness.errors import DbtError
+from harness.errors import DbtError, root_cause
 from harness.events import Event
 from harness.faults import crash_point, tick_started
 from harness.freshness import freshness_events
@@ -87,8 +87,7 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
         handover = cold_tick.Handover(f"{type(exc).__name__}: {exc}")
     if handover is None:
-        record_tick(config.state_dir, TickResult(report.tick_id, started_at, time.monotonic() - started, None,
-                                                 steps=dict(report.seconds)))
+        record_tick(config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
         return report
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
@@ -108,14 +107,13 @@ def run_tick(runtime: Runtime, report: TickReport | None = None, started_at: dat
         _steps(runtime, report)
     except DbtError as exc:
         report.error = str(exc)
-        log.error("%s", exc)
+        log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
-        report.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        log.exception("tick %s failed", report.tick_id)
+        report.error = root_cause(exc)
+        log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error,
+                      extra={"tick_id": report.tick_id, "step": report.step})
     finally:
-        record_tick(runtime.config.state_dir,
-                    TickResult(report.tick_id, started_at, time.monotonic() - started, report.error,
-                               steps=dict(report.seconds), started=report.started, refused=report.start_refused))
+        record_tick(runtime.config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
     return report
 
 

@@ -1,0 +1,136 @@
+"""What `status`, `why` and `events` tell an operator, as functions of the state a tick leaves (no Spark,
+no process): a refused controls CSV, a failed tick's root cause, run times, each row's waiting reason."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness import cli, status
+from harness.errors import root_cause
+from harness.tick_steps import Step, TickReport
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+REFUSAL = "controls.csv: 1 bad row\n  line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'"
+
+
+def row(job: str, sensor_id: str = "t", **values: Any) -> dict[str, Any]:
+    return {"sensor_source": "trigger_file", "sensor_id": sensor_id, "trigger_job_id": job, "status": None,
+            "is_hard_dependency": True, "job_state": "UNPAUSED", "watermark": None, "last_success_watermark": None,
+            "status_change_timestamp": None, "latest_event_fetched_timestamp": None, "latest_run_id": None,
+            "job_start_timestamp": None, "job_end_timestamp": None, **values}
+
+
+def snapshot(*rows: dict[str, Any], reason: str = "waiting for hard dependency trigger_file:t") -> dict[str, Any]:
+    jobs = sorted({r["trigger_job_id"] for r in rows})
+    return {"written_at": T0.isoformat(), "tick_id": "t1", "rows": list(rows),
+            "jobs": [{"job_id": j, "job_name": None, "should_start": False, "reason": reason} for j in jobs]}
+
+
+def ticked(tmp_path: Path, report: TickReport) -> dict[str, Any]:
+    return status.record_tick(tmp_path, status.TickResult.of(report, T0, 1.0))
+
+
+# --- a refused controls CSV -------------------------------------------------------------------------
+
+def test_a_refused_controls_csv_reaches_the_health_record_and_the_top_of_status(tmp_path: Path) -> None:
+    # GIVEN a tick that refused the controls CSV (and otherwise went well)
+    health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    # WHEN status renders
+    out = status.render(snapshot(row("old_job")), health, None, now=T0).splitlines()
+    # THEN the refusal is in the top lines, with the bad line of the file and what to do
+    top = "\n".join(out[:6])
+    assert "WARNING: the controls CSV is refused" in top and "python -m harness validate" in top
+    assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in top
+
+
+def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    out = status.render_why(snapshot(row("old_job")), "new_job", [], T0, health)
+    assert out.startswith("job new_job is not in the control table")
+    assert "a job only in the refused controls CSV is not loaded until the file is fixed" in out
+    assert "unknown sensor_source 'trigger_fil'" in out
+
+
+def test_a_fixed_csv_clears_the_warning(tmp_path: Path) -> None:
+    ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    health = ticked(tmp_path, TickReport("t2"))
+    assert "refused" not in status.render(snapshot(row("old_job")), health, None, now=T0)
+
+
+# --- a failed tick ------------------------------------------------------------------------------------
+
+class Py4JJavaError(Exception):
+    """Stands for py4j's exception (its text is Java's: the call, then the trace with `Caused by:`)."""
+
+
+JAVA_TEXT = ("An error occurred while calling o70.collectToPython.\n"
+             ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
+             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+             + "\tat somewhere.Else(X.java:1)\n" * 200
+             + "Caused by: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file. "
+               "Expected magic number at tail, but found [65, 66, 67, 10]\n\tat org.apache.parquet.Reader(R.java:1)\n")
+
+
+def test_the_root_cause_of_a_java_failure_is_one_line() -> None:
+    line = root_cause(Py4JJavaError(JAVA_TEXT))
+    assert "\n" not in line
+    assert line.startswith("Py4JJavaError: An error occurred while calling o70.collectToPython.")
+    assert "cause: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in line
+
+
+def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
+    try:
+        try:
+            raise FileNotFoundError("/state/warehouse/x: no such file")
+        except FileNotFoundError as inner:
+            raise RuntimeError("cannot read the control table\nmore") from inner
+    except RuntimeError as exc:
+        line = root_cause(exc)
+    assert line == ("RuntimeError: cannot read the control table - cause: FileNotFoundError: "
+                    "/state/warehouse/x: no such file")
+
+
+def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -> None:
+    report = TickReport("t9")
+    with pytest.raises(ValueError), Step(report, "sense"):
+        raise ValueError("boom")
+    report.error = root_cause(Py4JJavaError(JAVA_TEXT))
+    health = ticked(tmp_path, report)
+    out = status.render(snapshot(row("j")), health, None, now=T0)
+    assert "last error (step sense): Py4JJavaError: " in out and "is not a Parquet file" in out
+    assert "tick t9" in out  # where the full trace is: the log lines of this tick
+
+
+class FailingEventLog:
+    """The event log of a tick whose first read fails as Spark fails (a stand-in: the point is the tick's
+    handling of the failure, not Spark)."""
+
+    tick_id = ""
+
+    def existing_ids(self, *args: object) -> set[str]:
+        raise Py4JJavaError(JAVA_TEXT)
+
+    append = existing_ids
+
+
+def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.tick import run_tick
+
+    # GIVEN JSON logs and a tick whose first step fails
+    cli.setup_logging("json", False)
+    runtime = SimpleNamespace(events=FailingEventLog(), config=SimpleNamespace(state_dir=tmp_path))
+    # WHEN it runs
+    report = run_tick(runtime)  # type: ignore[arg-type]
+    # THEN the error line carries the tick id, the step and the full trace; the health record the root cause
+    (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
+    assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
+    last = json.loads((tmp_path / status.HEALTH_FILE).read_text())["last_tick"]
+    assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]

@@ -7,6 +7,7 @@ detection to the start; and each tick's seconds per step over time. It reads the
 from __future__ import annotations
 
 import html
+import json
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -82,11 +83,27 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
         elif "run_end" in parts:
             run_of = runs.get((job_id, e.get("run_id") or ""))
             if run_of is not None and run_of.ended_at is None:
-                run_of.ended_at, run_of.outcome = t, "succeeded" if "success" in parts else "failed"
+                run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if "success" in parts else "failed"
         elif "error" in parts:
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
     return jobs
+
+
+def run_ended_at(event: dict[str, Any]) -> datetime | None:
+    """When a run ended as its backend says (the event's details); the event's own time is when a tick
+    learned it, up to a tick interval later."""
+    details = event.get("details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            return None
+    value = details.get("run_ended_at") if isinstance(details, dict) else None
+    if not value:
+        return None
+    ended = datetime.fromisoformat(value)
+    return ended if ended.tzinfo else ended.replace(tzinfo=timezone.utc)
 
 
 def _busiest(jobs: dict[str, JobHistory], job_ids: Sequence[str], max_jobs: int) -> list[JobHistory]:

@@ -233,14 +233,50 @@ def controls_refused(message: str) -> list[str]:
             "(check it with `python -m harness validate`):"] + [f"    {line}" for line in message.splitlines()]
 
 
+def _time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    t = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def run_times(r: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """The latest run's own start and end: from when the backend confirmed it to when the backend says it
+    ended (run_ended_at; the time a tick recorded the end only when the backend did not say). A run going
+    (the row IN_PROGRESS) has no end, nor has one whose recorded end is an earlier run's."""
+    started = _time(r.get("run_started_timestamp")) or _time(r.get("job_start_timestamp"))
+    ended = _time(r.get("run_ended_at")) or _time(r.get("job_end_timestamp"))
+    if r.get("status") == Status.IN_PROGRESS.value or ended is None or (started is not None and ended < started):
+        return started, None
+    return started, ended
+
+
+def run_line(r: dict[str, Any]) -> str:
+    started, ended = run_times(r)
+    if ended is None:
+        going = "still running" if r.get("status") == Status.IN_PROGRESS.value else "no end recorded yet"
+        return f"run {r['latest_run_id']} started {when(started)}, {going}"
+    took = f" ({seconds_text((ended - started).total_seconds())})" if started else ""
+    return f"run {r['latest_run_id']} started {when(started)}, ended {when(ended)}{took}"
+
+
+def seconds_text(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _row_lines(r: dict[str, Any]) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
     lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
              f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
     if r.get("latest_run_id"):
-        lines.append(f"        run {r['latest_run_id']} started {when(r['job_start_timestamp'])}"
-                     f" ended {when(r['job_end_timestamp'])}")
+        lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):

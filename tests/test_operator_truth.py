@@ -134,3 +134,37 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Pa
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
     last = json.loads((tmp_path / status.HEALTH_FILE).read_text())["last_tick"]
     assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]
+
+
+# --- run times ----------------------------------------------------------------------------------------
+
+def test_a_runs_duration_is_from_its_own_start_to_its_own_end() -> None:
+    # GIVEN a run that started at 12:00:00, ended at 12:00:03.1, and whose end a tick recorded 18 s later
+    r = row("j", status="COMPLETED", latest_run_id="run-1", job_start_timestamp="2026-11-22T11:59:59+00:00",
+            run_started_timestamp="2026-11-22T12:00:00+00:00", run_ended_at="2026-11-22T12:00:03.100000+00:00",
+            job_end_timestamp="2026-11-22T12:00:21+00:00")
+    # THEN status and why say 3.1 s, ending at the run's own end
+    assert status.run_line(r) == "run run-1 started 2026-11-22 12:00:00, ended 2026-11-22 12:00:03 (3.1 s)"
+    assert "(3.1 s)" in status.render_why(snapshot(r), "j", [], T0)
+
+
+def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
+    # GIVEN a run going, whose row still holds the previous run's end (earlier than this run's start)
+    r = row("j", status="IN_PROGRESS", latest_run_id="run-2", job_start_timestamp="2026-11-22T13:19:47+00:00",
+            run_started_timestamp="2026-11-22T13:19:48+00:00", run_ended_at="2026-11-22T13:19:02+00:00",
+            job_end_timestamp="2026-11-22T13:19:02+00:00")
+    assert status.run_line(r) == "run run-2 started 2026-11-22 13:19:48, still running"
+    assert "ended" not in status.render(snapshot(r), None, None, now=T0)
+
+
+def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
+    from harness import report
+    from harness.config import PROJECT_DIR
+
+    events = [{"event_time": T0, "event_type": "RUN_STARTED", "trigger_job_id": "j", "run_id": "r1",
+               "sensor_source": "trigger_file", "sensor_id": "t"},
+              {"event_time": T0.replace(second=21), "event_type": "RUN_SUCCEEDED", "trigger_job_id": "j",
+               "run_id": "r1", "sensor_source": "trigger_file", "sensor_id": "t",
+               "details": json.dumps({"run_ended_at": "2026-11-22T12:00:03.100000+00:00"})}]
+    (run,) = report.job_histories(events, report.event_facets(PROJECT_DIR))["j"].runs
+    assert run.seconds == pytest.approx(3.1)

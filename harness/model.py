@@ -77,6 +77,11 @@ class RowKey:
     sensor_id: str
     trigger_job_id: str
 
+    @property
+    def ref(self) -> str:
+        """The row in messages and the state's files: `kafka:my.topic -> job daily`."""
+        return f"{upstream_label(self.sensor_source, self.sensor_id)} -> job {self.trigger_job_id}"
+
 
 @dataclass(frozen=True)
 class ControlRow:

@@ -40,7 +40,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     selection = status.Selection(job_id=args.job, state=args.state)
     render = status.render_json if args.json else status.render
     print(render(_snapshot(config), status.read_json(state / status.HEALTH_FILE), StateLock(state).current_holder(),
-                 selection))
+                 selection, waiting=status.waiting_reasons(state)))
     return 0
 
 
@@ -52,7 +52,8 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
-    print(status.render_why(snapshot, args.job, events, since, status.read_json(config.state_dir / status.HEALTH_FILE)))
+    print(status.render_why(snapshot, args.job, events, since, status.read_json(config.state_dir / status.HEALTH_FILE),
+                            status.waiting_reasons(config.state_dir)))
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.files import append_line, on_volume, write_atomic
 from harness.faults import crash_point
-from harness.model import ControlRow, JobState, Status, control_row, upstream_label
+from harness.model import ControlRow, JobState, RowKey, Status, control_row, upstream_label
 from harness.watermarks import describe, fit, when
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SNAPSHOT_FILE = "status.json"
 HEALTH_FILE = "health.json"
+WAITING_FILE = "waiting.json"  # each sensed row's reason for having nothing new, as the last sensing found
 TICKS_FILE = "ticks.jsonl"
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
 TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
@@ -69,6 +70,25 @@ def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
+    """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
+    (RowKey.ref): two rows of one table each keep their own reason."""
+    write_atomic(state_dir / WAITING_FILE, json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(),
+                                                       "rows": reasons}))
+
+
+def read_json_or_none(path: Path) -> dict[str, Any] | None:
+    """A state file that may be missing or cut short (a reader never fails on it)."""
+    try:
+        return read_json(path)
+    except ValueError:
+        return None
+
+
+def waiting_reasons(state_dir: Path) -> dict[str, str]:
+    return ((read_json_or_none(state_dir / WAITING_FILE) or {}).get("rows")) or {}
 
 
 @dataclass(frozen=True)
@@ -270,11 +290,21 @@ def seconds_text(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _row_lines(r: dict[str, Any]) -> list[str]:
+def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
+    """The row's own reason for having nothing new, when it waits for data (status NULL or COMPLETED)."""
+    if r.get("status") not in (None, Status.COMPLETED.value):
+        return None
+    return waiting.get(RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]).ref)
+
+
+def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
     lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
              f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
+    reason = waiting_reason(r, waiting or {})
+    if reason:
+        lines.append(f"        waiting: {reason}")
     if r.get("latest_run_id"):
         lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
@@ -285,7 +315,8 @@ def _row_lines(r: dict[str, Any]) -> list[str]:
 
 
 def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-           selection: Selection = Selection(), now: datetime | None = None) -> str:
+           selection: Selection = Selection(), now: datetime | None = None,
+           waiting: dict[str, str] | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     lines = render_health(health, holder)
     if snapshot is None:
@@ -306,7 +337,7 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
         shown += 1
         lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}")
         for r in rows:
-            lines.extend(_row_lines(r))
+            lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
     elif not shown:
@@ -316,7 +347,8 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
 
 
 def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-                selection: Selection = Selection(), now: datetime | None = None) -> str:
+                selection: Selection = Selection(), now: datetime | None = None,
+                waiting: dict[str, str] | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     body: dict[str, Any] = {"holder": holder, "health": health, "snapshot": None}
     if snapshot is not None:
@@ -325,7 +357,9 @@ def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, 
             "tick_id": snapshot["tick_id"], "written_at": snapshot["written_at"],
             "age_seconds": round((now - datetime.fromisoformat(snapshot["written_at"])).total_seconds(), 1),
             "summary": summary(jobs),
-            "jobs": [job | {"view": view.value, "rows": rows} for job, rows, view in jobs
+            "jobs": [job | {"view": view.value,
+                            "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
+                     for job, rows, view in jobs
                      if (selection.job_id is None or job["job_id"] == selection.job_id)
                      and (selection.state is None or _matches(selection.state, view, rows))],
         }
@@ -352,7 +386,7 @@ def event_line(e: dict[str, Any], with_job: bool = True) -> str:
 
 
 def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[dict[str, Any]],
-               since: datetime, health: dict[str, Any] | None = None) -> str:
+               since: datetime, health: dict[str, Any] | None = None, waiting: dict[str, str] | None = None) -> str:
     refused = ((health or {}).get("last_tick") or {}).get("controls_error")
     if snapshot is None:
         return "\n".join(["no control table yet: run `python -m harness tick` first"]
@@ -374,7 +408,7 @@ def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[di
              f"    because: {job['reason']}",
              f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)", "rows:"]
     for r in rows:
-        lines.extend(_row_lines(r))
+        lines.extend(_row_lines(r, waiting))
         lines.append(f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
                      f"last successful run consumed {describe(r.get('last_success_watermark'))}")
     lines.append(f"events since {when(since)} UTC ({len(events)}, newest last):" if events

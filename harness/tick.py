@@ -33,7 +33,7 @@ from harness.freshness import freshness_events
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
-from harness.status import TickResult, record_tick, write_snapshot
+from harness.status import TickResult, record_tick, record_waiting, write_snapshot
 from harness.tables import as_detected, detections
 from harness.tick_steps import Step, TickReport
 from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
@@ -151,13 +151,14 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         rows = runtime.tables.sensed_rows()
         sensed = sense(rows, runtime.sensors, runtime.spark, config)
         runtime.events.append(sensed.events)
+        record_waiting(config.state_dir, sensed.nothing_new)
         crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = sensed.upstreams, sensed.new_data, sensed.errors
         for e in sensed.events:
             if e.event_type is EventType.CHECK_FAILED:
                 log.warning("%s", e.message)
-        for label, reason in sensed.nothing_new.items():
-            log.debug("%s: nothing new: %s", label, reason)
+        for ref, reason in sensed.nothing_new.items():
+            log.debug("%s: nothing new: %s", ref, reason)
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
                   f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
                   errors=sensed.errors)

@@ -168,3 +168,26 @@ def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it()
                "details": json.dumps({"run_ended_at": "2026-11-22T12:00:03.100000+00:00"})}]
     (run,) = report.job_histories(events, report.event_facets(PROJECT_DIR))["j"].runs
     assert run.seconds == pytest.approx(3.1)
+
+
+# --- each row's waiting reason ----------------------------------------------------------------------------
+
+def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) -> None:
+    from harness.model import RowKey
+
+    # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
+    a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
+    status.record_waiting(tmp_path, {
+        RowKey("delta_table", "/lake/orders", "daily").ref: "waiting for partition ds=2026-11-22 (no data yet)",
+        RowKey("delta_table", "/lake/orders", "hourly").ref: "partition ds=2026-11-22/hour=11 already acted on"})
+    waiting = status.waiting_reasons(tmp_path)
+    # WHEN status and why render
+    out = status.render(snapshot(a, b), None, None, now=T0, waiting=waiting)
+    # THEN each row carries its own reason
+    assert "        waiting: waiting for partition ds=2026-11-22 (no data yet)" in out
+    assert "        waiting: partition ds=2026-11-22/hour=11 already acted on" in out
+    assert "waiting for partition ds=2026-11-22" in status.render_why(snapshot(a, b), "daily", [], T0, None, waiting)
+    assert "already acted on" not in status.render_why(snapshot(a, b), "daily", [], T0, None, waiting)
+    body = json.loads(status.render_json(snapshot(a, b), None, None, now=T0, waiting=waiting))
+    assert [r["waiting_reason"][:12] for j in body["snapshot"]["jobs"] for r in j["rows"]] == [
+        "waiting for ", "partition ds"]

@@ -181,7 +181,7 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
     already in the event log is not queued again."""
     from harness import publish
 
-    publication = publish.Publication(args.table, args.snapshot, publish.pairs(args.partition, "--partition"),
+    publication = publish.Publication(args.table, args.snapshot, publish.partitions(args.partition),
                                       publish.pairs(args.tag, "--tag"), args.operation)
     what = f"{publication.table}" + (f" snapshot {publication.snapshot_id}" if publication.snapshot_id else "")
     if publish.recorded(config.state_dir, publication):
@@ -189,6 +189,13 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
         return 0
     path = publish.enqueue(config.state_dir, publication)
     print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
+    watching = publish.watching_rows(snapshot_rows(config.state_dir), publication.table)
+    if watching is not None and not watching:
+        print(f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "
+              f"{publication.table.strip()!r}: nothing triggers on it now; it is recorded anyway, and a row added "
+              f"within {publish.PUBLICATION_WINDOW.days} days sees it (check the table name against the controls CSV)")
+    elif watching:
+        print(f"watched by {len(watching)} row(s): {', '.join(sorted({r.key.trigger_job_id for r in watching}))}")
     return 0
 
 
@@ -297,11 +304,14 @@ def parser() -> argparse.ArgumentParser:
     refresh.register(sub)
     for command in sub.choices.values():
         _logging_options(command, argparse.SUPPRESS)
+        command.set_defaults(command_parser=command)  # an unknown option is refused with this command's usage
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     setup_logging(args.log_format, args.verbose)
     try:
         config = load_config(args.config, dict(args.set))

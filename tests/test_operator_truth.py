@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness import cli, status
-from harness.errors import root_cause
+from harness import cli, publish, status
+from harness.config import load_config
+from harness.errors import HeartbeatError, root_cause
 from harness.tick_steps import Step, TickReport
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -23,7 +24,8 @@ def row(job: str, sensor_id: str = "t", **values: Any) -> dict[str, Any]:
     return {"sensor_source": "trigger_file", "sensor_id": sensor_id, "trigger_job_id": job, "status": None,
             "is_hard_dependency": True, "job_state": "UNPAUSED", "watermark": None, "last_success_watermark": None,
             "status_change_timestamp": None, "latest_event_fetched_timestamp": None, "latest_run_id": None,
-            "job_start_timestamp": None, "job_end_timestamp": None, **values}
+            "job_start_timestamp": None, "job_end_timestamp": None, "upstream_key": None, "preprocess_query": None,
+            "trigger_job_name": None, "trigger_watermark": None, "latest_trigger_token": None, **values}
 
 
 def snapshot(*rows: dict[str, Any], reason: str = "waiting for hard dependency trigger_file:t") -> dict[str, Any]:
@@ -191,3 +193,54 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
     body = json.loads(status.render_json(snapshot(a, b), None, None, now=T0, waiting=waiting))
     assert [r["waiting_reason"][:12] for j in body["snapshot"]["jobs"] for r in j["rows"]] == [
         "waiting for ", "partition ds"]
+
+
+# --- publish ------------------------------------------------------------------------------------------
+
+def _state_with_rows(tmp_path: Path, *rows: dict[str, Any]) -> str:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / status.SNAPSHOT_FILE).write_text(json.dumps(snapshot(*rows)))
+    config = tmp_path / "heartbeat.yml"
+    config.write_text(f"state_dir: {state}\n")
+    return str(config)
+
+
+def _queued(tmp_path: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in (tmp_path / "state" / "inbox" / "published").glob("*.json")]
+
+
+def test_publish_refuses_a_partition_the_filters_would_refuse(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    code = cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour"])
+    assert code == 2 and _queued(tmp_path) == []
+    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value" in capsys.readouterr().err
+    with pytest.raises(HeartbeatError, match="must be a literal partition value"):
+        publish.publish("sales.orders", partition={"ds": "{{ today }}"}, config=load_config(config))
+
+
+def test_publish_reads_several_columns_in_the_folder_form_and_names_the_rows_watching(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    assert cli.main(["--config", config, "publish", "--table", "sales.orders",
+                     "--partition", "ds=2026-01-01/hour=03"]) == 0
+    assert [q["partition_values"] for q in _queued(tmp_path)] == [{"ds": "2026-01-01", "hour": "03"}]
+    assert "watched by 1 row(s): j" in capsys.readouterr().out
+
+
+def test_publish_of_a_table_no_row_watches_says_so_and_records_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    assert cli.main(["--config", config, "publish", "--table", "nobody.watches"]) == 0
+    assert "note: no row of the control table (as of the last tick) has sensor_source published and sensor_id " \
+           "'nobody.watches'" in capsys.readouterr().out
+    assert [q["table"] for q in _queued(tmp_path)] == ["nobody.watches"]
+
+
+def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["publish", "--table", "t", "--bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: python -m harness publish ")
+    assert "unrecognized arguments: --bogus" in err

@@ -244,3 +244,32 @@ def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("usage: python -m harness publish ")
     assert "unrecognized arguments: --bogus" in err
+
+
+# --- exit codes and unreadable state ----------------------------------------------------------------------
+
+def test_an_unknown_event_type_is_refused_with_the_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    assert cli.main(["--config", config, "events", "--type", "BOGUS"]) == 2
+    err = capsys.readouterr().err
+    assert "--type BOGUS: not an event type; choose from " in err and "RUN_SUCCEEDED" in err
+
+
+def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    assert [cli.main(["--config", config, *args, "--job", "nope"]) for args in (["status"], ["why"], ["events"])] \
+        == [1, 1, 1]
+    assert cli.main(["--config", config, "status", "--job", "j"]) == 0
+    assert "job nope is not in the control table" in capsys.readouterr().out
+
+
+def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    path = tmp_path / "state" / status.SNAPSHOT_FILE
+    path.write_text(path.read_text()[:40])
+    assert cli.main(["--config", config, "status"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} cannot be read" in err and "cut short or not JSON" in err and "Traceback" not in err

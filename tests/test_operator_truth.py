@@ -273,3 +273,53 @@ def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.
     assert cli.main(["--config", config, "status"]) == 2
     err = capsys.readouterr().err
     assert f"{path} cannot be read" in err and "cut short or not JSON" in err and "Traceback" not in err
+
+
+# --- the report page ------------------------------------------------------------------------------------
+
+def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_that_it_is_stale() -> None:
+    from datetime import timedelta
+
+    from harness import report
+
+    snap = snapshot(row("j"))
+    failing = {"failures_in_a_row": 3, "first_failure_at": T0.isoformat(),
+               "last_tick": {"error": "Py4JJavaError: boom", "controls_error": None}}
+    (warning,) = report.state_warnings(snap, failing, [], T0 + timedelta(minutes=3))
+    assert warning.startswith("The last 3 ticks failed") and "Py4JJavaError: boom" in warning
+    ticks = [{"started_at": (T0 - timedelta(minutes=m)).isoformat()} for m in (3, 2, 1, 0)]
+    assert report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=2)) == []
+    (stale,) = report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=30))
+    assert stale.startswith("No tick has written the state for 30 min (the ticks came every 60 s)")
+    page = report.render_report([], [], {}, T0, T0, warnings=[stale])
+    assert '<p class="warning" role="alert">No tick has written the state' in page
+
+
+def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
+    from harness import report
+    from harness.config import PROJECT_DIR
+
+    events = [{"event_time": T0.replace(minute=m), "event_type": kind, "trigger_job_id": "j", "run_id": run,
+               "sensor_source": "kafka", "sensor_id": topic}
+              for m, kind, run, topic in ((0, "DATA_CHANGED", None, "orders"), (1, "DATA_CHANGED", None, "lines"),
+                                          (2, "RUN_STARTED", "r1", "orders"))]
+    jobs = list(report.job_histories(events, report.event_facets(PROJECT_DIR)).values())
+    assert report.trigger_text(jobs[0].runs[0]) == "kafka:orders, kafka:lines"
+    (start,) = [t for t in report.timeline_figure(jobs, T0).data if t.name.startswith("start")]
+    assert "text" in start.mode and list(start.text) == ["kafka:orders, kafka:lines"]
+    (points,) = report.wait_figure(jobs).data
+    assert "text" in points.mode and list(points.text) == ["j"]
+
+
+def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
+    from datetime import timedelta
+
+    from harness import report
+
+    times = [T0 + timedelta(minutes=m) for m in (0, 1, 2, 90, 91)]
+    ticks = [{"started_at": t.isoformat(), "steps": {"sense": 1.0}} for t in times]
+    x, rows = report.with_gaps(times, ticks)
+    assert [r is None for r in rows] == [False, False, False, True, True, False, False]
+    assert x[3] == times[2] + timedelta(seconds=1) and x[4] == times[3] - timedelta(seconds=1)
+    (trace,) = report.ticks_figure(ticks).data
+    assert list(trace.y) == [1.0, 1.0, 1.0, None, None, 1.0, 1.0]

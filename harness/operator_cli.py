@@ -110,7 +110,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
     events = _events(config, history.EventQuery(since, limit=0))
     written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
-                                  max_jobs=args.max_jobs)
+                                  max_jobs=args.max_jobs, publishes=config.publish.on_success)
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0
 

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness import status
 from harness.model import upstream_label
@@ -253,7 +253,7 @@ def _job_table(jobs: Sequence[JobHistory]) -> str:
 
 def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], facets: dict[str, set[str]],
                   since: datetime, now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
-                  summary_line: str = "", warnings: Sequence[str] = ()) -> str:
+                  summary_line: str = "", warnings: Sequence[str] = (), graph: str = "") -> str:
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
@@ -271,6 +271,7 @@ td:first-child,th:first-child{{text-align:left}}
 {"".join(f'<p class="warning" role="alert">{html.escape(w)}</p>' for w in warnings)}
 <p>From {when(since)} to {when(now)} UTC. {html.escape(summary_line)}</p>
 <p>{shown}; {len(ticks)} ticks.</p>
+{graph}
 {parts[0]}
 {parts[1]}
 {parts[2]}
@@ -310,7 +311,8 @@ def state_warnings(snapshot: dict[str, Any] | None, health: dict[str, Any] | Non
 
 
 def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
-                 *, job_ids: Sequence[str] = (), max_jobs: int = 40) -> Path:
+                 *, job_ids: Sequence[str] = (), max_jobs: int = 40,
+                 publishes: Mapping[str, Sequence[str]] | None = None) -> Path:
     """The page over `events` (read by harness.history) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
     ticks = status.read_ticks(state_dir, since)
@@ -319,10 +321,14 @@ def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
+    from harness import dependency_graph
     from harness.files import write_atomic
+
+    graph = dependency_graph.render(dependency_graph.build(snapshot, publishes or {})) if snapshot else ""
 
     page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
                          summary_line=line, warnings=state_warnings(
-                             snapshot, status.read_json_or_none(state_dir / status.HEALTH_FILE), ticks, now))
+                             snapshot, status.read_json_or_none(state_dir / status.HEALTH_FILE), ticks, now),
+                         graph=graph)
     write_atomic(path, page)
     return path

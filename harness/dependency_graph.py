@@ -45,6 +45,7 @@ class JobNode:
     rows: list[dict[str, Any]]
     own_rows: list[dict[str, Any]] = field(default_factory=list)  # rows of upstreams no other job reads
     publishes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)  # tables other jobs here publish (drawn as feed edges)
     depth: int = 0
 
 
@@ -57,19 +58,26 @@ class Graph:
 
 def build(snapshot: Mapping[str, Any], publishes: Mapping[str, Sequence[str]]) -> Graph:
     """The graph of the control table the snapshot holds; `publishes`: job -> the tables it writes."""
-    readers: dict[str, set[str]] = defaultdict(set)
-    for r in snapshot["rows"]:
-        readers[_label(r)].add(r["trigger_job_id"])
     jobs = {job["job_id"]: JobNode(job["job_id"], view, job.get("reason") or "", rows)
             for job, rows, view in jobs_of(dict(snapshot))}
-    for node in jobs.values():
-        node.own_rows = [r for r in node.rows if len(readers[_label(r)]) == 1]
-        node.publishes = [t for t in publishes.get(node.job_id, [])]
-    shared = {label: sorted(js) for label, js in readers.items() if len(js) > 1}
     producers: dict[str, list[str]] = defaultdict(list)
     for job_id, tables in publishes.items():
         for table in tables:
-            producers[table].append(job_id)
+            if job_id in jobs:
+                producers[table].append(job_id)
+
+    def fed(r: Mapping[str, Any]) -> bool:  # a row on a table a job here publishes: a feed edge
+        return r["sensor_source"] == SensorSource.PUBLISHED.value and r["sensor_id"] in producers
+
+    readers: dict[str, set[str]] = defaultdict(set)
+    for r in snapshot["rows"]:
+        if not fed(r):
+            readers[_label(r)].add(r["trigger_job_id"])
+    for node in jobs.values():
+        node.own_rows = [r for r in node.rows if not fed(r) and len(readers[_label(r)]) == 1]
+        node.reads = [r["sensor_id"] for r in node.rows if fed(r)]
+        node.publishes = list(publishes.get(node.job_id, []))
+    shared = {label: sorted(js) for label, js in readers.items() if len(js) > 1}
     feeds = sorted({(p, r["sensor_id"], r["trigger_job_id"]) for r in snapshot["rows"]
                     if r["sensor_source"] == SensorSource.PUBLISHED.value
                     for p in producers.get(r["sensor_id"], []) if p in jobs and p != r["trigger_job_id"]})
@@ -100,7 +108,7 @@ def _set_depths(jobs: dict[str, JobNode], feeds: Sequence[tuple[str, str, str]])
 
 def _card_height(node: JobNode) -> int:
     lines = min(len(node.own_rows), ROWS_SHOWN) + (len(node.own_rows) > ROWS_SHOWN) + bool(node.publishes) \
-        + (len(node.rows) > len(node.own_rows))
+        + (len(node.rows) - len(node.reads) > len(node.own_rows)) + bool(node.reads)
     return CARD_HEAD + ROW_HEIGHT * lines + 8
 
 
@@ -197,9 +205,13 @@ def _card(node: JobNode, x: int, y: int, height: int) -> str:
         lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+{len(node.own_rows) - ROWS_SHOWN} more '
                      "rows (`status --job`)</text>")
         line_y += ROW_HEIGHT
-    if len(node.rows) > len(node.own_rows):
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+ {len(node.rows) - len(node.own_rows)} '
-                     "shared upstream(s), left</text>")
+    shared = len(node.rows) - len(node.reads) - len(node.own_rows)
+    if shared:
+        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+ {shared} shared upstream(s), left</text>')
+        line_y += ROW_HEIGHT
+    if node.reads:
+        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">reads {_text(fit(", ".join(node.reads), 42))} '
+                     "(published by jobs here)</text>")
         line_y += ROW_HEIGHT
     if node.publishes:
         lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">publishes {_text(fit(", ".join(node.publishes), 40))}'

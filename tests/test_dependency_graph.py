@@ -44,6 +44,7 @@ def test_jobs_are_grouped_with_their_own_rows_and_chained_by_the_tables_they_pub
     assert (graph.jobs["orders"].depth, graph.jobs["daily"].depth) == (0, 1)
     assert [r["sensor_id"] for r in graph.jobs["orders"].own_rows] == ["landing/orders"]
     assert graph.shared["kafka:shared_topic"] == ["daily", "orders"]
+    assert graph.jobs["daily"].reads == ["lake.orders"] and "published:lake.orders" not in graph.shared
     assert graph.jobs["orders"].view.value == "failed" and graph.jobs["paused_job"].view.value == "paused"
 
 

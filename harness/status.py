@@ -102,12 +102,14 @@ class TickResult:
     refused: Sequence[str] = ()
     step: str | None = None  # the step that failed
     controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
+    check_errors: int = 0  # upstreams whose check failed
 
     @classmethod
     def of(cls, report: TickReport, started_at: datetime, seconds: float) -> TickResult:
         return cls(report.tick_id, started_at, seconds, report.error, steps=dict(report.seconds),
                    started=report.started, refused=report.start_refused,
-                   step=report.step if report.error else None, controls_error=report.controls_error)
+                   step=report.step if report.error else None, controls_error=report.controls_error,
+                   check_errors=report.check_errors)
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
@@ -116,7 +118,8 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     ended = datetime.now(timezone.utc).isoformat()
     health["last_tick"] = {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
                            "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error,
-                           "step": result.step, "controls_error": result.controls_error}
+                           "step": result.step, "controls_error": result.controls_error,
+                           "refused": list(result.refused), "check_errors": result.check_errors}
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)
     else:
@@ -244,6 +247,14 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
         lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
     if last.get("controls_error"):
         lines.extend(controls_refused(last["controls_error"]))
+    if last.get("refused"):
+        refused = list(last["refused"])
+        lines.append(f"WARNING: the last tick could not start {len(refused)} job{'s' if len(refused) > 1 else ''}: "
+                     f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''} (`why --job {refused[0]}` "
+                     "says why; it is tried again after the refused-start wait)")
+    if last.get("check_errors"):
+        lines.append(f"WARNING: {last['check_errors']} upstream check(s) failed in the last tick "
+                     "(`events --type CHECK_FAILED --since 1h` names them and the cause)")
     return lines
 
 
@@ -309,6 +320,8 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (r.get("status_change_timestamp") or ""):
+        lines.append(f"        start refused {when(r['last_start_refused_at'])}: {r['last_start_refusal']}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     return lines

@@ -323,3 +323,20 @@ def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
     assert x[3] == times[2] + timedelta(seconds=1) and x[4] == times[3] - timedelta(seconds=1)
     (trace,) = report.ticks_figure(ticks).data
     assert list(trace.y) == [1.0, 1.0, 1.0, None, None, 1.0, 1.0]
+
+
+def test_refused_starts_and_failed_checks_of_the_last_tick_are_in_the_top_lines(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"], check_errors=2))
+    top = status.render(snapshot(row("daily")), health, None, now=T0).splitlines()[:6]
+    assert any(line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`")
+               for line in top)
+    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" \
+        in "\n".join(top)
+
+
+def test_why_says_why_the_latest_start_was_refused() -> None:
+    r = row("daily", status="NEW_EVENT_AVAILABLE", status_change_timestamp="2026-11-22T11:00:00+00:00",
+            last_start_refused_at="2026-11-22T11:59:00+00:00",
+            last_start_refusal="job daily: the local runner has no job daily (define it in local_runner.jobs)")
+    assert ("        start refused 2026-11-22 11:59:00: job daily: the local runner has no job daily"
+            in status.render_why(snapshot(r), "daily", [], T0))

@@ -239,10 +239,10 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
     if failures:
         lines.append(f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
                      f"(since {when(health.get('first_failure_at'))}); {success}")
-        step = f" (step {last['step']})" if last.get("step") else ""
-        lines.append(f"    last error{step}: {last.get('error')}")
-        lines.append("    the full trace is in the heartbeat's log (tick "
-                     f"{last.get('tick_id')}); fix the cause and the next tick goes on")
+        lines.append(f"    last error: {last.get('error')}")
+        step = f"in step {last['step']}; " if last.get("step") else ""
+        lines.append(f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+                     "cause and the next tick goes on")
     else:
         lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
     if last.get("controls_error"):

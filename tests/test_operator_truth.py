@@ -105,8 +105,8 @@ def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -
     report.error = root_cause(Py4JJavaError(JAVA_TEXT))
     health = ticked(tmp_path, report)
     out = status.render(snapshot(row("j")), health, None, now=T0)
-    assert "last error (step sense): Py4JJavaError: " in out and "is not a Parquet file" in out
-    assert "tick t9" in out  # where the full trace is: the log lines of this tick
+    assert "    last error: Py4JJavaError: " in out and "is not a Parquet file" in out
+    assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
 
 
 class FailingEventLog:

@@ -114,6 +114,12 @@ def main() -> None:
                                "import harness.cli; print(time.perf_counter()-t)"], cwd=PROJECT,
                               capture_output=True, text=True, check=True).stdout.strip()
     print(f"  (importing harness.cli alone: {float(baseline):.2f} s)")
+    empty = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        empty.append(time.perf_counter() - start)
+    print(f"  (`python -c pass`, the floor of any command: {statistics.median(empty):.2f} s median)")
 
 
 if __name__ == "__main__":

@@ -28,10 +28,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import inbox, operator_cli, publish, refresh
+# Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
+# imports Spark, dbt, the sensors or the event writer (tests/test_operator_imports.py holds it); the
+# commands that need those import them in their own functions.
+from harness import operator_cli, refresh
 from harness.config import Config, load_config
-from harness.controls import read_controls
 from harness.errors import HeartbeatError, StateBusyError
+from harness.model import PUBLISH_OPERATIONS
 from harness.state_lock import StateLock
 from harness.status import snapshot_rows
 
@@ -91,7 +94,7 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
         from harness.tick import run_cold_tick
 
         report = run_cold_tick(config, lambda: _runtime(config, parse_ahead=True))
-        return 1 if report.error else 0
+        return 1 if report.error or report.controls_error else 0  # a refused CSV: the file needs fixing
 
     def busy(exc: StateBusyError) -> int:
         log.warning("tick skipped: %s; it will carry on at the next tick", exc)
@@ -147,6 +150,8 @@ def _refuse_busy(exc: StateBusyError) -> int:
 def _manual(config: Config, command: str, job_id: str) -> int:
     """Queue the request for the next tick (no Spark: a job's last task runs this). The last tick's
     snapshot tells whether the job is known and what the request will move."""
+    from harness import inbox
+
     request = inbox.new_request(command, job_id)
     rows = snapshot_rows(config.state_dir)
     job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
@@ -174,7 +179,9 @@ def cmd_retry(config: Config, args: argparse.Namespace) -> int:
 def cmd_publish(config: Config, args: argparse.Namespace) -> int:
     """Queue the publication for the next tick (no Spark: a producer's last step runs this); one
     already in the event log is not queued again."""
-    publication = publish.Publication(args.table, args.snapshot, publish.pairs(args.partition, "--partition"),
+    from harness import publish
+
+    publication = publish.Publication(args.table, args.snapshot, publish.partitions(args.partition),
                                       publish.pairs(args.tag, "--tag"), args.operation)
     what = f"{publication.table}" + (f" snapshot {publication.snapshot_id}" if publication.snapshot_id else "")
     if publish.recorded(config.state_dir, publication):
@@ -182,11 +189,19 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
         return 0
     path = publish.enqueue(config.state_dir, publication)
     print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
+    watching = publish.watching_rows(snapshot_rows(config.state_dir), publication.table)
+    if watching is not None and not watching:
+        print(f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "
+              f"{publication.table.strip()!r}: nothing triggers on it now; it is recorded anyway, and a row added "
+              f"within {publish.PUBLICATION_WINDOW.days} days sees it (check the table name against the controls CSV)")
+    elif watching:
+        print(f"watched by {len(watching)} row(s): {', '.join(sorted({r.key.trigger_job_id for r in watching}))}")
     return 0
 
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main) and the controls CSV, touching nothing."""
+    from harness.controls import read_controls
     from harness.sensors import build_registry
 
     build_registry(config)  # source settings are checked when the sensors are built
@@ -203,6 +218,8 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_seed(config: Config, args: argparse.Namespace) -> int:
+    from harness.controls import read_controls
+
     read_controls(config.controls_csv)
 
     def action() -> int:
@@ -277,7 +294,7 @@ def parser() -> argparse.ArgumentParser:
     pub.add_argument("--partition", action="append", default=[], metavar="K=V", help="a partition value written")
     pub.add_argument("--snapshot", help="the table's snapshot / version id: the same one twice is one event")
     pub.add_argument("--tag", action="append", default=[], metavar="K=V", help="a tag of the change")
-    pub.add_argument("--operation", choices=publish.OPERATIONS, default="APPEND")
+    pub.add_argument("--operation", choices=PUBLISH_OPERATIONS, default="APPEND")
     pub.set_defaults(func=cmd_publish)
     validate = sub.add_parser("validate", help="check the controls CSV, touching nothing")
     validate.add_argument("csv", nargs="?")
@@ -287,11 +304,14 @@ def parser() -> argparse.ArgumentParser:
     refresh.register(sub)
     for command in sub.choices.values():
         _logging_options(command, argparse.SUPPRESS)
+        command.set_defaults(command_parser=command)  # an unknown option is refused with this command's usage
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     setup_logging(args.log_format, args.verbose)
     try:
         config = load_config(args.config, dict(args.set))

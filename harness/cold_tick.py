@@ -34,7 +34,7 @@ from harness.model import ControlRow, RowKey, SensorSource, control_row, utc
 from harness.runtime import build_backend
 from harness.sensing import sense
 from harness.sensors import build_registry
-from harness.status import SNAPSHOT_FILE, plain_record, read_json, write_snapshot_body
+from harness.status import SNAPSHOT_FILE, plain_record, read_json, record_waiting, write_snapshot_body
 from harness.tables import FOREVER, open_run_row
 from harness.tick_steps import Step, TickReport
 from harness.triggering import open_runs, recover_failed_jobs, track_runs
@@ -119,6 +119,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         if outcome.events:
             return Handover(f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
                             "to read through Spark")
+        record_waiting(config.state_dir, outcome.nothing_new)
         report.upstreams_checked = outcome.upstreams
         step.done(f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, 0 errors",
                   rows=len(sensed), upstreams=outcome.upstreams, new_data=0, errors=0)

@@ -1,5 +1,9 @@
 """Heartbeat's own exceptions. Each message says what went wrong and what to change."""
 
+from __future__ import annotations
+
+ONE_LINE_CHARS = 400  # the root cause `status` shows; the full trace is in the tick's log
+
 
 class HeartbeatError(Exception):
     """Base class: an error the user can act on."""
@@ -31,3 +35,27 @@ class DbtError(HeartbeatError):
 
 class StateBusyError(HeartbeatError):
     """Another heartbeat process holds the state folder."""
+
+
+def root_cause(exc: BaseException) -> str:
+    """An unexpected failure in one line an operator can act on: the exception's type and first line and,
+    when it has one, its root cause (the innermost chained exception, or a Java exception's last `Caused
+    by:`), e.g. `Py4JJavaError: An error occurred while calling o70.collectToPython. - cause:
+    java.lang.RuntimeException: file:/x.parquet is not a Parquet file`."""
+    head = _first_line(exc)
+    inner = exc
+    while inner.__cause__ is not None or (inner.__context__ is not None and not inner.__suppress_context__):
+        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+    causes = [line.strip()[len("Caused by:"):].strip() for text in (str(exc), str(inner))
+              for line in text.splitlines() if line.strip().startswith("Caused by:")]
+    cause = causes[-1] if causes else (_first_line(inner) if inner is not exc else None)
+    if cause is None:
+        java = [line.strip().lstrip(": ") for line in str(exc).splitlines()[1:3] if line.strip().startswith(": ")]
+        cause = java[0] if java else None
+    line = head if not cause or cause in head else f"{head} - cause: {cause}"
+    return line if len(line) <= ONE_LINE_CHARS else line[:ONE_LINE_CHARS - 1] + "…"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0].strip()}" if text else type(exc).__name__

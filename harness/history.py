@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -109,8 +110,6 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
 
 def _read_table(folder: Path, since: datetime) -> Any:
     import pyarrow as pa
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
     if not folder.is_dir():
         return None
@@ -123,17 +122,22 @@ def _read_table(folder: Path, since: datetime) -> Any:
              if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest.timestamp()]
     if not files:
         return None
-    try:  # all at once (threaded); a file that is not whole parquet fails it, and is then skipped alone
-        return ds.dataset([str(f) for f in files], format="parquet").to_table()
-    except (pa.ArrowInvalid, OSError):
-        pass
-    tables = []
-    for file in files:
-        try:
-            tables.append(pq.read_table(file))
-        except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
-            log.warning("skipped %s in the event log: %s", file.name, exc)
+    # File by file on a few threads (the reads release the GIL), with pyarrow.parquet's file reader (not
+    # pyarrow.dataset, a large import); a file that is not whole parquet is skipped alone.
+    with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
+        tables = [t for t in pool.map(_read_file, files) if t is not None]
     return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def _read_file(file: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(file).read()
+    except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
+        log.warning("skipped %s in the event log: %s", file.name, exc)
+        return None
 
 
 def _day_folders(folder: Path, first_day: date) -> list[Path]:

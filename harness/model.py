@@ -61,6 +61,9 @@ class EventType(str, Enum):
     FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
 
 
+PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was
+
+
 def upstream_label(source: str, sensor_id: str) -> str:
     """How an upstream is named in messages: `kafka:my_product: my.topic`."""
     return f"{source}:{sensor_id}"
@@ -73,6 +76,11 @@ class RowKey:
     sensor_source: str
     sensor_id: str
     trigger_job_id: str
+
+    @property
+    def ref(self) -> str:
+        """The row in messages and the state's files: `kafka:my.topic -> job daily`."""
+        return f"{upstream_label(self.sensor_source, self.sensor_id)} -> job {self.trigger_job_id}"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,22 @@ if TYPE_CHECKING:
 
 
 def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
-    return status.read_json(config.state_dir / status.SNAPSHOT_FILE)
+    return _state_file(config, status.SNAPSHOT_FILE)
+
+
+def _state_file(config: Config, name: str) -> dict[str, Any] | None:
+    """A JSON file a tick leaves; one that cannot be read is said plainly (a tick writes them whole)."""
+    path = config.state_dir / name
+    try:
+        return status.read_json(path)
+    except ValueError as exc:
+        raise HeartbeatError(f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
+                             "(was it copied or edited by hand?); the next tick writes it again, or delete it "
+                             "and run `python -m harness tick`") from None
+
+
+def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
+    return job_id is not None and snapshot is not None and all(j["job_id"] != job_id for j in snapshot["jobs"])
 
 
 def _events(config: Config, query: history.EventQuery) -> list[dict[str, Any]]:
@@ -39,9 +54,10 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
         raise HeartbeatError(f"--state {args.state}: choose one of {', '.join(status.STATE_CHOICES)}")
     selection = status.Selection(job_id=args.job, state=args.state)
     render = status.render_json if args.json else status.render
-    print(render(_snapshot(config), status.read_json(state / status.HEALTH_FILE), StateLock(state).current_holder(),
-                 selection))
-    return 0
+    snapshot = _snapshot(config)
+    print(render(snapshot, _state_file(config, status.HEALTH_FILE), StateLock(state).current_holder(),
+                 selection, waiting=status.waiting_reasons(state)))
+    return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
 def cmd_why(config: Config, args: argparse.Namespace) -> int:
@@ -52,15 +68,30 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
-    print(status.render_why(snapshot, args.job, events, since))
+    print(status.render_why(snapshot, args.job, events, since, _state_file(config, status.HEALTH_FILE),
+                            status.waiting_reasons(config.state_dir)))
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
+
+
+def event_types(given: list[str] | None) -> list[str]:
+    """--type values as event types; an unknown one is refused with the list."""
+    known = [t.value for t in EventType]
+    wanted = [t.strip().upper() for t in given or []]
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        raise HeartbeatError(f"--type {', '.join(unknown)}: not an event type; choose from {', '.join(known)}")
+    return wanted
 
 
 def cmd_events(config: Config, args: argparse.Namespace) -> int:
     since = history.parse_since(args.since)
-    events = _events(config, history.EventQuery(
-        since, job_id=args.job, upstream=args.upstream, event_types=[t.upper() for t in args.type or []],
-        limit=args.limit))
+    types = event_types(args.type)
+    events = _events(config, history.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types,
+                                                limit=args.limit))
+    if not events and _unknown_job(_snapshot(config), args.job):
+        print(f"job {args.job} is not in the control table (as of the last tick) and has no events since "
+              f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; check trigger_job_id in the controls CSV")
+        return 1
     if args.json:
         for event in events:
             print(json.dumps(history.plain(event), default=str))
@@ -79,7 +110,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
     events = _events(config, history.EventQuery(since, limit=0))
     written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
-                                  max_jobs=args.max_jobs)
+                                  max_jobs=args.max_jobs, publishes=config.publish.on_success)
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0
 

@@ -29,7 +29,7 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _EXPRESSION = re.compile(r"\{\{(.*?)\}\}")
 _OFFSET = re.compile(r"\s*([+-])\s*(\d+)\s*([a-z]+)\s*")
 _FORMAT = re.compile(r"(%[YmdHMj%]|[A-Za-z0-9 _:.T-])*")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Partition = tuple[tuple[str, str], ...]  # (column, value) pairs in the filter's order
 
@@ -101,7 +101,7 @@ def parse_filter(text: str) -> PartitionFilter:
         for pair in spec_text.split("/"):
             column, sep, value = pair.partition("=")
             column, value = column.strip(), value.strip()
-            if not sep or not _NAME.fullmatch(column) or not value:
+            if not sep or not COLUMN_NAME.fullmatch(column) or not value:
                 raise ValueError(f"{pair.strip()!r}: expected column=value, e.g. ds={{{{ yesterday }}}}")
             for expression in _EXPRESSION.findall(value):
                 parse_expression(expression)

@@ -26,10 +26,11 @@ from harness.config import Config, PublishSettings, load_config
 from harness.errors import HeartbeatError
 from harness.events import Event, EventLog, now
 from harness.history import EventQuery, read_events
-from harness.model import EventType, SensorSource, upstream_label
+from harness.partition_filter import COLUMN_NAME, parse_filter
+from harness.model import PUBLISH_OPERATIONS as OPERATIONS
+from harness.model import ControlRow, EventType, SensorSource, upstream_label
 from harness.sensors.published import PUBLICATION_WINDOW
 
-OPERATIONS = ("APPEND", "UPDATE", "DELETE")
 _NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
 
 
@@ -50,6 +51,8 @@ class Publication:
             raise HeartbeatError("publish: --table is empty; name the table that changed")
         if self.operation not in OPERATIONS:
             raise HeartbeatError(f"publish: operation {self.operation!r}; expected one of {', '.join(OPERATIONS)}")
+        for column, value in self.partition_values.items():
+            check_partition_value(column, value)
         if not self.publication_id:
             same = f"{self.table.strip()}\x00{self.snapshot_id}" if self.snapshot_id else None
             object.__setattr__(self, "publication_id",
@@ -90,6 +93,42 @@ def pairs(values: Iterable[str], option: str) -> dict[str, str]:
             raise HeartbeatError(f"publish: {option} {value!r}: expected key=value (e.g. {option} ds=2026-11-22)")
         out[key.strip()] = item.strip()
     return out
+
+
+def partitions(values: Iterable[str]) -> dict[str, str]:
+    """--partition values as partition values: `ds=2026-11-22`, or several columns in the Hive folder form
+    (`ds=2026-11-22/hour=03`), read as a partition_filter reads them; refused as the filters are."""
+    out: dict[str, str] = {}
+    for text in values:
+        if ";" in text:
+            raise HeartbeatError(f"publish: --partition {text!r}: one partition per --partition (no ';'); "
+                                 "repeat the option for more columns")
+        try:
+            (spec,) = parse_filter(text).partitions
+        except ValueError as exc:
+            raise HeartbeatError(f"publish: --partition {text!r} refused: {exc}") from None
+        for column, value in spec:
+            check_partition_value(column, value, text)
+            out[column] = value
+    return out
+
+
+def check_partition_value(column: str, value: str, given: str | None = None) -> None:
+    """A published partition value is a literal a partition filter can name: a column name, a value with
+    no `/`, `=`, `;` or `{{ }}` (a filter's time expressions are rendered by the heartbeat, not published)."""
+    what = f"--partition {given!r}" if given is not None else f"partition {column}={value!r}"
+    if not COLUMN_NAME.fullmatch(column):
+        raise HeartbeatError(f"publish: {what}: {column!r} is not a column name (letters, digits, _)")
+    if not value.strip() or any(c in value for c in "/=;") or "{{" in value or "}}" in value:
+        raise HeartbeatError(f"publish: {what}: value {value!r} must be a literal partition value "
+                             "(e.g. ds=2026-11-22; several columns as ds=2026-11-22/hour=03)")
+
+
+def watching_rows(rows: Sequence[ControlRow] | None, table: str) -> list[ControlRow] | None:
+    """The control-table rows that trigger on publications of `table` (None: no control table yet)."""
+    if rows is None:
+        return None
+    return [r for r in rows if r.key.sensor_source == SensorSource.PUBLISHED.value and r.key.sensor_id == table.strip()]
 
 
 # --- the queue -------------------------------------------------------------------------------------

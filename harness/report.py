@@ -7,16 +7,17 @@ detection to the start; and each tick's seconds per step over time. It reads the
 from __future__ import annotations
 
 import html
+import json
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness import status
 from harness.model import upstream_label
-from harness.watermarks import when
+from harness.watermarks import fit, when
 
 REPORT_FILE = "report.html"
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
@@ -30,6 +31,7 @@ class Run:
     ended_at: datetime | None = None
     outcome: str = "running"
     first_detection_at: datetime | None = None  # the first detection the run covers
+    triggered_by: list[str] = field(default_factory=list)  # the upstreams whose new data the run covers
 
     @property
     def seconds(self) -> float | None:
@@ -64,6 +66,7 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
     jobs: dict[str, JobHistory] = {}
     runs: dict[tuple[str, str], Run] = {}
     pending_detection: dict[str, datetime] = {}
+    pending_upstreams: dict[str, list[str]] = {}
     for e in sorted(events, key=lambda e: e["event_time"]):
         job_id = e.get("trigger_job_id")
         if not job_id:
@@ -74,19 +77,39 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
         if "detection" in parts:
             job.detections.append((t, upstream_label(e["sensor_source"], e["sensor_id"])))
             pending_detection.setdefault(job_id, t)
+            labels = pending_upstreams.setdefault(job_id, [])
+            if job.detections[-1][1] not in labels:
+                labels.append(job.detections[-1][1])
         elif "run_start" in parts and e.get("run_id"):
             if (job_id, e["run_id"]) not in runs:
-                run = Run(job_id, e["run_id"], t, first_detection_at=pending_detection.pop(job_id, None))
+                run = Run(job_id, e["run_id"], t, first_detection_at=pending_detection.pop(job_id, None),
+                          triggered_by=pending_upstreams.pop(job_id, []))
                 runs[(job_id, e["run_id"])] = run
                 job.runs.append(run)
         elif "run_end" in parts:
             run_of = runs.get((job_id, e.get("run_id") or ""))
             if run_of is not None and run_of.ended_at is None:
-                run_of.ended_at, run_of.outcome = t, "succeeded" if "success" in parts else "failed"
+                run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if "success" in parts else "failed"
         elif "error" in parts:
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
     return jobs
+
+
+def run_ended_at(event: dict[str, Any]) -> datetime | None:
+    """When a run ended as its backend says (the event's details); the event's own time is when a tick
+    learned it, up to a tick interval later."""
+    details = event.get("details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            return None
+    value = details.get("run_ended_at") if isinstance(details, dict) else None
+    if not value:
+        return None
+    ended = datetime.fromisoformat(value)
+    return ended if ended.tzinfo else ended.replace(tzinfo=timezone.utc)
 
 
 def _busiest(jobs: dict[str, JobHistory], job_ids: Sequence[str], max_jobs: int) -> list[JobHistory]:
@@ -123,9 +146,11 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
     starts = [r for j in jobs for r in j.runs]
     if starts:
         fig.add_trace(go.Scatter(
-            name="start", mode="markers", marker=dict(symbol="triangle-right", size=11, color="#111111"),
+            name="start (the upstreams that triggered it)", mode="markers+text",
+            marker=dict(symbol="triangle-right", size=11, color="#111111"),
             x=[r.started_at for r in starts], y=[r.job_id for r in starts],
-            hovertemplate="%{y}<br>started %{x}<extra></extra>"))
+            text=[trigger_text(r) for r in starts], textposition="middle right", textfont=dict(size=10),
+            hovertemplate="%{y}<br>started %{x}<br>%{text}<extra></extra>"))
     errors = [(j.job_id, t, kind, msg) for j in jobs for t, kind, msg in j.errors]
     if errors:
         fig.add_trace(go.Scatter(
@@ -139,13 +164,21 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
     return fig
 
 
+def trigger_text(run: Run) -> str:
+    """The upstreams whose new data started the run, as a label beside its start (the first two, fitted)."""
+    if not run.triggered_by:
+        return ""
+    shown = ", ".join(fit(label, 40) for label in run.triggered_by[:2])
+    return shown + (f" +{len(run.triggered_by) - 2} more" if len(run.triggered_by) > 2 else "")
+
+
 def wait_figure(jobs: Sequence[JobHistory]) -> Any:
     import plotly.graph_objects as go
 
     runs = [r for j in jobs for r in j.runs if r.wait_seconds is not None]
     fig = go.Figure(go.Scatter(
-        mode="markers", x=[r.started_at for r in runs], y=[r.wait_seconds for r in runs],
-        text=[r.job_id for r in runs], marker=dict(size=8),
+        mode="markers+text", x=[r.started_at for r in runs], y=[r.wait_seconds for r in runs],
+        text=[r.job_id for r in runs], textposition="top center", textfont=dict(size=10), marker=dict(size=8),
         hovertemplate="%{text}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>"))
     fig.update_layout(title="Time from the first detection to the start, per run", height=320,
                       xaxis=dict(type="date", title="start (UTC)"), yaxis=dict(title="seconds", rangemode="tozero"),
@@ -161,9 +194,10 @@ def ticks_figure(ticks: Sequence[dict[str, Any]]) -> Any:
         steps.extend(s for s in tick.get("steps") or {} if s not in steps)
     fig = go.Figure()
     times = [datetime.fromisoformat(t["started_at"]) for t in ticks]
+    x, rows = with_gaps(times, ticks)
     for step in steps:
-        fig.add_trace(go.Scatter(name=step, x=times, y=[(t.get("steps") or {}).get(step, 0.0) for t in ticks],
-                                 mode="lines", stackgroup="steps",
+        fig.add_trace(go.Scatter(name=step, x=x, y=[(t.get("steps") or {}).get(step, 0.0) if t else None for t in rows],
+                                 mode="lines", stackgroup="steps", connectgaps=False,
                                  hovertemplate=f"{step}: %{{y:.2f}} s<extra></extra>"))
     failed = [(time, t) for time, t in zip(times, ticks) if t.get("error")]
     if failed:
@@ -175,6 +209,30 @@ def ticks_figure(ticks: Sequence[dict[str, Any]]) -> Any:
                       xaxis=dict(type="date", title="tick start (UTC)"), yaxis=dict(title="seconds"),
                       margin=dict(l=10, r=10, t=50, b=40))
     return fig
+
+
+GAP_FACTOR = 3  # a pause longer than this many usual intervals between ticks is drawn as a gap
+
+
+def with_gaps(times: Sequence[datetime], ticks: Sequence[dict[str, Any]]
+              ) -> tuple[list[datetime], list[dict[str, Any] | None]]:
+    """The ticks with empty points (None) at both ends of every pause longer than GAP_FACTOR times the
+    median interval (and a minute): the stacked chart (its gaps read as zero) lies flat at nothing across
+    the pause instead of drawing a slope from the tick before it to the tick after it."""
+    intervals = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    if not intervals:
+        return list(times), list(ticks)
+    longest = max(60.0, GAP_FACTOR * statistics.median(intervals))
+    x: list[datetime] = [times[0]]
+    rows: list[dict[str, Any] | None] = [ticks[0]]
+    for (a, b), tick, seconds in zip(zip(times, times[1:]), ticks[1:], intervals):
+        if seconds > longest:
+            edge = timedelta(seconds=1)
+            x.extend([a + edge, b - edge])
+            rows.extend([None, None])
+        x.append(b)
+        rows.append(tick)
+    return x, rows
 
 
 def _job_table(jobs: Sequence[JobHistory]) -> str:
@@ -195,7 +253,7 @@ def _job_table(jobs: Sequence[JobHistory]) -> str:
 
 def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], facets: dict[str, set[str]],
                   since: datetime, now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
-                  summary_line: str = "") -> str:
+                  summary_line: str = "", warnings: Sequence[str] = (), graph: str = "") -> str:
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
@@ -207,10 +265,13 @@ def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, An
 <html lang="en"><head><meta charset="utf-8"><title>Heartbeat report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:1.5em;color:#222}}
 table{{border-collapse:collapse;font-size:0.9em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
-td:first-child,th:first-child{{text-align:left}}</style></head>
+td:first-child,th:first-child{{text-align:left}}
+.warning{{background:#fdecea;border-left:6px solid #d62728;padding:8px 12px;font-weight:600}}</style></head>
 <body><h1>Heartbeat</h1>
+{"".join(f'<p class="warning" role="alert">{html.escape(w)}</p>' for w in warnings)}
 <p>From {when(since)} to {when(now)} UTC. {html.escape(summary_line)}</p>
 <p>{shown}; {len(ticks)} ticks.</p>
+{graph}
 {parts[0]}
 {parts[1]}
 {parts[2]}
@@ -220,8 +281,38 @@ td:first-child,th:first-child{{text-align:left}}</style></head>
 """
 
 
+STALE_AFTER = 3  # a snapshot older than this many usual tick intervals (and 5 minutes) is stale
+
+
+def state_warnings(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, ticks: Sequence[dict[str, Any]],
+                   now: datetime) -> list[str]:
+    """What the page's header says before anything else: the ticks since the snapshot failed, the
+    controls CSV is refused, or no tick has written the state for much longer than the ticks' interval."""
+    out = []
+    last = (health or {}).get("last_tick") or {}
+    failures = int((health or {}).get("failures_in_a_row") or 0)
+    as_of = f"the state shown is as the tick of {when(snapshot['written_at'])} UTC left it" if snapshot else \
+        "no tick has left a state yet"
+    if failures:
+        out.append(f"The last {failures} tick{'s' if failures > 1 else ''} failed (since "
+                   f"{when((health or {}).get('first_failure_at'))} UTC; last error: {last.get('error')}): {as_of}. "
+                   "`python -m harness status` says more.")
+    if last.get("controls_error"):
+        out.append(f"The controls CSV is refused; the control table keeps the last valid one: "
+                   f"{last['controls_error'].splitlines()[0]} (`python -m harness validate` lists every problem).")
+    if snapshot is not None and not failures:
+        starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
+        usual = statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0])
+        age = (now - datetime.fromisoformat(snapshot["written_at"])).total_seconds()
+        if age > max(300.0, STALE_AFTER * usual):
+            out.append(f"No tick has written the state for {age / 60:.0f} min (the ticks came every "
+                       f"{usual:.0f} s): {as_of}. Is the heartbeat running?")
+    return out
+
+
 def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
-                 *, job_ids: Sequence[str] = (), max_jobs: int = 40) -> Path:
+                 *, job_ids: Sequence[str] = (), max_jobs: int = 40,
+                 publishes: Mapping[str, Sequence[str]] | None = None) -> Path:
     """The page over `events` (read by harness.history) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
     ticks = status.read_ticks(state_dir, since)
@@ -230,9 +321,14 @@ def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
+    from harness import dependency_graph
     from harness.files import write_atomic
 
+    graph = dependency_graph.render(dependency_graph.build(snapshot, publishes or {})) if snapshot else ""
+
     page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
-                         summary_line=line)
+                         summary_line=line, warnings=state_warnings(
+                             snapshot, status.read_json_or_none(state_dir / status.HEALTH_FILE), ticks, now),
+                         graph=graph)
     write_atomic(path, page)
     return path

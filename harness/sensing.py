@@ -42,7 +42,7 @@ class SensingOutcome:
     upstreams: int = 0
     new_data: int = 0
     errors: int = 0
-    nothing_new: dict[str, str] = field(default_factory=dict)  # upstream label -> reason (last row's)
+    nothing_new: dict[str, str] = field(default_factory=dict)  # row (RowKey.ref) -> why it waits
 
 
 def upstream_of(row: ControlRow) -> Upstream:
@@ -76,7 +76,7 @@ class UpstreamCheck:
                 events.extend(_error_events([row], str(exc)))
                 continue
             if isinstance(detection, NothingNew):
-                reasons[row.label] = detection.reason
+                reasons[row.key.ref] = detection.reason
                 continue
             details = {"upstream": row.label, "detected_at": now().isoformat(), **detection.changes}
             events.append(Event(

@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.files import append_line, on_volume, write_atomic
 from harness.faults import crash_point
-from harness.model import ControlRow, JobState, Status, control_row, upstream_label
+from harness.model import ControlRow, JobState, RowKey, Status, control_row, upstream_label
 from harness.watermarks import describe, fit, when
 
 if TYPE_CHECKING:
     from harness.tables import JobDecision
+    from harness.tick_steps import TickReport
 
 SNAPSHOT_FILE = "status.json"
 HEALTH_FILE = "health.json"
+WAITING_FILE = "waiting.json"  # each sensed row's reason for having nothing new, as the last sensing found
 TICKS_FILE = "ticks.jsonl"
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
 TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
@@ -70,6 +72,25 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
+    """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
+    (RowKey.ref): two rows of one table each keep their own reason."""
+    write_atomic(state_dir / WAITING_FILE, json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(),
+                                                       "rows": reasons}))
+
+
+def read_json_or_none(path: Path) -> dict[str, Any] | None:
+    """A state file that may be missing or cut short (a reader never fails on it)."""
+    try:
+        return read_json(path)
+    except ValueError:
+        return None
+
+
+def waiting_reasons(state_dir: Path) -> dict[str, str]:
+    return ((read_json_or_none(state_dir / WAITING_FILE) or {}).get("rows")) or {}
+
+
 @dataclass(frozen=True)
 class TickResult:
     tick_id: str
@@ -79,6 +100,16 @@ class TickResult:
     steps: dict[str, float] = field(default_factory=dict)
     started: Sequence[str] = ()
     refused: Sequence[str] = ()
+    step: str | None = None  # the step that failed
+    controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
+    check_errors: int = 0  # upstreams whose check failed
+
+    @classmethod
+    def of(cls, report: TickReport, started_at: datetime, seconds: float) -> TickResult:
+        return cls(report.tick_id, started_at, seconds, report.error, steps=dict(report.seconds),
+                   started=report.started, refused=report.start_refused,
+                   step=report.step if report.error else None, controls_error=report.controls_error,
+                   check_errors=report.check_errors)
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
@@ -86,7 +117,9 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     health = read_json(state_dir / HEALTH_FILE) or {}
     ended = datetime.now(timezone.utc).isoformat()
     health["last_tick"] = {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
-                           "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error}
+                           "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error,
+                           "step": result.step, "controls_error": result.controls_error,
+                           "refused": list(result.refused), "check_errors": result.check_errors}
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)
     else:
@@ -207,28 +240,96 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
         lines.append(f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
                      f"(since {when(health.get('first_failure_at'))}); {success}")
         lines.append(f"    last error: {last.get('error')}")
+        step = f"in step {last['step']}; " if last.get("step") else ""
+        lines.append(f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+                     "cause and the next tick goes on")
     else:
         lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
+    if last.get("controls_error"):
+        lines.extend(controls_refused(last["controls_error"]))
+    if last.get("refused"):
+        refused = list(last["refused"])
+        lines.append(f"WARNING: the last tick could not start {len(refused)} job{'s' if len(refused) > 1 else ''}: "
+                     f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''} (`why --job {refused[0]}` "
+                     "says why; it is tried again after the refused-start wait)")
+    if last.get("check_errors"):
+        lines.append(f"WARNING: {last['check_errors']} upstream check(s) failed in the last tick "
+                     "(`events --type CHECK_FAILED --since 1h` names them and the cause)")
     return lines
 
 
-def _row_lines(r: dict[str, Any]) -> list[str]:
+def controls_refused(message: str) -> list[str]:
+    """The refused controls CSV, said where an operator looks first (`status`, `why`)."""
+    return ["WARNING: the controls CSV is refused; the control table keeps the last valid one until it is fixed "
+            "(check it with `python -m harness validate`):"] + [f"    {line}" for line in message.splitlines()]
+
+
+def _time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    t = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def run_times(r: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """The latest run's own start and end: from when the backend confirmed it to when the backend says it
+    ended (run_ended_at; the time a tick recorded the end only when the backend did not say). A run going
+    (the row IN_PROGRESS) has no end, nor has one whose recorded end is an earlier run's."""
+    started = _time(r.get("run_started_timestamp")) or _time(r.get("job_start_timestamp"))
+    ended = _time(r.get("run_ended_at")) or _time(r.get("job_end_timestamp"))
+    if r.get("status") == Status.IN_PROGRESS.value or ended is None or (started is not None and ended < started):
+        return started, None
+    return started, ended
+
+
+def run_line(r: dict[str, Any]) -> str:
+    started, ended = run_times(r)
+    if ended is None:
+        going = "still running" if r.get("status") == Status.IN_PROGRESS.value else "no end recorded yet"
+        return f"run {r['latest_run_id']} started {when(started)}, {going}"
+    took = f" ({seconds_text((ended - started).total_seconds())})" if started else ""
+    return f"run {r['latest_run_id']} started {when(started)}, ended {when(ended)}{took}"
+
+
+def seconds_text(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
+    """The row's own reason for having nothing new, when it waits for data (status NULL or COMPLETED)."""
+    if r.get("status") not in (None, Status.COMPLETED.value):
+        return None
+    return waiting.get(RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]).ref)
+
+
+def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
     lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
              f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
+    reason = waiting_reason(r, waiting or {})
+    if reason:
+        lines.append(f"        waiting: {reason}")
     if r.get("latest_run_id"):
-        lines.append(f"        run {r['latest_run_id']} started {when(r['job_start_timestamp'])}"
-                     f" ended {when(r['job_end_timestamp'])}")
+        lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (r.get("status_change_timestamp") or ""):
+        lines.append(f"        start refused {when(r['last_start_refused_at'])}: {r['last_start_refusal']}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     return lines
 
 
 def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-           selection: Selection = Selection(), now: datetime | None = None) -> str:
+           selection: Selection = Selection(), now: datetime | None = None,
+           waiting: dict[str, str] | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     lines = render_health(health, holder)
     if snapshot is None:
@@ -249,7 +350,7 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
         shown += 1
         lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}")
         for r in rows:
-            lines.extend(_row_lines(r))
+            lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
     elif not shown:
@@ -259,7 +360,8 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
 
 
 def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-                selection: Selection = Selection(), now: datetime | None = None) -> str:
+                selection: Selection = Selection(), now: datetime | None = None,
+                waiting: dict[str, str] | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     body: dict[str, Any] = {"holder": holder, "health": health, "snapshot": None}
     if snapshot is not None:
@@ -268,7 +370,9 @@ def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, 
             "tick_id": snapshot["tick_id"], "written_at": snapshot["written_at"],
             "age_seconds": round((now - datetime.fromisoformat(snapshot["written_at"])).total_seconds(), 1),
             "summary": summary(jobs),
-            "jobs": [job | {"view": view.value, "rows": rows} for job, rows, view in jobs
+            "jobs": [job | {"view": view.value,
+                            "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
+                     for job, rows, view in jobs
                      if (selection.job_id is None or job["job_id"] == selection.job_id)
                      and (selection.state is None or _matches(selection.state, view, rows))],
         }
@@ -295,22 +399,29 @@ def event_line(e: dict[str, Any], with_job: bool = True) -> str:
 
 
 def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[dict[str, Any]],
-               since: datetime) -> str:
+               since: datetime, health: dict[str, Any] | None = None, waiting: dict[str, str] | None = None) -> str:
+    refused = ((health or {}).get("last_tick") or {}).get("controls_error")
     if snapshot is None:
-        return "no control table yet: run `python -m harness tick` first"
+        return "\n".join(["no control table yet: run `python -m harness tick` first"]
+                         + (controls_refused(refused) if refused else []))
     found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
     if not found:
         known = sorted(j["job_id"] for j in snapshot["jobs"])
         near = [k for k in known if job_id.lower() in k.lower()][:5]
-        return (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
+        line = (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
                 + (f"; did you mean {', '.join(near)}?" if near else ""))
+        if refused:
+            return "\n".join([line + "; a job only in the refused controls CSV is not loaded until the file "
+                              "is fixed"] + controls_refused(refused))
+        return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
-    lines = [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
+    lines = controls_refused(refused) if refused else []
+    lines += [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
              f"    because: {job['reason']}",
              f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)", "rows:"]
     for r in rows:
-        lines.extend(_row_lines(r))
+        lines.extend(_row_lines(r, waiting))
         lines.append(f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
                      f"last successful run consumed {describe(r.get('last_success_watermark'))}")
     lines.append(f"events since {when(since)} UTC ({len(events)}, newest last):" if events

@@ -26,14 +26,14 @@ from typing import Callable
 
 from harness import cold_tick, fold, inbox, publish, retention
 from harness.config import Config
-from harness.errors import DbtError
+from harness.errors import DbtError, root_cause
 from harness.events import Event
 from harness.faults import crash_point, tick_started
 from harness.freshness import freshness_events
 from harness.model import ControlRow, EventType
 from harness.runtime import Runtime
 from harness.sensing import sense
-from harness.status import TickResult, record_tick, write_snapshot
+from harness.status import TickResult, record_tick, record_waiting, write_snapshot
 from harness.tables import as_detected, detections
 from harness.tick_steps import Step, TickReport
 from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
@@ -87,8 +87,7 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
         handover = cold_tick.Handover(f"{type(exc).__name__}: {exc}")
     if handover is None:
-        record_tick(config.state_dir, TickResult(report.tick_id, started_at, time.monotonic() - started, None,
-                                                 steps=dict(report.seconds)))
+        record_tick(config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
         return report
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
@@ -110,14 +109,13 @@ def run_tick(runtime: Runtime, report: TickReport | None = None, started_at: dat
         _steps(runtime, report)
     except DbtError as exc:
         report.error = str(exc)
-        log.error("%s", exc)
+        log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
-        report.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        log.exception("tick %s failed", report.tick_id)
+        report.error = root_cause(exc)
+        log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error,
+                      extra={"tick_id": report.tick_id, "step": report.step})
     finally:
-        record_tick(runtime.config.state_dir,
-                    TickResult(report.tick_id, started_at, time.monotonic() - started, report.error,
-                               steps=dict(report.seconds), started=report.started, refused=report.start_refused))
+        record_tick(runtime.config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
     return report
 
 
@@ -156,13 +154,14 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         rows = runtime.tables.sensed_rows()
         sensed = sense(rows, runtime.sensors, runtime.spark, config)
         runtime.events.append(sensed.events)
+        record_waiting(config.state_dir, sensed.nothing_new)
         crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = sensed.upstreams, sensed.new_data, sensed.errors
         for e in sensed.events:
             if e.event_type is EventType.CHECK_FAILED:
                 log.warning("%s", e.message)
-        for label, reason in sensed.nothing_new.items():
-            log.debug("%s: nothing new: %s", label, reason)
+        for ref, reason in sensed.nothing_new.items():
+            log.debug("%s: nothing new: %s", ref, reason)
         step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
                   f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
                   errors=sensed.errors)

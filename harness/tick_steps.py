@@ -30,6 +30,7 @@ class TickReport:
     start_unconfirmed: list[str] = field(default_factory=list)
     dbt_builds: int = 0
     error: str | None = None
+    step: str | None = None  # the step going (the one that failed, when the tick failed)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -48,6 +49,7 @@ class Step:
 
     def __enter__(self) -> "Step":
         self.started = time.monotonic()
+        self.report.step = self.name
         return self
 
     def __exit__(self, *exc: object) -> None:

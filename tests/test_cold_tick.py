@@ -27,7 +27,7 @@ from harness.model import RowKey, SensorSource, dumps
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.status import SNAPSHOT_FILE, read_json
+from harness.status import SNAPSHOT_FILE, read_json, waiting_reasons
 from harness.tables import Tables
 from harness.tick import run_cold_tick
 from harness.tick_steps import TickReport
@@ -118,6 +118,9 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
     assert report.upstreams_checked == 1
     snapshot = read_json(left.config.state_dir / SNAPSHOT_FILE)
     assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
+    # each sensed row's reason for waiting, for status and why
+    assert list(waiting_reasons(left.config.state_dir)) == [
+        f"{r['sensor_source']}:{r['sensor_id']} -> job {r['trigger_job_id']}" for r in left.snapshot["rows"]]
 
 
 @pytest.mark.unit

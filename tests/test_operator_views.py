@@ -5,6 +5,7 @@ heartbeat process and closed pipes: tests/test_run_loop.py."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Iterator
 
 import pytest
@@ -84,6 +85,17 @@ def test_why_gives_the_reason_and_the_events_of_the_job(ticked: tuple[HeartbeatH
     failed = _run(capsys, config_file, "why", "--job", "bad_job")
     assert [t for t in ("DATA_CHANGED", "TRIGGER_REQUESTED", "RUN_STARTED", "RUN_FAILED") if t in failed] == [
         "DATA_CHANGED", "TRIGGER_REQUESTED", "RUN_STARTED", "RUN_FAILED"]
+
+
+def test_the_control_table_keeps_the_runs_own_end_for_status(ticked: tuple[HeartbeatHarness, str]) -> None:
+    hb, _ = ticked
+    (ok,) = [r for r in json.loads((hb.config.state_dir / "status.json").read_text())["rows"]
+             if r["trigger_job_id"] == "ok_job"]
+    (ended,) = [e for e in hb.events("RUN_SUCCEEDED")]
+    # the run's own end (from the backend), earlier than the tick that recorded it
+    assert ok["run_ended_at"] is not None and ok["run_ended_at"] <= ok["job_end_timestamp"]
+    assert datetime.fromisoformat(ok["run_ended_at"]) == datetime.fromisoformat(
+        json.loads(ended["details"])["run_ended_at"])
 
 
 def test_events_filters_by_type_and_upstream_and_prints_json_lines(ticked: tuple[HeartbeatHarness, str],

@@ -201,3 +201,26 @@ def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Pat
     fired = table.tick(at_day(6))
     assert isinstance(fired, NewData)
     assert sorted(fired.watermark["partitions"]) == ["ds=2026-01-05/region=eu", "ds=2026-01-05/region=us"]
+
+
+def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from harness.model import ControlRow, RowKey
+    from harness.sensing import sense
+    from tests.fixtures_sources import sensor_config
+
+    # GIVEN a table holding 2026-01-04 and two jobs' rows on it: one waits for the 5th, one for the 6th
+    table = DailyTable(tmp_path / "orders")
+    table.write("2026-01-04", 1)
+    base = ControlRow(key=RowKey("delta_table", table.path, "a"), upstream_key=None, preprocess_query=None,
+                      trigger_job_name="a", is_hard_dependency=True, job_state="UNPAUSED", status=None,
+                      watermark=None, last_success_watermark=None, trigger_watermark=None, latest_trigger_token=None,
+                      latest_run_id=None, job_start_timestamp=None, partition_filter="ds={{ yesterday }}")
+    rows = [base, replace(base, key=RowKey("delta_table", table.path, "b"), partition_filter="ds={{ today }}")]
+    config = sensor_config(tmp_path)
+    # WHEN they are sensed in one check of the table (Delta read without Spark)
+    outcome = sense(rows, {SensorSource.DELTA_TABLE: table.sensor}, None, config, at=at_day(6))
+    # THEN each row has its own reason, by row (not one per table)
+    assert outcome.nothing_new == {rows[0].key.ref: "waiting for partition ds=2026-01-05 (no data yet)",
+                                   rows[1].key.ref: "waiting for partition ds=2026-01-06 (no data yet)"}

@@ -194,7 +194,7 @@ def test_preprocess_query_decides_whether_new_rows_count(spark: SparkSession, co
 
     # THEN only the row whose query returns a row has new data
     assert [e.row.trigger_job_id for e in outcome.events] == ["job_big"]
-    assert "preprocess_query returned no row" in outcome.nothing_new["jdbc:public.sensing_orders"]
+    assert "preprocess_query returned no row" in outcome.nothing_new[rows[1].key.ref]
 
 
 def test_malicious_upstream_key_stays_one_identifier_in_the_preprocess_query(
@@ -211,4 +211,4 @@ def test_malicious_upstream_key_stays_one_identifier_in_the_preprocess_query(
     # THEN ?upstream_key stayed one identifier: the query returned no row (broken quoting would have
     # read `k` > 0 OR `k` IS NULL, true for the row, and reported new data)
     assert outcome.events == []
-    assert "preprocess_query returned no row" in outcome.nothing_new["jdbc:public.sensing_tricky"]
+    assert "preprocess_query returned no row" in outcome.nothing_new[rows[0].key.ref]

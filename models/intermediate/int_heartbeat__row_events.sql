@@ -28,6 +28,8 @@ classified as (
         idempotency_token,
         message,
         details,
+        -- When the run itself ended, as its backend says (the event's time is when a tick learned it).
+        cast({{ heartbeat_json_value('details', 'run_ended_at') }} as timestamp) as run_ended_at,
         event_type in ({{ heartbeat_event_types_with('detection') }}) as is_detection,
         event_type in ({{ heartbeat_event_types_with('trigger') }}) as is_trigger,
         event_type in ({{ heartbeat_event_types_with('run_start') }}) as is_run_start,

@@ -20,7 +20,7 @@
     {'timestamp': 'latest_event_fetched_timestamp', 'condition': 'is_detection', 'values': {'watermark': 'watermark_after'}},
     {'timestamp': 'job_start_timestamp', 'condition': 'is_trigger', 'values': {'latest_trigger_token': 'idempotency_token', 'trigger_watermark': 'watermark_after'}},
     {'timestamp': 'run_started_timestamp', 'condition': 'is_run_start', 'values': {'latest_run_id': 'run_id'}},
-    {'timestamp': 'job_end_timestamp', 'condition': 'is_run_end', 'values': {}},
+    {'timestamp': 'job_end_timestamp', 'condition': 'is_run_end', 'values': {'run_ended_at': 'run_ended_at'}},
     {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {'last_success_watermark': 'watermark_after'}},
     {'timestamp': 'last_error_timestamp', 'condition': 'is_error', 'values': {'last_error': 'message'}},
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
@@ -141,7 +141,8 @@ final as (
         controls.tags,
         controls.expected_within,
         folded.freshness_missed,
-        folded.freshness_missed_at
+        folded.freshness_missed_at,
+        folded.run_ended_at
     from controls
     inner join folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

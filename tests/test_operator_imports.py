@@ -1,0 +1,43 @@
+"""`status`, `why` and `events` answer in a blink: they import nothing heavy (no Spark, dbt, sensors,
+pandas, Kafka, the event writer). What a process imports is only seen in a fresh interpreter, so this
+is a `process` test: one `python -c` that runs the three commands and prints what is loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("pyspark", "py4j", "dbt", "pandas", "pyiceberg", "deltalake", "sqlglot", "confluent_kafka",
+         "harness.sensors", "harness.events", "harness.triggering", "harness.tables", "harness.runtime")
+
+SCRIPT = """
+import contextlib, io, json, sys
+from harness.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    for argv in (["status"], ["why", "--job", "j"], ["events", "--since", "1h"]):
+        main(["--config", sys.argv[1], *argv])
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {h.split(".")[0] for h in %r}
+                        and any(m == h or m.startswith(h + ".") for h in %r))))
+""" % (HEAVY, HEAVY)
+
+
+@pytest.mark.process
+def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: Path) -> None:
+    """A process of its own: the modules a command imports are only visible in a fresh interpreter."""
+    # GIVEN a state folder with a snapshot and a health record
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "status.json").write_text(json.dumps({"written_at": "2026-11-22T12:00:00+00:00", "tick_id": "t1",
+                                                   "jobs": [], "rows": []}))
+    (state / "health.json").write_text(json.dumps({"last_tick": {"ended_at": "2026-11-22T12:00:00+00:00"}}))
+    config = tmp_path / "heartbeat.yml"
+    config.write_text(f"state_dir: {state}\n")
+    # WHEN status, why and events run in one fresh interpreter
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(config)], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    # THEN none of the heavy modules was imported
+    assert json.loads(out.splitlines()[-1]) == []

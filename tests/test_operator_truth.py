@@ -1,0 +1,342 @@
+"""What `status`, `why` and `events` tell an operator, as functions of the state a tick leaves (no Spark,
+no process): a refused controls CSV, a failed tick's root cause, run times, each row's waiting reason."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness import cli, publish, status
+from harness.config import load_config
+from harness.errors import HeartbeatError, root_cause
+from harness.tick_steps import Step, TickReport
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+REFUSAL = "controls.csv: 1 bad row\n  line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'"
+
+
+def row(job: str, sensor_id: str = "t", **values: Any) -> dict[str, Any]:
+    return {"sensor_source": "trigger_file", "sensor_id": sensor_id, "trigger_job_id": job, "status": None,
+            "is_hard_dependency": True, "job_state": "UNPAUSED", "watermark": None, "last_success_watermark": None,
+            "status_change_timestamp": None, "latest_event_fetched_timestamp": None, "latest_run_id": None,
+            "job_start_timestamp": None, "job_end_timestamp": None, "upstream_key": None, "preprocess_query": None,
+            "trigger_job_name": None, "trigger_watermark": None, "latest_trigger_token": None, **values}
+
+
+def snapshot(*rows: dict[str, Any], reason: str = "waiting for hard dependency trigger_file:t") -> dict[str, Any]:
+    jobs = sorted({r["trigger_job_id"] for r in rows})
+    return {"written_at": T0.isoformat(), "tick_id": "t1", "rows": list(rows),
+            "jobs": [{"job_id": j, "job_name": None, "should_start": False, "reason": reason} for j in jobs]}
+
+
+def ticked(tmp_path: Path, report: TickReport) -> dict[str, Any]:
+    return status.record_tick(tmp_path, status.TickResult.of(report, T0, 1.0))
+
+
+# --- a refused controls CSV -------------------------------------------------------------------------
+
+def test_a_refused_controls_csv_reaches_the_health_record_and_the_top_of_status(tmp_path: Path) -> None:
+    # GIVEN a tick that refused the controls CSV (and otherwise went well)
+    health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    # WHEN status renders
+    out = status.render(snapshot(row("old_job")), health, None, now=T0).splitlines()
+    # THEN the refusal is in the top lines, with the bad line of the file and what to do
+    top = "\n".join(out[:6])
+    assert "WARNING: the controls CSV is refused" in top and "python -m harness validate" in top
+    assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in top
+
+
+def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    out = status.render_why(snapshot(row("old_job")), "new_job", [], T0, health)
+    assert out.startswith("job new_job is not in the control table")
+    assert "a job only in the refused controls CSV is not loaded until the file is fixed" in out
+    assert "unknown sensor_source 'trigger_fil'" in out
+
+
+def test_a_fixed_csv_clears_the_warning(tmp_path: Path) -> None:
+    ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
+    health = ticked(tmp_path, TickReport("t2"))
+    assert "refused" not in status.render(snapshot(row("old_job")), health, None, now=T0)
+
+
+# --- a failed tick ------------------------------------------------------------------------------------
+
+class Py4JJavaError(Exception):
+    """Stands for py4j's exception (its text is Java's: the call, then the trace with `Caused by:`)."""
+
+
+JAVA_TEXT = ("An error occurred while calling o70.collectToPython.\n"
+             ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
+             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+             + "\tat somewhere.Else(X.java:1)\n" * 200
+             + "Caused by: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file. "
+               "Expected magic number at tail, but found [65, 66, 67, 10]\n\tat org.apache.parquet.Reader(R.java:1)\n")
+
+
+def test_the_root_cause_of_a_java_failure_is_one_line() -> None:
+    line = root_cause(Py4JJavaError(JAVA_TEXT))
+    assert "\n" not in line
+    assert line.startswith("Py4JJavaError: An error occurred while calling o70.collectToPython.")
+    assert "cause: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in line
+
+
+def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
+    try:
+        try:
+            raise FileNotFoundError("/state/warehouse/x: no such file")
+        except FileNotFoundError as inner:
+            raise RuntimeError("cannot read the control table\nmore") from inner
+    except RuntimeError as exc:
+        line = root_cause(exc)
+    assert line == ("RuntimeError: cannot read the control table - cause: FileNotFoundError: "
+                    "/state/warehouse/x: no such file")
+
+
+def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -> None:
+    report = TickReport("t9")
+    with pytest.raises(ValueError), Step(report, "sense"):
+        raise ValueError("boom")
+    report.error = root_cause(Py4JJavaError(JAVA_TEXT))
+    health = ticked(tmp_path, report)
+    out = status.render(snapshot(row("j")), health, None, now=T0)
+    assert "    last error: Py4JJavaError: " in out and "is not a Parquet file" in out
+    assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
+
+
+class FailingEventLog:
+    """The event log of a tick whose first read fails as Spark fails (a stand-in: the point is the tick's
+    handling of the failure, not Spark)."""
+
+    tick_id = ""
+
+    def existing_ids(self, *args: object) -> set[str]:
+        raise Py4JJavaError(JAVA_TEXT)
+
+    append = existing_ids
+
+
+def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.tick import run_tick
+
+    # GIVEN JSON logs and a tick whose first step fails
+    cli.setup_logging("json", False)
+    runtime = SimpleNamespace(events=FailingEventLog(), config=SimpleNamespace(state_dir=tmp_path))
+    # WHEN it runs
+    report = run_tick(runtime)  # type: ignore[arg-type]
+    # THEN the error line carries the tick id, the step and the full trace; the health record the root cause
+    (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
+    assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
+    last = json.loads((tmp_path / status.HEALTH_FILE).read_text())["last_tick"]
+    assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]
+
+
+# --- run times ----------------------------------------------------------------------------------------
+
+def test_a_runs_duration_is_from_its_own_start_to_its_own_end() -> None:
+    # GIVEN a run that started at 12:00:00, ended at 12:00:03.1, and whose end a tick recorded 18 s later
+    r = row("j", status="COMPLETED", latest_run_id="run-1", job_start_timestamp="2026-11-22T11:59:59+00:00",
+            run_started_timestamp="2026-11-22T12:00:00+00:00", run_ended_at="2026-11-22T12:00:03.100000+00:00",
+            job_end_timestamp="2026-11-22T12:00:21+00:00")
+    # THEN status and why say 3.1 s, ending at the run's own end
+    assert status.run_line(r) == "run run-1 started 2026-11-22 12:00:00, ended 2026-11-22 12:00:03 (3.1 s)"
+    assert "(3.1 s)" in status.render_why(snapshot(r), "j", [], T0)
+
+
+def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
+    # GIVEN a run going, whose row still holds the previous run's end (earlier than this run's start)
+    r = row("j", status="IN_PROGRESS", latest_run_id="run-2", job_start_timestamp="2026-11-22T13:19:47+00:00",
+            run_started_timestamp="2026-11-22T13:19:48+00:00", run_ended_at="2026-11-22T13:19:02+00:00",
+            job_end_timestamp="2026-11-22T13:19:02+00:00")
+    assert status.run_line(r) == "run run-2 started 2026-11-22 13:19:48, still running"
+    assert "ended" not in status.render(snapshot(r), None, None, now=T0)
+
+
+def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
+    from harness import report
+    from harness.config import PROJECT_DIR
+
+    events = [{"event_time": T0, "event_type": "RUN_STARTED", "trigger_job_id": "j", "run_id": "r1",
+               "sensor_source": "trigger_file", "sensor_id": "t"},
+              {"event_time": T0.replace(second=21), "event_type": "RUN_SUCCEEDED", "trigger_job_id": "j",
+               "run_id": "r1", "sensor_source": "trigger_file", "sensor_id": "t",
+               "details": json.dumps({"run_ended_at": "2026-11-22T12:00:03.100000+00:00"})}]
+    (run,) = report.job_histories(events, report.event_facets(PROJECT_DIR))["j"].runs
+    assert run.seconds == pytest.approx(3.1)
+
+
+# --- each row's waiting reason ----------------------------------------------------------------------------
+
+def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) -> None:
+    from harness.model import RowKey
+
+    # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
+    a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
+    status.record_waiting(tmp_path, {
+        RowKey("delta_table", "/lake/orders", "daily").ref: "waiting for partition ds=2026-11-22 (no data yet)",
+        RowKey("delta_table", "/lake/orders", "hourly").ref: "partition ds=2026-11-22/hour=11 already acted on"})
+    waiting = status.waiting_reasons(tmp_path)
+    # WHEN status and why render
+    out = status.render(snapshot(a, b), None, None, now=T0, waiting=waiting)
+    # THEN each row carries its own reason
+    assert "        waiting: waiting for partition ds=2026-11-22 (no data yet)" in out
+    assert "        waiting: partition ds=2026-11-22/hour=11 already acted on" in out
+    assert "waiting for partition ds=2026-11-22" in status.render_why(snapshot(a, b), "daily", [], T0, None, waiting)
+    assert "already acted on" not in status.render_why(snapshot(a, b), "daily", [], T0, None, waiting)
+    body = json.loads(status.render_json(snapshot(a, b), None, None, now=T0, waiting=waiting))
+    assert [r["waiting_reason"][:12] for j in body["snapshot"]["jobs"] for r in j["rows"]] == [
+        "waiting for ", "partition ds"]
+
+
+# --- publish ------------------------------------------------------------------------------------------
+
+def _state_with_rows(tmp_path: Path, *rows: dict[str, Any]) -> str:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / status.SNAPSHOT_FILE).write_text(json.dumps(snapshot(*rows)))
+    config = tmp_path / "heartbeat.yml"
+    config.write_text(f"state_dir: {state}\n")
+    return str(config)
+
+
+def _queued(tmp_path: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in (tmp_path / "state" / "inbox" / "published").glob("*.json")]
+
+
+def test_publish_refuses_a_partition_the_filters_would_refuse(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    code = cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour"])
+    assert code == 2 and _queued(tmp_path) == []
+    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value" in capsys.readouterr().err
+    with pytest.raises(HeartbeatError, match="must be a literal partition value"):
+        publish.publish("sales.orders", partition={"ds": "{{ today }}"}, config=load_config(config))
+
+
+def test_publish_reads_several_columns_in_the_folder_form_and_names_the_rows_watching(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    assert cli.main(["--config", config, "publish", "--table", "sales.orders",
+                     "--partition", "ds=2026-01-01/hour=03"]) == 0
+    assert [q["partition_values"] for q in _queued(tmp_path)] == [{"ds": "2026-01-01", "hour": "03"}]
+    assert "watched by 1 row(s): j" in capsys.readouterr().out
+
+
+def test_publish_of_a_table_no_row_watches_says_so_and_records_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    assert cli.main(["--config", config, "publish", "--table", "nobody.watches"]) == 0
+    assert "note: no row of the control table (as of the last tick) has sensor_source published and sensor_id " \
+           "'nobody.watches'" in capsys.readouterr().out
+    assert [q["table"] for q in _queued(tmp_path)] == ["nobody.watches"]
+
+
+def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["publish", "--table", "t", "--bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: python -m harness publish ")
+    assert "unrecognized arguments: --bogus" in err
+
+
+# --- exit codes and unreadable state ----------------------------------------------------------------------
+
+def test_an_unknown_event_type_is_refused_with_the_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    assert cli.main(["--config", config, "events", "--type", "BOGUS"]) == 2
+    err = capsys.readouterr().err
+    assert "--type BOGUS: not an event type; choose from " in err and "RUN_SUCCEEDED" in err
+
+
+def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    assert [cli.main(["--config", config, *args, "--job", "nope"]) for args in (["status"], ["why"], ["events"])] \
+        == [1, 1, 1]
+    assert cli.main(["--config", config, "status", "--job", "j"]) == 0
+    assert "job nope is not in the control table" in capsys.readouterr().out
+
+
+def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _state_with_rows(tmp_path, row("j"))
+    path = tmp_path / "state" / status.SNAPSHOT_FILE
+    path.write_text(path.read_text()[:40])
+    assert cli.main(["--config", config, "status"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} cannot be read" in err and "cut short or not JSON" in err and "Traceback" not in err
+
+
+# --- the report page ------------------------------------------------------------------------------------
+
+def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_that_it_is_stale() -> None:
+    from datetime import timedelta
+
+    from harness import report
+
+    snap = snapshot(row("j"))
+    failing = {"failures_in_a_row": 3, "first_failure_at": T0.isoformat(),
+               "last_tick": {"error": "Py4JJavaError: boom", "controls_error": None}}
+    (warning,) = report.state_warnings(snap, failing, [], T0 + timedelta(minutes=3))
+    assert warning.startswith("The last 3 ticks failed") and "Py4JJavaError: boom" in warning
+    ticks = [{"started_at": (T0 - timedelta(minutes=m)).isoformat()} for m in (3, 2, 1, 0)]
+    assert report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=2)) == []
+    (stale,) = report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=30))
+    assert stale.startswith("No tick has written the state for 30 min (the ticks came every 60 s)")
+    page = report.render_report([], [], {}, T0, T0, warnings=[stale])
+    assert '<p class="warning" role="alert">No tick has written the state' in page
+
+
+def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
+    from harness import report
+    from harness.config import PROJECT_DIR
+
+    events = [{"event_time": T0.replace(minute=m), "event_type": kind, "trigger_job_id": "j", "run_id": run,
+               "sensor_source": "kafka", "sensor_id": topic}
+              for m, kind, run, topic in ((0, "DATA_CHANGED", None, "orders"), (1, "DATA_CHANGED", None, "lines"),
+                                          (2, "RUN_STARTED", "r1", "orders"))]
+    jobs = list(report.job_histories(events, report.event_facets(PROJECT_DIR)).values())
+    assert report.trigger_text(jobs[0].runs[0]) == "kafka:orders, kafka:lines"
+    (start,) = [t for t in report.timeline_figure(jobs, T0).data if t.name.startswith("start")]
+    assert "text" in start.mode and list(start.text) == ["kafka:orders, kafka:lines"]
+    (points,) = report.wait_figure(jobs).data
+    assert "text" in points.mode and list(points.text) == ["j"]
+
+
+def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
+    from datetime import timedelta
+
+    from harness import report
+
+    times = [T0 + timedelta(minutes=m) for m in (0, 1, 2, 90, 91)]
+    ticks = [{"started_at": t.isoformat(), "steps": {"sense": 1.0}} for t in times]
+    x, rows = report.with_gaps(times, ticks)
+    assert [r is None for r in rows] == [False, False, False, True, True, False, False]
+    assert x[3] == times[2] + timedelta(seconds=1) and x[4] == times[3] - timedelta(seconds=1)
+    (trace,) = report.ticks_figure(ticks).data
+    assert list(trace.y) == [1.0, 1.0, 1.0, None, None, 1.0, 1.0]
+
+
+def test_refused_starts_and_failed_checks_of_the_last_tick_are_in_the_top_lines(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"], check_errors=2))
+    top = status.render(snapshot(row("daily")), health, None, now=T0).splitlines()[:6]
+    assert any(line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`")
+               for line in top)
+    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" \
+        in "\n".join(top)
+
+
+def test_why_says_why_the_latest_start_was_refused() -> None:
+    r = row("daily", status="NEW_EVENT_AVAILABLE", status_change_timestamp="2026-11-22T11:00:00+00:00",
+            last_start_refused_at="2026-11-22T11:59:00+00:00",
+            last_start_refusal="job daily: the local runner has no job daily (define it in local_runner.jobs)")
+    assert ("        start refused 2026-11-22 11:59:00: job daily: the local runner has no job daily"
+            in status.render_why(snapshot(r), "daily", [], T0))

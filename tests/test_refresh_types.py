@@ -14,8 +14,9 @@ expected tables:
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
   custom   a batch captured but not applied; a reset with a typo in the delete predicate is refused before
            anything is written; the pending batch is dropped by an unload with other parameters (--vars)
-  keep     seq_ledger: k1 with keep_batches 2 folds b1 and b2 into the baseline; unloading b1 is refused,
-           unloading b3 (kept) and loading it again give what keeping every batch gives
+  keep     seq_ledger: k1 with keep_batches 2 folds b1 and b2 into the baseline (its run fails inside the fold;
+           the next run finishes it); unloading b1 is refused, unloading b3 (kept) and loading it again give
+           what keeping every batch gives
 """
 
 from __future__ import annotations
@@ -213,13 +214,18 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     keep = {"heartbeat_refresh_keep_batches": 2}
     ledger = {"seq_ledger": ["s_batch_id", "entry_no", "account"],
               "seq_ledger__batches": ["s_batch_seq", "s_batch_id", "entry_no"]}
-    project.load({"seq_ledger": [(7, "k", 7.0)]}, batch="k1", **keep)
-    t.snapshot("folded", "seq_ledger__dataset_metrics", metrics=("seq_ledger",), **ledger)
+    # k1 is applied, then its run fails inside the fold: the baseline written, the folded batches not yet dropped
+    try:
+        project.load({"seq_ledger": [(7, "k", 7.0)]}, batch="k1", fail_at="refresh:baseline-added", **keep)
+    except DbtError as exc:
+        t.errors["fold"] = str(exc)
+    # the next run (an unload of the folded b1) finishes the fold first, then refuses
     try:
         project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b1"},
                     **keep)
     except DbtError as exc:
         t.errors["unload folded"] = str(exc)
+    t.snapshot("folded", "seq_ledger__dataset_metrics", metrics=("seq_ledger",), **ledger)
     project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b3"},
                 **keep)
     t.snapshot("kept batch unloaded", metrics=("seq_ledger",), **ledger)
@@ -559,6 +565,14 @@ def test_batches_past_keep_batches_are_folded_into_a_baseline_and_the_dataset_is
     assert timeline.metric("folded", "seq_ledger", "b2", "record_count", "effective_record_count") == (4, 2)
     got = dataset_metrics(timeline, "folded", "seq_ledger")
     assert (got["batches_applied"], got["batches_folded"], got["record_count"], got["effective_record_count"]) == (2, 2, 11, 7)
+
+
+def test_a_fold_interrupted_after_the_baseline_is_written_is_finished_by_the_next_run(timeline: Timeline) -> None:
+    # GIVEN k1's run failed between writing the baseline and dropping the folded batches (the tables in
+    # test_batches_past_keep_batches_are_folded_...: read after the next run, which finished the fold)
+    assert "injected failure at refresh:baseline-added" in timeline.errors["fold"]
+    # THEN b1 and b2 are there once (in the baseline), not also as their own partitions
+    assert [r[0] for r in timeline.rows("folded", "seq_ledger__batches")].count(1) == 0
 
 
 def test_a_folded_batch_cannot_be_unloaded_and_the_refusal_names_the_batches_that_can(timeline: Timeline) -> None:

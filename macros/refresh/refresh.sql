@@ -492,6 +492,7 @@
     3. the metrics: 'folding' -> 'folded' (their figures stay), the baseline's row replaced
 -#}
 {% macro heartbeat_refresh_fold(r, state=none) %}
+  {%- if state is none and r.keep_batches is none -%}{{ return(none) }}{%- endif -%}
   {%- set state = state if state is not none else heartbeat.heartbeat_refresh_read_state(r) -%}
   {%- set folding = state.rows | selectattr('status', 'equalto', 'folding') | list -%}
   {%- if not folding -%}

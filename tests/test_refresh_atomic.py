@@ -196,3 +196,8 @@ def test_delta_statements_of_every_type_compile_for_databricks_and_parse(tmp_pat
     assert kinds["Merge"] == 2  # key: MERGE ... UPDATE/INSERT; custom: MERGE ... DELETE
     assert kinds["Restore"] == 6 and kinds["Delete"] == 4 and kinds["Insert"] >= 18
     assert "`lake`.`sales`.`orders__batches`" in text
+    # widening: the kept batches cast to the wider types with the batch's rows, one CREATE OR REPLACE (Delta's
+    # ALTER COLUMN cannot widen int to double); retention: the baseline replaces the folded batches in one statement
+    assert "create or replace table `lake`.`sales`.`orders__batches` using delta as" in text
+    assert "where s_batch_seq not in (1, 2, -2)" in text
+    assert "create or replace view `lake`.`sales`.`orders__dataset_metrics` as" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.refresh.metrics import CODES, BatchMetrics, dataset_totals, render
+from harness.refresh.metrics import CODES, BatchMetrics, DatasetMetrics, DatasetRange, dataset_totals, render
 
 pytestmark = pytest.mark.unit
 
@@ -30,3 +30,17 @@ def test_status_prints_a_dataset_line_after_the_batches() -> None:
     lines = render("orders", BATCHES).splitlines()
     assert lines[0] == "orders (key: key_columns=order_id): 2 batches applied, dataset 4 rows"
     assert lines[-1].split() == ["(dataset)", "6", "3", "3", "2", "0", "0", "1", "-", "-"]
+
+
+def test_status_prints_the_stored_dataset_figures_and_the_dataset_effective_ranges() -> None:
+    # GIVEN the row of <model>__dataset_metrics of a sequence model (b1 folded into the baseline)
+    ledger = [BatchMetrics(**{**b.__dict__, "refresh_type": "sequence", "refresh_params": {"type": "sequence"},
+                              "codes": dict.fromkeys(CODES)}) for b in BATCHES]
+    dataset = DatasetMetrics(batches_applied=2, batches_unloaded=1, batches_folded=1, dataset_record_count=5, record_count=9,
+                             effective_record_count=5, codes=dict.fromkeys(CODES), range_from="1.000000000", range_to="6.000000000",
+                             effective_ranges=(DatasetRange("b1", "1.000000000", "2.000000000", 2),
+                                               DatasetRange("b3", "3.000000000", "6.000000000", 3)))
+    lines = render("ledger", ledger, dataset).splitlines()
+    assert lines[0] == "ledger (sequence): 2 batches applied, dataset 5 rows"
+    assert lines[5].split() == ["(dataset)", "9", "5", "1", "..", "6", "-", "-"]
+    assert lines[-1] == "  effective ranges of the dataset: 1 .. 2 (b1: 2), 3 .. 6 (b3: 3)"

@@ -14,6 +14,9 @@ expected tables:
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
   custom   a batch captured but not applied; a reset with a typo in the delete predicate is refused before
            anything is written; the pending batch is dropped by an unload with other parameters (--vars)
+  keep     seq_ledger: k1 with keep_batches 2 folds b1 and b2 into the baseline (its run fails inside the fold;
+           the next run finishes it); unloading b1 is refused, unloading b3 (kept) and loading it again give
+           what keeping every batch gives
 """
 
 from __future__ import annotations
@@ -137,7 +140,8 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     amounts = {"key_amounts": ["id", "amount", "price", "s_batch_id"],
                "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"]}
     t.snapshot("in order", "key_orders__history", "ts_readings", "seq_ledger", "full_prices", "full_prices__history",
-               "none_events", "custom_stock", "key_customers", **key_tables, **amounts,
+               "none_events", "custom_stock", "key_customers", "key_orders__dataset_metrics", "seq_ledger__dataset_metrics",
+               **key_tables, **amounts,
                metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"))
     t.points["in order"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
 
@@ -155,7 +159,7 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     # b2 unloaded and loaded again, out of order: key_orders, and seq_ledger (b3, received after b2, overlaps it)
     assert cli(config_file, "unload", "--model", "key_orders", "--batch", "b2", "--project-dir", str(EXAMPLES_DIR)) == 0
     assert cli(config_file, "unload", "--model", "seq_ledger", "--batch", "b2", "--project-dir", str(EXAMPLES_DIR)) == 0
-    t.snapshot("unloaded", "key_orders__history", "seq_ledger", **key_tables)
+    t.snapshot("unloaded", "key_orders__history", "seq_ledger", "key_orders__dataset_metrics", **key_tables)
     project.load({"key_orders": BATCHES["b2"]["key_orders"], "seq_ledger": BATCHES["b2"]["seq_ledger"]}, batch="b2")
     t.snapshot("reloaded", "key_orders__history", "seq_ledger", **key_tables, metrics=("key_orders", "seq_ledger"))
 
@@ -204,6 +208,29 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     project.load({"key_amounts": [(3, 31, Decimal("3.00"))]}, batch="w2")
     t.snapshot("swap finished", metrics=("key_amounts",), **amounts)
     t.points["swap finished"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
+
+    # retention: seq_ledger holds b1, b3 and b2 (reloaded: first received before b3); k1 comes with
+    # keep_batches 2: the two first received (b1, b2) are folded into the baseline
+    keep = {"heartbeat_refresh_keep_batches": 2}
+    ledger = {"seq_ledger": ["s_batch_id", "entry_no", "account"],
+              "seq_ledger__batches": ["s_batch_seq", "s_batch_id", "entry_no"]}
+    # k1 is applied, then its run fails inside the fold: the baseline written, the folded batches not yet dropped
+    try:
+        project.load({"seq_ledger": [(7, "k", 7.0)]}, batch="k1", fail_at="refresh:baseline-added", **keep)
+    except DbtError as exc:
+        t.errors["fold"] = str(exc)
+    # the next run (an unload of the folded b1) finishes the fold first, then refuses
+    try:
+        project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b1"},
+                    **keep)
+    except DbtError as exc:
+        t.errors["unload folded"] = str(exc)
+    t.snapshot("folded", "seq_ledger__dataset_metrics", metrics=("seq_ledger",), **ledger)
+    project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b3"},
+                **keep)
+    t.snapshot("kept batch unloaded", metrics=("seq_ledger",), **ledger)
+    project.load({"seq_ledger": BATCHES["b3"]["seq_ledger"]}, batch="b3", **keep)
+    t.snapshot("kept batch reloaded", metrics=("seq_ledger",), **ledger)
     yield t
 
 
@@ -278,6 +305,36 @@ def test_sequence_overlapping_ranges_resolve_to_the_latest_received_batch(timeli
     pieces = timeline.metric("in order", "seq_ledger", "b2", "effective_ranges")[0]
     assert [(float(p["range_from"]), float(p["range_to"]), p["record_count"]) for p in pieces] == [
         (3.0, 3.0, 1), (6.0, 6.0, 1)]
+
+
+# --- the dataset's metrics ----------------------------------------------------------------------------------
+DATASET_METRIC_NAMES = ["model", "refresh_type", "batches_applied", "batches_unloaded", "batches_folded",
+                        "dataset_record_count", "record_count", "effective_record_count",
+                        "records_n", "records_c", "records_u", "records_s", "records_o", "range_from", "range_to"]
+
+
+def dataset_metrics(timeline: Timeline, point: str, model: str) -> dict[str, Any]:
+    [row] = timeline.rows(point, f"{model}__dataset_metrics")
+    names = DATASET_METRIC_NAMES + ["effective_ranges"]
+    return dict(zip(names, row))
+
+
+def test_dataset_metrics_count_records_by_status_code_across_the_applied_batches(timeline: Timeline) -> None:
+    # GIVEN b1..b3 of key_orders (N2; N2 C2 S1; C1 U2 O1) THEN the view sums them beside the batches' rows
+    got = dataset_metrics(timeline, "in order", "key_orders")
+    assert [got[n] for n in DATASET_METRIC_NAMES] == ["key_orders", "key", 3, 0, 0, 4, 11, 4, 4, 3, 2, 1, 1, None, None]
+    # WHEN b2 is unloaded THEN its records leave the totals (b3 recoded against b1: C1 O1 S1 N1)
+    got = dataset_metrics(timeline, "unloaded", "key_orders")
+    assert [got[n] for n in DATASET_METRIC_NAMES[2:13]] == [2, 1, 0, 3, 6, 3, 3, 1, 0, 1, 1]
+
+
+def test_dataset_metrics_give_the_dataset_range_and_its_effective_ranges_by_batch(timeline: Timeline) -> None:
+    got = dataset_metrics(timeline, "in order", "seq_ledger")
+    assert (got["dataset_record_count"], got["record_count"], got["effective_record_count"]) == (6, 10, 6)
+    assert (float(got["range_from"]), float(got["range_to"])) == (1.0, 6.0)
+    assert [(p["batch_id"], float(p["range_from"]), float(p["range_to"]), p["record_count"])
+            for p in got["effective_ranges"]] == [("b1", 1.0, 2.0, 2), ("b2", 3.0, 3.0, 1), ("b3", 4.0, 5.0, 2),
+                                                  ("b2", 6.0, 6.0, 1)]
 
 
 # --- full, none, custom ------------------------------------------------------------------------------------
@@ -386,6 +443,8 @@ def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Ti
     assert "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), " \
            "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
     assert "effective ranges of b2: 3 .. 3 (1), 6 .. 6 (1)" in out
+    # the dataset's line: the view <model>__dataset_metrics, with the dataset's effective ranges by batch
+    assert "effective ranges of the dataset: 1 .. 2 (b1: 2), 3 .. 3 (b2: 1), 4 .. 5 (b3: 2), 6 .. 6 (b2: 1)" in out
 
 
 # --- reload of sequence (and timestamp) batches -------------------------------------------------------------
@@ -486,3 +545,47 @@ def test_a_widening_interrupted_between_its_metastore_operations_is_finished_by_
     assert [r for r in timeline.rows("swap finished", "key_amounts__batches") if r[0] in ("w1", "w2")] == [
         ("w1", 1, 10.5, 1.234567, "C"), ("w2", 3, 31.0, 3.0, "C")]
     assert timeline.metric("swap finished", "key_amounts", "w1", "status") == ("applied",)
+
+
+# --- retention (refresh.keep_batches) ---------------------------------------------------------------------
+def test_batches_past_keep_batches_are_folded_into_a_baseline_and_the_dataset_is_unchanged(timeline: Timeline) -> None:
+    # GIVEN seq_ledger's b1, b3, b2 (b2 first received before b3) WHEN k1 comes with keep_batches 2
+    # THEN the dataset is what keeping every batch gives, plus k1's entry
+    in_order = [(r[3], r[0], r[1]) for r in timeline.rows("in order", "seq_ledger")]
+    assert timeline.rows("folded", "seq_ledger") == sorted(in_order + [("k1", 7, "k")], key=repr)
+    # b1 and b2 (the first received) now live in the baseline partition, as the rows they left: b1's 1, 2
+    # and b2's 3..6 (b3, kept, still wins on 4..5 in the dataset)
+    assert timeline.rows("folded", "seq_ledger__batches") == sorted([
+        (-4, "b1", 1), (-4, "b1", 2), (-4, "b2", 3), (-4, "b2", 4), (-4, "b2", 5), (-4, "b2", 6),
+        (3, "b3", 4), (3, "b3", 5), (5, "k1", 7)], key=repr)
+    statuses = {b: timeline.metric("folded", "seq_ledger", b, "status", "batch_seq") for b in ("b1", "b2", "b3", "k1", "(baseline)")}
+    assert statuses == {"b1": ("folded", 1), "b2": ("folded", 4), "b3": ("applied", 3), "k1": ("applied", 5),
+                        "(baseline)": ("baseline", -4)}
+    # the folded batches keep their figures: records received, still in the dataset
+    assert timeline.metric("folded", "seq_ledger", "b2", "record_count", "effective_record_count") == (4, 2)
+    got = dataset_metrics(timeline, "folded", "seq_ledger")
+    assert (got["batches_applied"], got["batches_folded"], got["record_count"], got["effective_record_count"]) == (2, 2, 11, 7)
+
+
+def test_a_fold_interrupted_after_the_baseline_is_written_is_finished_by_the_next_run(timeline: Timeline) -> None:
+    # GIVEN k1's run failed between writing the baseline and dropping the folded batches (the tables in
+    # test_batches_past_keep_batches_are_folded_...: read after the next run, which finished the fold)
+    assert "injected failure at refresh:baseline-added" in timeline.errors["fold"]
+    # THEN b1 and b2 are there once (in the baseline), not also as their own partitions
+    assert [r[0] for r in timeline.rows("folded", "seq_ledger__batches")].count(1) == 0
+
+
+def test_a_folded_batch_cannot_be_unloaded_and_the_refusal_names_the_batches_that_can(timeline: Timeline) -> None:
+    message = timeline.errors["unload folded"]
+    assert "seq_ledger: batch b1 cannot be unloaded: it was folded into the baseline (refresh.keep_batches = 2)" in message
+    assert "the batches kept one by one can be unloaded: b3, k1" in message
+
+
+def test_a_kept_batch_unloads_and_reloads_after_a_fold_as_if_every_batch_were_kept(timeline: Timeline) -> None:
+    # WHEN b3 (kept) is unloaded THEN b2's 4 and 5, which b3 had replaced, come back from the baseline
+    assert timeline.rows("kept batch unloaded", "seq_ledger") == [
+        ("b1", 1, "a"), ("b1", 2, "a"), ("b2", 3, "b"), ("b2", 4, "b"), ("b2", 5, "b"), ("b2", 6, "b"), ("k1", 7, "k")]
+    # WHEN it is loaded again THEN it takes its place by the time it was first received: the folded dataset
+    assert timeline.rows("kept batch reloaded", "seq_ledger") == timeline.rows("folded", "seq_ledger")
+    assert timeline.metric("kept batch reloaded", "seq_ledger", "b3", "status", "effective_record_count") == ("applied", 2)
+    assert timeline.metric("kept batch reloaded", "seq_ledger", "b1", "status") == ("folded",)

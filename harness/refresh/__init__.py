@@ -4,7 +4,7 @@ job started by the heartbeat needs to load its batch (its change range, its batc
 
   cli.py           the subcommands: unload and reset run the model's materialization through dbt;
                    status prints the metrics tables
-  metrics.py       reading and printing <model>__metrics
+  metrics.py       reading and printing <model>__metrics and <model>__dataset_metrics
   change_range.py  the range a started job receives, and the trigger files inside it
 """
 

@@ -5,6 +5,7 @@
     <model>__batches  every kept batch's rows with the system columns (phase 1 writes only this table)
     <model>__metrics  one row per batch: counts, status codes, ranges, seconds per phase, state
     <model>__history  a view: SCD2 versions (key), or every batch as a version (full)
+    <model>__dataset_metrics  a view: the whole dataset's figures (records by status code, effective ranges)
 
   A run is one batch, identified by var('heartbeat_batch_id'), else the heartbeat's run context id
   (HEARTBEAT_RUN_CONTEXT_ID, given to every job the heartbeat starts), else dbt's invocation_id.
@@ -68,7 +69,8 @@
 {% endmacro %}
 
 {% macro heartbeat_refresh_context() %}
-  {%- set params = heartbeat.heartbeat_refresh_params(model.name, (config.get('meta') or {}).get('refresh')) -%}
+  {%- set raw = (config.get('meta') or {}).get('refresh') -%}
+  {%- set params = heartbeat.heartbeat_refresh_params(model.name, raw) -%}
   {%- set dataset = this.incorporate(type='table') -%}
   {%- set name = this.identifier -%}
   {{ return({
@@ -77,10 +79,11 @@
       'batches': dataset.incorporate(path={'identifier': name ~ '__batches'}),
       'metrics': dataset.incorporate(path={'identifier': name ~ '__metrics'}),
       'history': dataset.incorporate(path={'identifier': name ~ '__history'}, type='view'),
+      'dataset_metrics': dataset.incorporate(path={'identifier': name ~ '__dataset_metrics'}, type='view'),
       'input': api.Relation.create(identifier=name ~ '__refresh_input', type='view'),
       'recoded': api.Relation.create(identifier=name ~ '__refresh_recoded', type='view'),
       'batch_id': heartbeat.heartbeat_refresh_batch_id(), 'received_at': heartbeat.heartbeat_refresh_batch_time(),
-      'columns': [], 'types': {},
+      'columns': [], 'types': {}, 'keep_batches': heartbeat.heartbeat_refresh_keep_batches(model.name, raw),
       'dataset_exists': false, 'batches_exist': false,
   }) }}
 {% endmacro %}
@@ -118,7 +121,9 @@
   {%- set pending = heartbeat.heartbeat_refresh_captured_after(r, last_seq) if r.batches_exist else [] -%}
   {%- set top = ([last_seq] + pending | map(attribute='seq') | list) | max -%}
   {{ return({'rows': rows, 'pending': pending, 'next_seq': top + 1,
-             'applied': rows | selectattr('status', 'equalto', 'applied') | list}) }}
+             'applied': rows | selectattr('status', 'equalto', 'applied') | list,
+             'baseline': (rows | selectattr('status', 'equalto', 'baseline') | list + [none]) | first,
+             'folded': rows | selectattr('status', 'in', ['folded', 'folding']) | map(attribute='batch_id') | list}) }}
 {% endmacro %}
 
 {#- Step 1: the tables exist; an interrupted reset/unload is done again; captured batches are applied.
@@ -134,6 +139,10 @@
   {%- endif -%}
   {%- if r.batches_exist -%}{%- do heartbeat.heartbeat_refresh_use_batches_columns(r) -%}{%- endif -%}
   {%- set state = heartbeat.heartbeat_refresh_read_state(r) -%}
+  {%- if state.rows | selectattr('status', 'equalto', 'folding') | list -%}
+    {{ log(r.model ~ ': finishing the fold of old batches into the baseline an earlier run left unfinished', info=true) }}
+    {%- set state = heartbeat.heartbeat_refresh_fold(r, state) -%}
+  {%- endif -%}
   {%- if action != 'load' -%}{{ return(state) }}{%- endif -%}
   {%- set interrupted = state.rows | selectattr('status', 'in', ['unloading', 'resetting']) | list -%}
   {%- if interrupted -%}
@@ -200,8 +209,9 @@
 
 {#- Steps 2-4: load this run's result as a new batch. -#}
 {% macro heartbeat_refresh_load(r, state) %}
-  {%- if r.batch_id in (state.applied | map(attribute='batch_id') | list) -%}
-    {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' is already applied: nothing to do', info=true) }}
+  {%- if r.batch_id in (state.applied | map(attribute='batch_id') | list) + state.folded -%}
+    {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' is already applied' ~ (' (folded into the baseline)' if r.batch_id in state.folded else '')
+           ~ ': nothing to do', info=true) }}
     {{ return(none) }}
   {%- endif -%}
   {%- do heartbeat.heartbeat_refresh_check_params(r, state) -%}
@@ -233,8 +243,11 @@
   {%- endif -%}
   {%- do heartbeat.heartbeat_refresh_check_columns(r) -%}
   {%- do heartbeat.heartbeat_refresh_refuse(r, 'phase 1 (change capture)', heartbeat.heartbeat_refresh_check_sql(r, r.input)) -%}
-  {%- set unloaded = state.rows | selectattr('batch_id', 'equalto', r.batch_id) | list -%}
-  {%- if unloaded -%}
+  {%- set unloaded = state.rows | selectattr('batch_id', 'equalto', r.batch_id) | selectattr('status', 'equalto', 'unloaded') | list -%}
+  {%- if unloaded and state.baseline and (unloaded[0].received_at or '') < (state.baseline.received_at or '') -%}
+    {#- first received before batches now folded into the baseline: it cannot take its place among them -#}
+    {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' was first received before the batches folded into the baseline: loaded as received now', info=true) }}
+  {%- elif unloaded -%}
     {#- a batch loaded again keeps the time it was first received -#}
     {%- do r.update({'received_at': unloaded[0].received_at}) -%}
   {%- endif -%}
@@ -257,6 +270,7 @@
 
   {#- phase 2: apply -#}
   {%- do heartbeat.heartbeat_refresh_apply(r, seq, capture_seconds) -%}
+  {%- do heartbeat.heartbeat_refresh_fold(r) -%}
 {% endmacro %}
 
 {#- Phase 2 of the batch `seq`: the dataset from its precomputed rows, then its metrics row ('applied'). -#}
@@ -322,7 +336,7 @@
   {{ return(facts) }}
 {% endmacro %}
 
-{#- The history view: key and full have one; other types do not. -#}
+{#- The history view (key and full have one; other types do not) and the dataset metrics view (every type). -#}
 {% macro heartbeat_refresh_ensure_history(r, replace) %}
   {%- if r.type in ('key', 'full') -%}
     {%- if replace or not heartbeat.heartbeat_refresh_exists(r.history) -%}
@@ -331,6 +345,12 @@
     {%- endif -%}
   {%- elif replace -%}
     {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_history', 'drop view if exists ' ~ r.history) -%}
+  {%- endif -%}
+  {#- the dataset's figures beside the batches' (a view over the metrics and the dataset: always current) -#}
+  {%- if replace or not heartbeat.heartbeat_refresh_exists(r.dataset_metrics) -%}
+    {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_dataset_metrics',
+          'create or replace view ' ~ r.dataset_metrics ~ ' as\n' ~ heartbeat.heartbeat_refresh_dataset_metrics_sql(r)) -%}
+    {%- do adapter.cache_added(r.dataset_metrics) -%}
   {%- endif -%}
 {% endmacro %}
 
@@ -348,6 +368,13 @@
   {%- set leaving = state.rows | selectattr('status', 'in', ['unloading', 'unloaded']) | map(attribute='batch_id') | list -%}
   {%- if unload is not none -%}
     {%- set known = state.rows | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list -%}
+    {%- if unload in state.folded or (state.baseline and unload == state.baseline.batch_id) -%}
+      {{ exceptions.raise_compiler_error(
+          r.model ~ ": batch " ~ unload ~ " cannot be unloaded: it was folded into the baseline (refresh.keep_batches"
+          ~ (' = ' ~ r.keep_batches if r.keep_batches else '') ~ "), which keeps only what the batches before the kept ones left in the dataset; "
+          ~ "the batches kept one by one can be unloaded: " ~ state.applied | map(attribute='batch_id') | join(', ')
+          ~ ". To take it out, load a batch that corrects its rows, or drop the model's tables and load its batches again.") }}
+    {%- endif -%}
     {%- if unload not in known -%}
       {{ exceptions.raise_compiler_error(r.model ~ ": batch " ~ unload ~ " was never loaded; loaded batches: " ~ known | join(', ')) }}
     {%- endif -%}
@@ -362,7 +389,7 @@
   {%- for batch in state.rows + state.pending -%}
     {%- set seq = batch.batch_seq if batch.batch_seq is defined else batch.seq -%}
     {%- if batch.batch_id in leaving -%}{%- do dropped.append(seq) -%}
-    {%- elif batch.status is not defined or batch.status in ('applied', 'resetting') -%}{%- do kept.append(seq) -%}
+    {%- elif batch.status is not defined or batch.status in ('applied', 'resetting', 'baseline') -%}{%- do kept.append(seq) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set kept = kept | unique | sort -%}
@@ -421,7 +448,7 @@
   {%- set now = heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f') -%}
   {%- set rows = [] -%}
   {%- for old in state.rows -%}
-    {%- if old.batch_seq not in kept -%}
+    {%- if old.batch_seq not in kept and old.status != 'folded' -%}
       {%- set row = {'model': r.model, 'batch_id': old.batch_id, 'batch_seq': old.batch_seq, 'status': 'unloaded',
                      'refresh_type': r.type, 'refresh_params': old.refresh_params, 'received_at': old.received_at,
                      'applied_at': old.applied_at, 'capture_seconds': old.capture_seconds, 'apply_seconds': old.apply_seconds,
@@ -432,7 +459,8 @@
   {%- for seq in kept -%}
     {%- set old = (state.rows | selectattr('batch_seq', 'equalto', seq) | list + [none]) | first -%}
     {%- set pending = (state.pending | selectattr('seq', 'equalto', seq) | list + [none]) | first -%}
-    {%- set row = {'model': r.model, 'batch_id': old.batch_id if old else pending.batch_id, 'batch_seq': seq, 'status': 'applied',
+    {%- set row = {'model': r.model, 'batch_id': old.batch_id if old else pending.batch_id, 'batch_seq': seq,
+                   'status': 'baseline' if old and old.status == 'baseline' else 'applied',
                    'refresh_type': r.type, 'refresh_params': r.params_json,
                    'received_at': facts[seq].received_at or (old.received_at if old else now), 'applied_at': now,
                    'capture_seconds': old.capture_seconds if old else none, 'apply_seconds': old.apply_seconds if old else none,
@@ -442,12 +470,73 @@
   {%- endfor -%}
   {%- set literal_rows = [] -%}
   {%- for row in rows -%}{%- do literal_rows.append(heartbeat.heartbeat_refresh_metrics_row_sql(row)) -%}{%- endfor -%}
-  {%- if not literal_rows -%}
-    {%- do literal_rows.append(heartbeat.heartbeat_refresh_metrics_row_sql({}) ~ ' where false') -%}
-  {%- endif -%}
+  {%- do literal_rows.append('select * from ' ~ r.metrics ~ " where status = 'folded'") -%}
   {%- do heartbeat.heartbeat_refresh_write_metrics(r, heartbeat.heartbeat_refresh_metrics_sql(r, literal_rows | join('\nunion all\n'))) -%}
   {{ log(r.model ~ ': recomputed from ' ~ kept | length ~ ' kept batches' ~ (' without batch ' ~ unload if unload else '')
          , info=true) }}
+  {%- do heartbeat.heartbeat_refresh_fold(r) -%}
+{% endmacro %}
+
+{#-
+  Retention (refresh.keep_batches = K): when more than K batches are applied, the oldest ones are folded
+  into the model's baseline: one partition of <model>__batches (s_batch_seq = minus the last folded seq,
+  so it comes before every kept batch) holding the rows those batches (and the previous baseline) left in
+  the dataset, each with its own batch id, received time and system columns. Every later computation
+  (phase 2, reset, unload of a kept batch) reads the baseline as the first batch, so the dataset is the
+  one keeping every batch gives; a folded batch itself can no longer be unloaded (refused, naming the
+  batches that can). Steps, each one switch, and what a run that finds them unfinished does:
+    1. the metrics mark the folded batches 'folding'   -> the next run (any action) does 2-4 again
+    2. the baseline is written from the previous baseline and the folding batches, whose rows are then
+       dropped (embedded: the new partition, then the old ones dropped; Delta: one INSERT OVERWRITE)
+       -> a run that finds the new baseline written does not write it again
+    3. the metrics: 'folding' -> 'folded' (their figures stay), the baseline's row replaced
+-#}
+{% macro heartbeat_refresh_fold(r, state=none) %}
+  {%- if state is none and r.keep_batches is none -%}{{ return(none) }}{%- endif -%}
+  {%- set state = state if state is not none else heartbeat.heartbeat_refresh_read_state(r) -%}
+  {%- set folding = state.rows | selectattr('status', 'equalto', 'folding') | list -%}
+  {%- if not folding -%}
+    {%- if r.keep_batches is none or (state.applied | length) <= r.keep_batches or state.pending -%}{{ return(state) }}{%- endif -%}
+    {#- the oldest first: by arrival, and for timestamp and sequence by the time first received (which
+        decides where ranges overlap), so the baseline never wins over a batch kept after it -#}
+    {%- set ordered = state.applied | sort(attribute='received_at') if r.type in ('timestamp', 'sequence') else state.applied -%}
+    {%- set folding = ordered[:(state.applied | length) - r.keep_batches] -%}
+    {%- set seqs = folding | map(attribute='batch_seq') | list -%}
+    {%- set marked = [] -%}
+    {%- for name, type in heartbeat.heartbeat_refresh_metrics_columns() -%}
+      {%- do marked.append(("case when batch_seq in (" ~ seqs | join(', ') ~ ") then 'folding' else status end as status") if name == 'status' else name) -%}
+    {%- endfor -%}
+    {%- do heartbeat.heartbeat_refresh_write_metrics(r, 'select ' ~ marked | join(', ') ~ ' from ' ~ r.metrics) -%}
+    {%- do heartbeat.heartbeat_refresh_fault('refresh:fold-marked') -%}
+  {%- endif -%}
+  {%- set seqs = folding | map(attribute='batch_seq') | list -%}
+  {%- set inputs = seqs + ([state.baseline.batch_seq] if state.baseline else []) -%}
+  {%- set seq = -(seqs | max) -%}
+  {{ log(r.model ~ ': folding batches ' ~ folding | map(attribute='batch_id') | join(', ') ~ ' into the baseline (refresh.keep_batches = '
+         ~ r.keep_batches ~ ')', info=true) }}
+  {%- set system = heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | list -%}
+  {%- set left = heartbeat.heartbeat_refresh_recomputed_dataset_sql(r, '(select * from ' ~ r.batches ~ ' where s_batch_seq in (' ~ inputs | join(', ') ~ '))',
+        seqs | max, r.columns + system) -%}
+  {%- set baseline_sql = 'select ' ~ heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ system | join(', ') ~ ', cast(' ~ seq ~ ' as bigint) as s_batch_seq from (\n'
+        ~ left ~ '\n) folded' -%}
+  {%- do heartbeat.heartbeat_refresh_write_baseline(r, seq, baseline_sql, inputs) -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:baseline-written') -%}
+  {%- set facts = heartbeat.heartbeat_refresh_batch_facts(r, [seq])[seq] -%}
+  {%- set row = {'model': r.model, 'batch_id': '(baseline)', 'batch_seq': seq, 'status': 'baseline', 'refresh_type': r.type,
+                 'refresh_params': r.params_json, 'received_at': facts.received_at or (folding | last).received_at,
+                 'applied_at': heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f'),
+                 'dataset_record_count': none, 'dataset_version': heartbeat.heartbeat_refresh_dataset_version(r)} -%}
+  {%- do row.update(facts) -%}
+  {%- do row.update({'range_from': none, 'range_to': none}) -%}
+  {%- set kept = [] -%}
+  {%- for name, type in heartbeat.heartbeat_refresh_metrics_columns() -%}
+    {%- do kept.append("case when status = 'folding' then 'folded' else status end as status" if name == 'status' else name) -%}
+  {%- endfor -%}
+  {%- set rows_sql = 'select ' ~ kept | join(', ') ~ ' from ' ~ r.metrics ~ " where status <> 'baseline'\nunion all\n"
+                     ~ heartbeat.heartbeat_refresh_metrics_row_sql(row) -%}
+  {%- do heartbeat.heartbeat_refresh_write_metrics(r, heartbeat.heartbeat_refresh_metrics_sql(r, rows_sql)) -%}
+  {%- do heartbeat.heartbeat_refresh_ensure_history(r, false) -%}
+  {{ return(heartbeat.heartbeat_refresh_read_state(r)) }}
 {% endmacro %}
 
 {% macro heartbeat_refresh_literals(values) -%}

@@ -44,10 +44,10 @@
   {%- set spec = types[type] -%}
   {%- set known = spec.required + spec.optional -%}
   {%- for name in raw.keys() | sort -%}
-    {%- if name != 'type' and name not in known -%}
+    {%- if name not in ('type', 'keep_batches') and name not in known -%}
       {{ exceptions.raise_compiler_error(
           model_name ~ ": refresh parameter '" ~ name ~ "' is unknown for type " ~ type ~ "; its parameters are: "
-          ~ (known | join(', ') if known else 'none besides type')) }}
+          ~ (known | join(', ') if known else 'none besides type') ~ ' (and keep_batches, for every type)') }}
     {%- endif -%}
   {%- endfor -%}
   {%- for name in spec.required -%}
@@ -73,6 +73,21 @@
     {%- do params.update({name: value}) -%}
   {%- endfor -%}
   {{ return(params) }}
+{% endmacro %}
+
+{#- refresh.keep_batches (meta.refresh of the model, else the var heartbeat_refresh_keep_batches): how many
+    applied batches <model>__batches keeps one by one; older ones are folded into the model's baseline
+    (docs/refresh.md, Retention). None: every batch is kept. It is not one of the parameters compared from
+    batch to batch: changing it needs no reset. -#}
+{% macro heartbeat_refresh_keep_batches(model_name, raw) %}
+  {%- set value = (raw or {}).get('keep_batches') if raw is mapping else none -%}
+  {%- if value is none -%}{%- set value = var('heartbeat_refresh_keep_batches', none) -%}{%- endif -%}
+  {%- if value is none or value == '' -%}{{ return(none) }}{%- endif -%}
+  {%- if value is string and value.isdigit() -%}{%- set value = value | int -%}{%- endif -%}
+  {%- if value is not number or value is boolean or value < 1 or value != (value | int) -%}
+    {{ exceptions.raise_compiler_error(model_name ~ ": refresh parameter 'keep_batches' must be a whole number of batches, at least 1, got " ~ value) }}
+  {%- endif -%}
+  {{ return(value | int) }}
 {% endmacro %}
 
 {#- Check the parameters that name columns against the columns the model returns. -#}

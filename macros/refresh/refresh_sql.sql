@@ -337,8 +337,8 @@ select problem, detail from (
 {% endmacro %}
 
 {#- The dataset from recoded rows (`source`, all kept batches): what loading them in order gives. -#}
-{% macro heartbeat_refresh_recomputed_dataset_sql(r, source, current_seq) -%}
-  {%- set columns = r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
+{% macro heartbeat_refresh_recomputed_dataset_sql(r, source, current_seq, columns=none) -%}
+  {%- set columns = columns or r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
   {%- if r.type == 'key' -%}
 select {{ heartbeat.heartbeat_refresh_list(columns) }} from (
   select *, row_number() over (partition by {{ heartbeat.heartbeat_refresh_list(r.params.key_columns) }}
@@ -351,7 +351,7 @@ with ranges as (select s_batch_seq, max(s_received_at) as s_received_at, min({{ 
                 from {{ source }} group by s_batch_seq)
 select {{ heartbeat.heartbeat_refresh_list(columns, 'this') }} from {{ source }} as this
 left anti join ranges on {{ heartbeat.heartbeat_refresh_received_after('ranges', 'this') }}
-  and this.{{ v }} between ranges.range_from and ranges.range_to
+  and ranges.s_batch_seq <> this.s_batch_seq and this.{{ v }} between ranges.range_from and ranges.range_to
   {%- elif r.type == 'none' -%}
 select {{ heartbeat.heartbeat_refresh_list(columns) }} from {{ source }}
   {%- elif r.type == 'full' -%}
@@ -382,9 +382,46 @@ from (
 where s_previous_hash is null or s_previous_hash <> s_hash
   {%- else -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_received_at, s_batch_seq,
-       coalesce(s_batch_seq = (select max(batch_seq) from {{ r.metrics }} where status = 'applied'), false) as s_is_current
+       coalesce(s_batch_seq = coalesce((select max(batch_seq) from {{ r.metrics }} where status = 'applied'),
+                                       (select max(batch_seq) from {{ r.metrics }} where status = 'baseline')), false) as s_is_current
 from {{ r.batches }}
   {%- endif -%}
+{%- endmacro %}
+
+{#-
+  The dataset metrics view: one row, the whole dataset's figures beside each batch's (<model>__metrics).
+  Records received and per status code over the batches whose records are part of the dataset's past
+  (applied, and folded into the baseline by refresh.keep_batches; unloaded ones left out), the dataset's
+  records and which of them each applied batch (or the baseline) still holds, and (timestamp, sequence)
+  the dataset's [min, max] and its effective ranges: every applied batch's pieces still in the dataset, in
+  order, each with its batch id.
+-#}
+{% macro heartbeat_refresh_dataset_metrics_sql(r) -%}
+  {%- set v = 's_timestamp' if r.type == 'timestamp' else ('s_sequence' if r.type == 'sequence' else none) -%}
+  {%- set v_type = 'timestamp' if r.type == 'timestamp' else 'decimal(38,9)' -%}
+  {%- set past = "status in ('applied', 'folded')" -%}
+select {{ heartbeat.heartbeat_refresh_literal(r.model) }} as model, {{ heartbeat.heartbeat_refresh_literal(r.type) }} as refresh_type,
+       count(case when status = 'applied' then 1 end) as batches_applied,
+       count(case when status = 'unloaded' then 1 end) as batches_unloaded,
+       count(case when status = 'folded' then 1 end) as batches_folded,
+       (select count(*) from {{ r.this }}) as dataset_record_count,
+       coalesce(sum(case when {{ past }} then record_count end), 0) as record_count,
+       coalesce(sum(case when {{ past }} then effective_record_count end), 0) as effective_record_count,
+       {%- for code in ['n', 'c', 'u', 's', 'o'] %}
+       {% if r.type == 'key' %}coalesce(sum(case when {{ past }} then records_{{ code }} end), 0){% else %}cast(null as bigint){% endif %} as records_{{ code }},
+       {%- endfor %}
+       {% if v -%}
+       (select cast(min({{ v }}) as string) from {{ r.this }}) as range_from,
+       (select cast(max({{ v }}) as string) from {{ r.this }}) as range_to,
+       array_sort(flatten(collect_list(case when {{ past }} then transform(effective_ranges,
+           x -> named_struct('batch_id', batch_id, 'range_from', x.range_from, 'range_to', x.range_to, 'record_count', x.record_count)) end)),
+         (a, b) -> case when cast(a.range_from as {{ v_type }}) < cast(b.range_from as {{ v_type }}) then -1
+                        when cast(a.range_from as {{ v_type }}) > cast(b.range_from as {{ v_type }}) then 1 else 0 end) as effective_ranges
+       {%- else -%}
+       cast(null as string) as range_from, cast(null as string) as range_to,
+       cast(null as array<struct<batch_id:string,range_from:string,range_to:string,record_count:bigint>>) as effective_ranges
+       {%- endif %}
+from {{ r.metrics }}
 {%- endmacro %}
 
 {#- The metrics table: one row per model and batch. -#}
@@ -437,12 +474,12 @@ effective as (
 {%- if v %},
 effective_rows as (
   select b.batch_id, cast(d.{{ v }} as {{ v_type }}) as v, 0 as is_cut
-  from {{ r.this }} d join batches b on d.s_batch_id = b.batch_id where b.status = 'applied'
+  from {{ r.this }} d join batches b on d.s_batch_id = b.batch_id where b.status in ('applied', 'folded', 'folding')
 ),
 cuts as (
   select b.batch_id, cast(later.range_from as {{ v_type }}) as v, 1 as is_cut
   from batches b join batches later on {{ heartbeat.heartbeat_refresh_received_after('later', 'b', 'received_at', 'batch_seq') }}
-  where b.status = 'applied' and later.status = 'applied' and later.range_from is not null
+  where b.status in ('applied', 'folded', 'folding') and later.status in ('applied', 'folded', 'folding') and later.range_from is not null
 ),
 pieces as (
   select batch_id, v, is_cut,
@@ -458,11 +495,11 @@ ranges as (
 {%- endif %}
 select {% for column in columns -%}
   {%- if column == 'effective_record_count' -%}
-    case when b.status = 'applied' then coalesce(e.records, 0) else 0 end as effective_record_count
+    case when b.status in ('applied', 'folded', 'folding') then coalesce(e.records, 0) else 0 end as effective_record_count
   {%- elif column == 'dataset_record_count' -%}
     coalesce(b.dataset_record_count, (select count(*) from {{ r.this }})) as dataset_record_count
   {%- elif column == 'effective_ranges' and v -%}
-    case when b.status = 'applied' then coalesce(g.effective_ranges, cast(array() as array<struct<range_from:string,range_to:string,record_count:bigint>>)) end as effective_ranges
+    case when b.status in ('applied', 'folded', 'folding') then coalesce(g.effective_ranges, cast(array() as array<struct<range_from:string,range_to:string,record_count:bigint>>)) end as effective_ranges
   {%- else -%}
     b.{{ column }}
   {%- endif %}{{ ', ' if not loop.last }}

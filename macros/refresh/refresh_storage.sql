@@ -240,6 +240,12 @@
 {{ sql }}
   {%- elif name == 'replace_batches' -%}insert overwrite table {{ r.batches }}
 select {{ batch_columns }} from {{ sql }}
+  {%- elif name == 'widen_batches' -%}create or replace table {{ r.batches }} using delta as
+select {{ heartbeat.heartbeat_refresh_typed_columns(r) }}, {{ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') }}, s_batch_seq from {{ r.batches }}
+union all
+select * from (
+{{ sql }}
+) batch
   {%- elif name == 'write_dataset' -%}create or replace table {{ r.this }} using delta as
 {{ sql }}
   {%- elif name == 'create_dataset' -%}create table if not exists {{ r.this }} using delta as select {{ heartbeat.heartbeat_refresh_list(dataset_columns) }} from {{ r.batches }} where 1 = 0
@@ -459,11 +465,11 @@ when matched then delete
 {% endmacro %}
 {% macro default__heartbeat_refresh_widen_batches(r, seq, sql) %}{{ heartbeat.heartbeat_refresh_unsupported() }}{% endmacro %}
 
+{#- Delta: ALTER TABLE ... ALTER COLUMN ... TYPE cannot widen int to double nor a decimal's precision, so
+    the table is replaced (CREATE OR REPLACE TABLE ... AS SELECT, one transaction) with the kept batches
+    cast to the wider types and the batch's rows. -#}
 {% macro spark__heartbeat_refresh_widen_batches(r, seq, sql) %}
-  {%- set kept = 'select ' ~ heartbeat.heartbeat_refresh_typed_columns(r) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ')
-                 ~ ', s_batch_seq from ' ~ r.batches -%}
-  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_widen_batches',
-        'create or replace table ' ~ r.batches ~ ' using delta as\n' ~ kept ~ '\nunion all\nselect * from (\n' ~ sql ~ '\n) batch') -%}
+  {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_widen_batches', heartbeat.heartbeat_refresh_delta_sql(r, 'widen_batches', sql)) -%}
 {% endmacro %}
 
 {% macro heartbeat__heartbeat_refresh_widen_batches(r, seq, sql) %}
@@ -484,4 +490,49 @@ when matched then delete
         ~ adapter.heartbeat_fresh_location(r.batches) ~ "' as select * from (\n" ~ sql ~ '\n) batch where 1 = 0') -%}
   {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_swap_partitions', 'alter table ' ~ swap ~ ' add ' ~ partitions | join('\n')) -%}
   {%- do heartbeat.heartbeat_refresh_switch_swap(r.batches) -%}
+{% endmacro %}
+
+{#- Retention: the baseline (`sql`: its rows with s_batch_seq = `seq`) replaces the batches `inputs`
+    (the folded batches and the previous baseline) in <model>__batches. Done again after a failure, it
+    does nothing twice: the baseline is computed from `inputs` only, and is written only while they are
+    still there. -#}
+{% macro heartbeat_refresh_write_baseline(r, seq, sql, inputs) %}
+  {{ return(adapter.dispatch('heartbeat_refresh_write_baseline', 'heartbeat')(r, seq, sql, inputs)) }}
+{% endmacro %}
+{% macro default__heartbeat_refresh_write_baseline(r, seq, sql, inputs) %}{{ heartbeat.heartbeat_refresh_unsupported() }}{% endmacro %}
+
+{#- Delta: one INSERT OVERWRITE, one transaction (it rewrites the kept batches, at most keep_batches of
+    them). When no row of `inputs` is left it already ran (or they had no rows: then neither has the baseline). -#}
+{% macro heartbeat_refresh_baseline_delta_sql(r, seq, sql, inputs) -%}
+  {%- set batch_columns = heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') ~ ', s_batch_seq' -%}
+insert overwrite table {{ r.batches }}
+select {{ batch_columns }} from {{ r.batches }} where s_batch_seq not in ({{ (inputs + [seq]) | join(', ') }})
+union all
+select {{ batch_columns }} from (
+{{ sql }}
+) baseline
+{%- endmacro %}
+
+{% macro spark__heartbeat_refresh_write_baseline(r, seq, sql, inputs) %}
+  {%- set left = run_query('select count(*) from ' ~ r.batches ~ ' where s_batch_seq in (' ~ inputs | join(', ') ~ ')').rows[0][0] | int -%}
+  {%- if left > 0 -%}
+    {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_write_baseline', heartbeat.heartbeat_refresh_baseline_delta_sql(r, seq, sql, inputs)) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{#- The embedded default: the baseline is a new partition (one ADD PARTITION), then the inputs' partitions
+    are dropped and their folders emptied. A run that finds the baseline's partition does not write it again. -#}
+{% macro heartbeat__heartbeat_refresh_write_baseline(r, seq, sql, inputs) %}
+  {%- if not heartbeat.heartbeat_refresh_uses_versions() -%}{{ return(spark__heartbeat_refresh_write_baseline(r, seq, sql, inputs)) }}{%- endif -%}
+  {%- set written = run_query('show partitions ' ~ r.batches ~ ' partition (s_batch_seq = ' ~ seq ~ ')').rows | length > 0 -%}
+  {%- if not written -%}
+    {%- do heartbeat.heartbeat_refresh_write_partition(r, seq, sql, false) -%}
+  {%- endif -%}
+  {%- do heartbeat.heartbeat_refresh_fault('refresh:baseline-added') -%}
+  {%- for input in inputs -%}
+    {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_drop_partition',
+          'alter table ' ~ r.batches ~ ' drop if exists partition (s_batch_seq = ' ~ input ~ ')') -%}
+    {%- do heartbeat.heartbeat_refresh_clear_slot(r, input, 'a') -%}
+    {%- do heartbeat.heartbeat_refresh_clear_slot(r, input, 'b') -%}
+  {%- endfor -%}
 {% endmacro %}

@@ -19,6 +19,7 @@
       'this': dataset, 'batches': dataset.incorporate(path={'identifier': 'orders__batches'}),
       'metrics': dataset.incorporate(path={'identifier': 'orders__metrics'}),
       'history': dataset.incorporate(path={'identifier': 'orders__history'}, type='view'),
+      'dataset_metrics': dataset.incorporate(path={'identifier': 'orders__dataset_metrics'}, type='view'),
       'input': api.Relation.create(identifier='orders__refresh_input', type='view'),
       'recoded': api.Relation.create(identifier='orders__refresh_recoded', type='view'),
       'batch_id': 'hb-0001', 'received_at': '2026-01-01 06:00:00',
@@ -50,6 +51,11 @@
       heartbeat.heartbeat_refresh_recode_check_sql(r, r.recoded) or 'select 1',
       heartbeat.heartbeat_refresh_delta_sql(r, 'replace_batches', r.recoded),
       heartbeat.heartbeat_refresh_delta_sql(r, 'write_dataset', heartbeat.heartbeat_refresh_recomputed_dataset_sql(r, '(select * from ' ~ r.batches ~ ' where s_batch_seq in (1, 2, 7))', 7)),
+      'create or replace view ' ~ r.dataset_metrics ~ ' as ' ~ heartbeat.heartbeat_refresh_dataset_metrics_sql(r),
+      heartbeat.heartbeat_refresh_delta_sql(r, 'widen_batches', capture),
+      heartbeat.heartbeat_refresh_baseline_delta_sql(r, -2, 'select *, cast(-2 as bigint) as s_batch_seq from (' ~ heartbeat.heartbeat_refresh_recomputed_dataset_sql(r,
+          '(select * from ' ~ r.batches ~ ' where s_batch_seq in (1, 2))', 2, r.columns + heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | list)
+          ~ ') folded', [1, 2]),
   ] -%}
 -- type {{ type }}
 {% for statement in statements %}

@@ -127,7 +127,6 @@ def seed_vars(config: Config) -> dict[str, Any]:
 def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     """Refresh the heartbeat models; returns the seconds dbt took. Raises DbtError."""
     started = time.monotonic()
-    runtime.tables.settle()
     runtime.events.changed()
     select = ALL_MODELS if with_seed or not runtime.views_built else [CONTROL_TABLE]
     # manifest.json and run_results.json are for people and `dbt docs`, not a tick: writing them cost

@@ -12,9 +12,6 @@ those times. Tables are read through Arrow (`records`), a fraction of the cost o
 from __future__ import annotations
 
 import re
-import threading
-from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -109,8 +106,6 @@ class Tables:
         self.spark, self.config = spark, config
         self._version, self._folds = version, folds or version
         self._kept: dict[str, tuple[int, datetime, Any]] = {}
-        self._reading: dict[str, threading.Lock] = defaultdict(threading.Lock)  # one reader of a key at a time
-        self._ahead: list[Future[Any]] = []
 
     def keep(self, control_table: list[dict[str, Any]], sensed: set[RowKey], open_runs: list[dict[str, Any]],
              controls_digest: str | None) -> None:
@@ -125,29 +120,6 @@ class Tables:
                                     (OPEN_RUNS, open_runs, version), (SEED, controls_digest, folds)):
             self._kept[key] = (counter, FOREVER, value)
 
-    def read_ahead(self) -> None:
-        """Start reading every table a tick reads after a fold, side by side, each a Spark query of its
-        own in a thread (they wait on Spark, not on Python): a call for one of them waits for its reading
-        instead of reading again. A reading that fails here is read again, and fails, where it is used."""
-        if self._folds is None or self._ahead:
-            return
-        reads = (self.sensed_rows, self._trigger_set, self.open_run_records, self.control_table, self.controls_digest)
-        pool = ThreadPoolExecutor(len(reads), thread_name_prefix="heartbeat-read")
-        self._ahead = [pool.submit(read) for read in reads]
-        pool.shutdown(wait=False)
-
-    def settle(self) -> None:
-        """Wait for the readings started ahead (before the tables change: a fold)."""
-        ahead, self._ahead = self._ahead, []
-        wait(ahead)
-
-    def read_side_by_side(self) -> None:
-        """Read every table a status snapshot shows, side by side (read_ahead), and wait for them."""
-        self.read_ahead()
-        ahead, self._ahead = self._ahead, []
-        for future in ahead:
-            future.result()
-
     def exists(self, name: str) -> bool:
         return bool(self.spark.catalog.tableExists(self.config.table(name)))
 
@@ -158,13 +130,12 @@ class Tables:
         counter = self._version if of_log else self._folds
         if counter is None:
             return read()
-        with self._reading[key]:
-            version, hit = counter(), self._kept.get(key)
-            if hit is not None and hit[0] == version and datetime.now(timezone.utc) < hit[1]:
-                return hit[2]  # type: ignore[no-any-return]
-            value = read()
-            self._kept[key] = (version, until(value), value)
-            return value
+        version, hit = counter(), self._kept.get(key)
+        if hit is not None and hit[0] == version and datetime.now(timezone.utc) < hit[1]:
+            return hit[2]  # type: ignore[no-any-return]
+        value = read()
+        self._kept[key] = (version, until(value), value)
+        return value
 
     def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         if not self.exists(name):

@@ -146,7 +146,6 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         report.controls_error = planned.controls_error
         if planned.needed:
             fold_now(runtime, report, step, with_seed=planned.with_seed)
-            runtime.tables.read_ahead()  # what sensing, the starts and the snapshot read next
         else:
             step.done(f"skipped: {planned.reason}", skipped=True)
 
@@ -216,7 +215,6 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 def snapshot(runtime: Runtime, tick_id: str) -> None:
     """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
     tables = runtime.tables
-    tables.read_side_by_side()
     write_snapshot(runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(),
                    cold_tick.facts(runtime))
 

@@ -1,10 +1,8 @@
 """What a process keeps of its readings of the tables (harness.tables): read once until what they read
-changes, read ahead side by side after a fold, and never read twice at once."""
+changes."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,19 +20,17 @@ class Counters:
 
 
 class CountingTables(Tables):
-    """Tables whose reads are counted, each taking `seconds`, with no Spark behind them."""
+    """Tables whose reads are counted, with no Spark behind them."""
 
-    def __init__(self, config: Config, counters: Counters, seconds: float = 0.0) -> None:
+    def __init__(self, config: Config, counters: Counters) -> None:
         super().__init__(None, config, lambda: counters.version, lambda: counters.folds)  # type: ignore[arg-type]
         self.reads: Counter[str] = Counter()
-        self.seconds = seconds
 
     def exists(self, name: str) -> bool:
         return True
 
     def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         self.reads[name] += 1
-        time.sleep(self.seconds)
         return []
 
     def _read_sensed_rows(self) -> list[Any]:
@@ -68,27 +64,8 @@ def test_a_reading_is_kept_until_a_fold_and_the_open_runs_until_an_append(config
     assert tables.reads == {CONTROL_TABLE: 2, TRIGGER_SET: 2, OPEN_RUNS: 3}
 
 
-def test_a_call_while_its_table_is_read_ahead_waits_for_that_reading(config: Config) -> None:
-    # GIVEN readings started ahead, each taking a while
-    tables = CountingTables(config, Counters(), seconds=0.3)
-    tables.read_ahead()
-
-    # WHEN the tick asks for them from several threads at once
-    calls = [threading.Thread(target=read) for read in (tables.control_table, tables.control_rows,
-                                                        tables.job_decisions, tables.open_run_records)]
-    for call in calls:
-        call.start()
-    for call in calls:
-        call.join()
-    tables.settle()
-
-    # THEN each table was read once
-    assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 1, "sensed": 1, "digest": 1}
-
-
-def test_without_a_version_nothing_is_kept_or_read_ahead(config: Config) -> None:
+def test_without_a_version_nothing_is_kept(config: Config) -> None:
     tables = CountingTables(config, Counters())
     tables._version = tables._folds = None
-    tables.read_ahead()
     tables.control_table(), tables.control_table()
     assert tables.reads == {CONTROL_TABLE: 2}

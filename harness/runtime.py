@@ -47,5 +47,5 @@ class Runtime:
         events = EventLog(spark, config)
         if importing is not None:
             importing.join()
-        return cls(config, spark, events, Tables(spark, config, lambda: events.version, lambda: events.folds), build_backend(config),
-                   build_registry(config))
+        tables = Tables(spark, config, lambda: events.version, lambda: events.folds)
+        return cls(config, spark, events, tables, build_backend(config), build_registry(config))

@@ -12,7 +12,7 @@ those times. Tables are read through Arrow (`records`), a fraction of the cost o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
@@ -30,7 +30,7 @@ CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
 OPEN_RUNS = "heartbeat_open_runs"
-KEY_COLUMNS = ("sensor_source", "sensor_id", "trigger_job_id")  # a control row's key (RowKey)
+KEY_COLUMNS = tuple(f.name for f in fields(RowKey))  # a control row's key
 ROW_ORDER = ("trigger_job_id", "sensor_source", "sensor_id")  # the order the control table is read in
 DRY_RUN_VIEW = "heartbeat_dry_run_control_table"
 DETECTED_SCHEMA = StructType([StructField(name, TimestampType() if name == "dry_detected_at" else StringType())

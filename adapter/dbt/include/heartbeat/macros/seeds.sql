@@ -17,11 +17,3 @@
   {% endfor %}
   {{ return(statements[0] if statements else '') }}
 {% endmacro %}
-
-{% macro heartbeat_sql_literal(value) -%}
-  {%- if value is none -%}
-    null
-  {%- else -%}
-    '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
-  {%- endif -%}
-{%- endmacro %}

@@ -5,6 +5,7 @@ is a `process` test: one `python -c` that runs the three commands and prints wha
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,12 @@ HEAVY = ("pyspark", "py4j", "dbt", "pandas", "pyiceberg", "deltalake", "sqlglot"
 SCRIPT = """
 import contextlib, io, json, sys
 from harness.cli import main
-with contextlib.redirect_stdout(io.StringIO()):
-    for argv in (["status"], ["why", "--job", "j"], ["events", "--since", "1h"]):
+answers = io.StringIO()
+with contextlib.redirect_stdout(answers):
+    for argv in (["status"], ["why", "--job", "j"], ["events", "--since", "1h"],
+                 ["events", "--job", "j", "--type", "RUN_STARTED", "--upstream", "trigger_file:u"]):
         main(["--config", sys.argv[1], *argv])
+print(answers.getvalue())
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {h.split(".")[0] for h in %r}
                         and any(m == h or m.startswith(h + ".") for h in %r))))
 """ % (HEAVY, HEAVY)
@@ -28,9 +32,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {h.split(".
 @pytest.mark.process
 def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: Path) -> None:
     """A process of its own: the modules a command imports are only visible in a fresh interpreter."""
-    # GIVEN a state folder with a snapshot and a health record
+    # GIVEN a state folder with a snapshot, a health record and an event log of one file
     state = tmp_path / "state"
     state.mkdir()
+    write_event_file(tmp_path / "events")
+    (state / "events.location").write_text(str(tmp_path / "events"))
     (state / "status.json").write_text(json.dumps({"written_at": "2026-11-22T12:00:00+00:00", "tick_id": "t1",
                                                    "jobs": [], "rows": []}))
     (state / "health.json").write_text(json.dumps({"last_tick": {"ended_at": "2026-11-22T12:00:00+00:00"}}))
@@ -39,5 +45,20 @@ def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: P
     # WHEN status, why and events run in one fresh interpreter
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(config)], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
-    # THEN none of the heavy modules was imported
+    # THEN the events were read and none of the heavy modules was imported
+    assert "RUN_STARTED" in out
     assert json.loads(out.splitlines()[-1]) == []
+
+
+def write_event_file(folder: Path) -> None:
+    """One event as Spark writes it: a UTC timestamp, in a day folder."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    day = folder / f"event_date={datetime.now(timezone.utc).date()}"
+    day.mkdir(parents=True)
+    pq.write_table(pa.table({
+        "event_time": pa.array([datetime.now(timezone.utc)], pa.timestamp("us", tz="UTC")),
+        "event_type": ["RUN_STARTED"], "sensor_source": ["trigger_file"], "sensor_id": ["u"],
+        "trigger_job_id": ["j"], "message": ["started"], "details": ["{}"],
+    }), day / "part-0.parquet")

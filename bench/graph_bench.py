@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import dependency_graph  # noqa: E402
-from harness.report import render_report  # noqa: E402
+from harness.views import dependency_graph  # noqa: E402
+from harness.views.report import render_report  # noqa: E402
 
 STATUSES = [None, "COMPLETED", "NEW_EVENT_AVAILABLE", "IN_PROGRESS", "COMPLETED", None, "FAILED"]
 

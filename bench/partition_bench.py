@@ -33,7 +33,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext

@@ -111,9 +111,9 @@ def main() -> None:
         median, worst, lines = timed(config, *cmd, repeat=repeat)
         print(f"  {name:<38} {median:6.2f} s median  {worst:6.2f} s max  {lines:5d} lines")
     baseline = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); "
-                               "import harness.cli; print(time.perf_counter()-t)"], cwd=PROJECT,
+                               "import harness.commands.cli; print(time.perf_counter()-t)"], cwd=PROJECT,
                               capture_output=True, text=True, check=True).stdout.strip()
-    print(f"  (importing harness.cli alone: {float(baseline):.2f} s)")
+    print(f"  (importing harness.commands.cli alone: {float(baseline):.2f} s)")
     empty = []
     for _ in range(args.repeat):
         start = time.perf_counter()

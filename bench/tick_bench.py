@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings  # noqa: E402
 from harness.controls import USER_COLUMNS  # noqa: E402
-from harness.tick_steps import TickReport  # noqa: E402
+from harness.tick.steps import TickReport  # noqa: E402
 
 
 def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
@@ -63,7 +63,7 @@ def steps(reports: list[TickReport]) -> dict[str, float]:
 
 def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch: str) -> dict[str, Any]:
     """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends."""
-    from harness.tick import run_tick
+    from harness.tick.run import run_tick
 
     idle = [timed(runtime, run_tick) for _ in range(ticks)]
     changed = max(1, upstreams // 10)
@@ -92,7 +92,7 @@ def wait_for_runs(runs: Path, timeout: float = 600.0) -> None:
 def fill_history(runtime: Any, days: int, per_day: int) -> float:
     """`days` days before today of `per_day` events each on the control table's rows: detections, run
     requests, starts and ends, as a year of ticks would have left them."""
-    from harness.history import EVENTS_TABLE
+    from harness.state.event_reader import EVENTS_TABLE
 
     started = time.monotonic()
     table = runtime.config.table(EVENTS_TABLE)
@@ -140,9 +140,9 @@ def baseline(runtime: Any, triggers: Path, sample: int, rows: int) -> dict[str, 
 
 
 def run_size(args: argparse.Namespace) -> dict[str, Any]:
-    from harness.cli import setup_logging
+    from harness.commands.cli import setup_logging
     from harness.runtime import Runtime
-    from harness.tick import run_tick
+    from harness.tick.run import run_tick
 
     rows, upstreams = args.rows, min(args.upstreams, args.rows)
     jobs = args.jobs or rows // 4

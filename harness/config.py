@@ -5,7 +5,7 @@ The one definition of every key. Lookup order for the file: `--config`, then `HE
 the closest valid one, so a typo never passes silently. Secrets never go in the file: a section names
 the environment variable that holds one (`password_env: SALES_DB_PASSWORD`).
 
-The harness, dbt (through `harness.dbt_runner.dbt_args`) and the `heartbeat` dbt adapter (which loads
+The harness, dbt (through `harness.platform.dbt_runner.dbt_args`) and the `heartbeat` dbt adapter (which loads
 this same file when dbt runs from the command line) all read their settings from `Config`.
 """
 
@@ -24,8 +24,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from harness.errors import ConfigError
-from harness.files import local_folder
 from harness.redact import register_secret
+from harness.state.layout import StateLayout
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
@@ -71,7 +71,7 @@ class RunsSettings(Settings):
 
 class EventsSettings(Settings):
     # Days of events kept whole; older days keep only what a rebuild of the control table needs, the
-    # rest moves to the archive table (harness.retention). None: every event is kept.
+    # rest moves to the archive table (harness.tick.retention). None: every event is kept.
     keep_days: PositiveInt | None = None
 
 
@@ -326,22 +326,26 @@ class Config:
         return self.config_path.parent if self.config_path else Path.cwd()
 
     @property
+    def layout(self) -> StateLayout:
+        return StateLayout(self.state_dir)
+
+    @property
     def warehouse_dir(self) -> Path:
-        return self.state_dir / "warehouse"
+        return self.layout.warehouse
 
     @property
     def metastore_dir(self) -> Path:
-        return self.state_dir / "metastore_db"
+        return self.layout.metastore
 
     @property
     def dbt_target_path(self) -> Path:
         """dbt rewrites its target files in place: on local disk when the state folder is a volume."""
-        return self.dbt_target_dir or local_folder(self.state_dir) / "dbt_target"
+        return self.dbt_target_dir or self.layout.dbt_target
 
     @property
     def dbt_log_path(self) -> Path:
         """dbt appends its log: on local disk when the state folder is a volume."""
-        return local_folder(self.state_dir) / "dbt_logs"
+        return self.layout.dbt_logs
 
     @property
     def table_format(self) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 
 from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
-from harness.model import JobState, ReadType, SensorSource
+from harness.vocabulary import JobState, ReadType, SensorSource
 from harness.partition_filter import check_row as check_partition_filter
-from harness.preprocess import PLACEHOLDER, check_query
+from harness.sensors.preprocess import PLACEHOLDER, check_query
 
 USER_COLUMNS = (
     "sensor_source", "sensor_id", "sensor_read_type", "asset_description", "upstream_key",

@@ -44,9 +44,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     2> >(grep -v "^WARNING: Location" >&2)
   echo "$want" > "$stamp"
 fi
-# The JVM's class-data archive (harness/jvm_options.py): Spark starts in about half the time with it.
-if [ ! -f "$(.venv/bin/python -c 'from harness.jvm_options import archive_path; print(archive_path())')" ]; then
+# The JVM's class-data archive (harness/platform/jvm_options.py): Spark starts in about half the time with it.
+if [ ! -f "$(.venv/bin/python -c 'from harness.platform.jvm_options import archive_path; print(archive_path())')" ]; then
   echo "setup: making the JVM's class archive for Spark's start-up (about a minute, once)"
-  SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m harness.jvm_options >/dev/null
+  SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python -m harness.platform.jvm_options >/dev/null
 fi
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

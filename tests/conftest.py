@@ -25,8 +25,8 @@ os.environ.update({
 from pyspark.sql import SparkSession  # noqa: E402
 
 from harness.config import Config, PROJECT_DIR  # noqa: E402
-from harness.jvm_options import expect_long_life  # noqa: E402
-from harness.spark import get_spark  # noqa: E402
+from harness.platform.jvm_options import expect_long_life  # noqa: E402
+from harness.platform.spark import get_spark  # noqa: E402
 from tests import layers  # noqa: E402
 from tests.support import HeartbeatHarness  # noqa: E402
 

@@ -49,7 +49,7 @@ def guard_unit(item: pytest.Item, monkeypatch: pytest.MonkeyPatch) -> None:
                              "`scenario` (in-process Spark, dbt, helper processes) or `process`")
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-    monkeypatch.setattr("harness.spark.get_spark", refuse)
+    monkeypatch.setattr("harness.platform.spark.get_spark", refuse)
     monkeypatch.setattr("harness.runtime.get_spark", refuse)
 
 

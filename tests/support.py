@@ -15,12 +15,13 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness import inbox, tables
+from harness.tick import inbox
+from harness.state import tables
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.runtime import Runtime
-from harness.tick import run_tick
-from harness.tick_steps import TickReport
+from harness.tick.run import run_tick
+from harness.tick.steps import TickReport
 from tests.jobs_api_server import FAST
 
 # A local job that records each run's change range and exits with the code in <job>.exit (default 0).

@@ -19,9 +19,9 @@ from databricks.bundles.jobs import Job
 from databricks.bundles.schemas import Schema
 from databricks.bundles.volumes import Volume
 
-from harness import cli
+from harness.commands import cli
 from harness.config import PROJECT_DIR, load_config
-from harness.dbt_runner import dbt_vars
+from harness.platform.dbt_runner import dbt_vars
 from tests.bundle_resolution import resolve
 
 pytestmark = pytest.mark.unit

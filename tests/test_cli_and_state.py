@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, tables
+from harness.commands import cli
+from harness.state import tables
 from harness.config import PROJECT_DIR
-from harness.state_lock import StateLock
-from harness.fold import fold
+from harness.state.lock import StateLock
+from harness.tick.fold import fold
 from tests.support import HeartbeatHarness, control_row
 
 

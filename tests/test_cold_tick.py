@@ -1,4 +1,4 @@
-"""The cold tick (harness.cold_tick): a tick process with nothing to record ends from the status snapshot,
+"""The cold tick (harness.tick.cold): a tick process with nothing to record ends from the status snapshot,
 without Spark or dbt; anything to record or read through Spark hands over to the full tick.
 
 The unit tests build the state a tick leaves (snapshot, fold id, models digest, local runs) by hand;
@@ -17,20 +17,19 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness import cold_tick, inbox
+from harness.tick import cold
+from harness.tick import inbox
 from harness.config import PROJECT_DIR, Config, LocalJob
 from harness.controls import file_digest
-from harness.dbt_runner import models_digest_path, project_digest
-from harness.events import unfolded_marker
-from harness.fold import fold_id_path, rejected_marker
-from harness.model import RowKey, SensorSource, dumps
+from harness.platform.dbt_runner import project_digest
+from harness.vocabulary import RowKey, SensorSource, dumps
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.status import SNAPSHOT_FILE, read_json, waiting_reasons
-from harness.tables import Tables
-from harness.tick import run_cold_tick
-from harness.tick_steps import TickReport
+from harness.state.status import read_json, waiting_reasons
+from harness.state.tables import Tables
+from harness.tick.run import run_cold_tick
+from harness.tick.steps import TickReport
 from tests.support import HeartbeatHarness, control_row
 
 CSV_HEADER = ("sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -45,15 +44,15 @@ class LeftState:
     snapshot: dict[str, Any]
 
     def write(self) -> None:
-        (self.config.state_dir / SNAPSHOT_FILE).write_text(json.dumps(self.snapshot))
+        self.config.layout.snapshot.write_text(json.dumps(self.snapshot))
 
     def row(self) -> dict[str, Any]:
         return dict(self.snapshot["rows"][0])
 
-    def cold(self) -> tuple[cold_tick.Handover | None, TickReport]:
+    def cold(self) -> tuple[cold.Handover | None, TickReport]:
         self.write()
         report = TickReport("t1")
-        return cold_tick.run(self.config, report), report
+        return cold.run(self.config, report), report
 
 
 def _watermark(config: Config) -> str:
@@ -74,8 +73,8 @@ def left(tmp_path: Path) -> Iterator[LeftState]:
                     trigger_root=tmp_path / "triggers",
                     local_jobs={"j": LocalJob(name="j-name", command="true")})
     config.state_dir.mkdir()
-    fold_id_path(config.state_dir).write_text("fold-1")
-    models_digest_path(config).write_text(project_digest(config))
+    config.layout.fold_id.write_text("fold-1")
+    config.layout.models_digest.write_text(project_digest(config))
     row = {"sensor_source": "trigger_file", "sensor_id": "in", "trigger_job_id": "j", "trigger_job_name": "j-name",
            "upstream_key": None, "preprocess_query": None, "is_hard_dependency": True, "job_state": "UNPAUSED",
            "status": "COMPLETED", "watermark": _watermark(config), "last_success_watermark": None,
@@ -116,7 +115,7 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
     handover, report = left.cold()
     assert handover is None
     assert report.upstreams_checked == 1
-    snapshot = read_json(left.config.state_dir / SNAPSHOT_FILE)
+    snapshot = read_json(left.config.layout.snapshot)
     assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
     # each sensed row's reason for waiting, for status and why
     assert list(waiting_reasons(left.config.state_dir)) == [
@@ -157,7 +156,7 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
 
 @pytest.mark.unit
 def test_a_stale_snapshot_hands_over_without_readings(left: LeftState) -> None:
-    unfolded_marker(left.config.state_dir).touch()
+    left.config.layout.events_unfolded.touch()
     handover, _ = left.cold()
     assert handover is not None and handover.snapshot is None
 
@@ -182,9 +181,9 @@ def test_a_source_read_through_spark_hands_over(left: LeftState) -> None:
 
 
 @pytest.mark.parametrize("change, reason", [
-    (lambda s: unfolded_marker(s.config.state_dir).touch(), "events to fold"),
-    (lambda s: fold_id_path(s.config.state_dir).write_text("fold-2"), "control table changed"),
-    (lambda s: models_digest_path(s.config).write_text("other"), "dbt project changed"),
+    (lambda s: s.config.layout.events_unfolded.touch(), "events to fold"),
+    (lambda s: s.config.layout.fold_id.write_text("fold-2"), "control table changed"),
+    (lambda s: s.config.layout.models_digest.write_text("other"), "dbt project changed"),
     (lambda s: s.config.controls_csv.write_text(CSV_HEADER), "controls CSV changed"),
     (lambda s: inbox.submit(s.config.state_dir, inbox.new_request("retry", "j")), "queued"),
     (lambda s: s.snapshot["jobs"][0].update(should_start=True), "jobs ready"),
@@ -201,7 +200,7 @@ def test_state_the_snapshot_does_not_show_hands_over(left: LeftState, change: An
 @pytest.mark.unit
 def test_a_refused_controls_csv_already_recorded_keeps_the_tick_cold_and_says_why(left: LeftState) -> None:
     left.config.controls_csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,MAYBE,TRUE\n")
-    rejected_marker(left.config.state_dir).write_text(file_digest(left.config.controls_csv))
+    left.config.layout.controls_rejected.write_text(file_digest(left.config.controls_csv))
     handover, report = left.cold()
     assert handover is None
     assert report.controls_error is not None and "job_state" in report.controls_error

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli
+from harness.commands import cli
 from harness.config import ConfigError, config_from_mapping, load_config
 
 

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.consume import ConsumeError, read_range
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Sensor, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.jdbc import JdbcSensor

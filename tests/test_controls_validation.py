@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, dbt_runner
+from harness.commands import cli
+from harness.platform import dbt_runner
 from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError, DbtError

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from harness import databricks_target
+from harness.platform import databricks_target
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import PARAMETER_LIMIT_BYTES, DatabricksBackend
 from harness.config import PROJECT_DIR, Config, config_from_mapping
 from harness.errors import BackendError, ConfigError
-from harness.model import RowKey, dumps
+from harness.vocabulary import RowKey, dumps
 from harness.redact import redact
 from harness.refresh.change_range import ChangeRangeError, parse
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, described
-from harness.triggering import TriggeredRow, change_range
+from harness.tick.triggering import TriggeredRow, change_range
 from tests.jobs_api_server import FAST, JobsApiServer
 
 TOKEN_A = "hb-" + "a" * 48

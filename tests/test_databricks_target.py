@@ -20,7 +20,7 @@ from dbt.cli.main import dbtRunner
 
 from harness.config import PROJECT_DIR, Config
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
-from harness.dbt_runner import dbt_args
+from harness.platform.dbt_runner import dbt_args
 
 pytestmark = pytest.mark.scenario  # dbt compiles the project in-process
 

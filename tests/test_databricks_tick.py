@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 
-from harness import inbox
+from harness.tick import inbox
 from tests.jobs_api_server import FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row, use_databricks
 

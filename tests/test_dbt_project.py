@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunner
 
-from harness import dbt_runner
+from harness.platform import dbt_runner
 from harness.config import PROJECT_DIR, config_from_mapping
 from tests.support import HeartbeatHarness, control_row
 
@@ -23,7 +23,7 @@ def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat:
     heartbeat.tick()  # the models must exist before their unit tests (incremental mode reads `this`)
     outcome = dbt_runner.invoke(heartbeat.config, ["test", "--select", "test_type:unit"])
     assert outcome.nodes >= 13
-    # A tick runs no dbt tests (harness.fold): the data tests (the CSV's and the models') run here over a
+    # A tick runs no dbt tests (harness.tick.fold): the data tests (the CSV's and the models') run here over a
     # heartbeat whose jobs ran: detections, triggers, run starts and ends are all in the events and the
     # control table.
     heartbeat.drop_trigger_file("in", "batch1")

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness import dependency_graph, report
+from harness.views import dependency_graph
+from harness.views import report
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 

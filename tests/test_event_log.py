@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
-from harness.events import EVENT_SCHEMA, Event, EventLog
-from harness.model import EventType, RowKey
+from harness.state.event_log import EVENT_SCHEMA, Event, EventLog
+from harness.vocabulary import EventType, RowKey
 
 pytestmark = pytest.mark.scenario
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness import fold, retention
+from harness.tick import fold
+from harness.tick import retention
 from harness.config import ConfigError, EventsSettings, config_from_mapping
-from harness.events import EVENT_SCHEMA, EventLog
-from harness.history import EVENTS_TABLE, PARTITION_COLUMN
-from harness.tables import CONTROL_TABLE
+from harness.state.event_log import EVENT_SCHEMA, EventLog
+from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
+from harness.state.tables import CONTROL_TABLE
 from tests.support import HeartbeatHarness, control_row
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from harness.model import EventType
+from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
 
 

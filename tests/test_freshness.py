@@ -14,13 +14,13 @@ from typing import Iterator
 
 import pytest
 
-from harness import cli
+from harness.commands import cli
 from harness.config import FreshnessSettings
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError
-from harness.events import Event
-from harness.freshness import freshness_events
-from harness.model import ControlRow, EventType, RowKey
+from harness.state.event_log import Event
+from harness.tick.freshness import freshness_events
+from harness.vocabulary import ControlRow, EventType, RowKey
 from tests.support import HeartbeatHarness, control_row
 
 T0 = datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc)

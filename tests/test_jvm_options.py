@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import jvm_options
-from harness.jvm_options import ARCHIVE_QUIET, DUMP_ENV, QUICK_COMPILER_ONLY, java_options
+from harness.platform import jvm_options
+from harness.platform.jvm_options import ARCHIVE_QUIET, DUMP_ENV, QUICK_COMPILER_ONLY, java_options
 
 
 @pytest.fixture(autouse=True)

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("pyspark", "py4j", "dbt", "pandas", "pyiceberg", "deltalake", "sqlglot", "confluent_kafka",
-         "harness.sensors", "harness.events", "harness.triggering", "harness.tables", "harness.runtime")
+         "harness.sensors", "harness.state.event_log", "harness.tick.triggering", "harness.state.tables", "harness.runtime")
 
 SCRIPT = """
 import contextlib, io, json, sys
-from harness.cli import main
+from harness.commands.cli import main
 answers = io.StringIO()
 with contextlib.redirect_stdout(answers):
     for argv in (["status"], ["why", "--job", "j"], ["events", "--since", "1h"],

@@ -14,11 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness import history, report
+from harness.state import event_reader
+from harness.views import report
 from harness.config import PROJECT_DIR
-from harness.cli import setup_logging
-from harness.tick_steps import Step, TickReport
-from harness.watermarks import describe, fit
+from harness.commands.cli import setup_logging
+from harness.tick.steps import Step, TickReport
+from harness.views.watermarks import describe, fit
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 FACETS = report.event_facets(PROJECT_DIR)
@@ -63,21 +64,21 @@ def test_the_event_log_reader_takes_only_whole_files_written_in_the_window(tmp_p
     _event_file(folder / "_temporary" / "0" / "part-cut.parquet", [now], now)
     _event_file(folder / ".part-new.parquet.crc", [now], now)
     (folder / "part-broken.parquet").write_bytes(b"PAR1 not a whole file")
-    history.record_location(tmp_path, folder.as_uri())
+    event_reader.record_location(tmp_path, folder.as_uri())
     # WHEN the last hour is read
-    events = history.read_events(tmp_path, history.EventQuery(now - timedelta(hours=1)))
+    events = event_reader.read_events(tmp_path, event_reader.EventQuery(now - timedelta(hours=1)))
     # THEN only the recent file's events, oldest first, in UTC
     assert [e["event_id"] for e in events] == ["part-new.parquet-0", "part-new.parquet-1"]
     assert events[0]["event_time"].tzinfo is timezone.utc
-    assert [e["event_id"] for e in history.read_events(
-        tmp_path, history.EventQuery(now - timedelta(hours=1), limit=1))] == ["part-new.parquet-1"]
+    assert [e["event_id"] for e in event_reader.read_events(
+        tmp_path, event_reader.EventQuery(now - timedelta(hours=1), limit=1))] == ["part-new.parquet-1"]
 
 
 def test_since_takes_durations_and_times() -> None:
-    assert history.parse_since("2h", now=T0) == T0 - timedelta(hours=2)
-    assert history.parse_since("2026-11-22T10:00:00", now=T0) == datetime(2026, 11, 22, 10, tzinfo=timezone.utc)
-    with pytest.raises(history.HeartbeatError, match="give a duration"):
-        history.parse_since("yesterday")
+    assert event_reader.parse_since("2h", now=T0) == T0 - timedelta(hours=2)
+    assert event_reader.parse_since("2026-11-22T10:00:00", now=T0) == datetime(2026, 11, 22, 10, tzinfo=timezone.utc)
+    with pytest.raises(event_reader.HeartbeatError, match="give a duration"):
+        event_reader.parse_since("yesterday")
 
 
 def _e(minutes: float, kind: str, job: str, run_id: str | None = None, sensor_id: str = "in") -> dict[str, Any]:

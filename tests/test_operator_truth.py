@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from harness import cli, publish, status
+from harness.commands import cli
+from harness.jobs import publish
+from harness.state import status
+from harness.state.layout import StateLayout
 from harness.config import load_config
 from harness.errors import HeartbeatError, root_cause
-from harness.tick_steps import Step, TickReport
+from harness.tick.steps import Step, TickReport
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 REFUSAL = "controls.csv: 1 bad row\n  line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'"
@@ -123,7 +126,7 @@ class FailingEventLog:
 
 def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.tick import run_tick
+    from harness.tick.run import run_tick
 
     # GIVEN JSON logs and a tick whose first step fails
     cli.setup_logging("json", False)
@@ -134,7 +137,7 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Pa
     (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
     assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
-    last = json.loads((tmp_path / status.HEALTH_FILE).read_text())["last_tick"]
+    last = json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]
     assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]
 
 
@@ -160,7 +163,7 @@ def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
 
 
 def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
-    from harness import report
+    from harness.views import report
     from harness.config import PROJECT_DIR
 
     events = [{"event_time": T0, "event_type": "RUN_STARTED", "trigger_job_id": "j", "run_id": "r1",
@@ -175,7 +178,7 @@ def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it()
 # --- each row's waiting reason ----------------------------------------------------------------------------
 
 def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) -> None:
-    from harness.model import RowKey
+    from harness.vocabulary import RowKey
 
     # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
     a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
@@ -200,7 +203,7 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
 def _state_with_rows(tmp_path: Path, *rows: dict[str, Any]) -> str:
     state = tmp_path / "state"
     state.mkdir()
-    (state / status.SNAPSHOT_FILE).write_text(json.dumps(snapshot(*rows)))
+    StateLayout(state).snapshot.write_text(json.dumps(snapshot(*rows)))
     config = tmp_path / "heartbeat.yml"
     config.write_text(f"state_dir: {state}\n")
     return str(config)
@@ -268,7 +271,7 @@ def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path,
 
 def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _state_with_rows(tmp_path, row("j"))
-    path = tmp_path / "state" / status.SNAPSHOT_FILE
+    path = StateLayout(tmp_path / "state").snapshot
     path.write_text(path.read_text()[:40])
     assert cli.main(["--config", config, "status"]) == 2
     err = capsys.readouterr().err
@@ -280,7 +283,7 @@ def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.
 def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_that_it_is_stale() -> None:
     from datetime import timedelta
 
-    from harness import report
+    from harness.views import report
 
     snap = snapshot(row("j"))
     failing = {"failures_in_a_row": 3, "first_failure_at": T0.isoformat(),
@@ -296,7 +299,7 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
 
 
 def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
-    from harness import report
+    from harness.views import report
     from harness.config import PROJECT_DIR
 
     events = [{"event_time": T0.replace(minute=m), "event_type": kind, "trigger_job_id": "j", "run_id": run,
@@ -314,7 +317,7 @@ def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job
 def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
     from datetime import timedelta
 
-    from harness import report
+    from harness.views import report
 
     times = [T0 + timedelta(minutes=m) for m in (0, 1, 2, 90, 91)]
     ticks = [{"started_at": t.isoformat(), "steps": {"sense": 1.0}} for t in times]

@@ -11,7 +11,9 @@ from typing import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from harness import cli, history, operator_cli
+from harness.commands import cli
+from harness.state import event_reader
+from harness.commands import operator
 from tests.support import HeartbeatHarness, control_row
 
 LONG_ID = "landing/" + "a_very_long_folder_name_" * 3 + "end"
@@ -107,7 +109,7 @@ def test_events_filters_by_type_and_upstream_and_prints_json_lines(ticked: tuple
     text = _run(capsys, config_file, "events", "--upstream", "trigger_file:c", "--since", "1h").splitlines()
     assert {line.split()[4] for line in text} == {"trigger_file:c1"}
     # the same log Spark reads: every event of the table, none more
-    everything = history.read_events(hb.config.state_dir, history.EventQuery(history.parse_since("1d"), limit=0))
+    everything = event_reader.read_events(hb.config.state_dir, event_reader.EventQuery(event_reader.parse_since("1d"), limit=0))
     assert sorted(e["event_id"] for e in everything) == sorted(e["event_id"] for e in hb.events())
 
 
@@ -116,7 +118,7 @@ def test_dry_run_prints_the_job_that_would_start_with_its_range_and_writes_nothi
     hb, _ = ticked
     hb.drop_trigger_file("a", "a2")
     events_before, runs_before = len(hb.events()), len(hb.job_runs())
-    assert operator_cli.print_dry_run(hb.runtime()) == 0
+    assert operator.print_dry_run(hb.runtime()) == 0
     out = capsys.readouterr().out
     assert "1 of 3 jobs would start" in out
     assert "job ok_job would start with:" in out

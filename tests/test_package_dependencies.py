@@ -111,5 +111,5 @@ def test_every_import_of_the_package_is_declared_by_the_wheel_or_provided_by_the
 def test_the_check_sees_a_module_of_an_undeclared_distribution() -> None:
     assert distributions_of("dbt.adapters.spark") == {"dbt-spark"} and "dbt-spark" not in declared()
     assert distributions_of("dbt.include.heartbeat") == {"dbt-heartbeat"} and "dbt-heartbeat" not in declared()
-    assert "dbt.include.heartbeat" not in imported_modules()  # harness.fold imports it only where installed
+    assert "dbt.include.heartbeat" not in imported_modules()  # harness.tick.fold imports it only where installed
     assert distributions_of("databricks.sdk") == {"databricks-sdk"} and "databricks-sdk" in declared()

@@ -13,7 +13,7 @@ from deltalake import CommitProperties, write_deltalake
 
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter, parse_tags
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor
@@ -206,8 +206,8 @@ def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Pat
 def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from harness.model import ControlRow, RowKey
-    from harness.sensing import sense
+    from harness.vocabulary import ControlRow, RowKey
+    from harness.tick.sensing import sense
     from tests.fixtures_sources import sensor_config
 
     # GIVEN a table holding 2026-01-04 and two jobs' rows on it: one waits for the 5th, one for the 6th

@@ -7,13 +7,14 @@ import json
 
 import pytest
 
-from harness import cli, publish
+from harness.commands import cli
+from harness.jobs import publish
 from harness.consume import read_range
 from harness.errors import HeartbeatError
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.published import Published, PublishedSensor
-from harness.model import SensorSource
-from harness.state_lock import StateLock
+from harness.vocabulary import SensorSource
+from harness.state.lock import StateLock
 from tests.support import HeartbeatHarness, control_row
 
 

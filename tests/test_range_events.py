@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from harness.model import RowKey
-from harness.range_events import range_events
+from harness.vocabulary import RowKey
+from harness.tick.range_events import range_events
 from tests.support import HeartbeatHarness, control_row
 
 ROW = RowKey("delta_table", "/lake/orders", "daily")

@@ -31,7 +31,7 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from harness.cli import main
+from harness.commands.cli import main
 from harness.errors import DbtError
 from harness.config import PROJECT_DIR
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package

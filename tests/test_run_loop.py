@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import PROJECT_DIR
-from harness.state_lock import StateLock
-from harness.tick_steps import TickReport
+from harness.state.lock import StateLock
+from harness.tick.steps import TickReport
 from tests.processes import HeartbeatProcess
 
 

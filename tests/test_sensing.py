@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import Config, SensingSettings
-from harness.events import Event
-from harness.model import ControlRow, EventType, RowKey, SensorSource
-from harness.sensing import sense
+from harness.state.event_log import Event
+from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
+from harness.tick.sensing import sense
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext

@@ -11,7 +11,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import commit_from_history

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import (

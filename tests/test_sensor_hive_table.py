@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.hive_table import HiveState, HiveTableSensor

@@ -15,13 +15,13 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors import build_registry
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.iceberg import IcebergSensor, IcebergState
 from harness.sensors.partition_trigger import detect_partitions
-from harness.watermarks import describe
+from harness.views.watermarks import describe
 from tests.fixtures_sources import check_context, sensor_config
 
 TICK = datetime(2026, 1, 6, 3, 0, tzinfo=timezone.utc)  # yesterday = 2026-01-05

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.kafka import KafkaSensor, TopicOffsets

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.sap import GreenLogs, SapChainSensor
 from tests.fixtures_sources import check_context, pg_connection, sensor_config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.trigger_file import TriggerFileSensor
 from tests.fixtures_sources import check_context

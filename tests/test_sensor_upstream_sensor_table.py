@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 from pyspark.sql.types import BooleanType
 
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.upstream_sensor_table import CompletedLoads, UpstreamSensorTableSensor

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
-from harness.spark import DATABRICKS_RUNTIME_ENV, SESSION_TIME_ZONE, get_spark
+from harness.platform.spark import DATABRICKS_RUNTIME_ENV, SESSION_TIME_ZONE, get_spark
 
 pytestmark = pytest.mark.scenario
 
@@ -39,9 +39,9 @@ def test_on_databricks_the_runtimes_session_is_returned_in_utc(spark: SparkSessi
 
 
 def test_the_harness_jvm_runs_with_its_start_up_options(spark: SparkSession) -> None:
-    # The session of the test session is the harness's own (harness.spark.get_spark): its JVM was started
+    # The session of the test session is the harness's own (harness.platform.spark.get_spark): its JVM was started
     # with the quick compiler only and, when setup made one, the installation's class-data archive.
-    from harness.jvm_options import java_options
+    from harness.platform.jvm_options import java_options
 
     arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
                      .getRuntimeMXBean().getInputArguments())

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import files
+from harness.state import files
 from harness.config import PROJECT_DIR, Config
-from harness.state_lock import StateLock
-from harness.status import TICKS_FILE, TickResult, read_ticks, record_tick
+from harness.state.lock import StateLock
+from harness.state.layout import StateLayout
+from harness.state.status import TickResult, read_ticks, record_tick
 
 pytestmark = pytest.mark.unit
 
@@ -50,7 +51,7 @@ def test_on_a_volume_each_ticks_record_is_a_whole_file_renamed_into_place(volume
     # WHEN three ticks are recorded
     for n in range(3):
         record_tick(volume, TickResult(f"t{n}", started, 1.0, None))
-        inodes.append(os.stat(volume / TICKS_FILE).st_ino)
+        inodes.append(os.stat(StateLayout(volume).ticks).st_ino)
     # THEN the file was replaced each time (never appended to), and holds every tick
     assert inodes[0] != inodes[1] != inodes[2]
     assert [t["tick_id"] for t in read_ticks(volume, started - timedelta(seconds=1))] == ["t0", "t1", "t2"]

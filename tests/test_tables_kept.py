@@ -1,4 +1,4 @@
-"""What a process keeps of its readings of the tables (harness.tables): read once until what they read
+"""What a process keeps of its readings of the tables (harness.state.tables): read once until what they read
 changes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.config import PROJECT_DIR, Config
-from harness.tables import CONTROL_TABLE, OPEN_RUNS, TRIGGER_SET, Tables
+from harness.state.tables import CONTROL_TABLE, OPEN_RUNS, TRIGGER_SET, Tables
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """One vocabulary: the source kinds, statuses, job states, read types and event types the harness uses
-(harness/model.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml)."""
+(harness/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from harness.config import PROJECT_DIR, config_from_mapping
-from harness.model import EventType, JobState, ReadType, SensorSource, Status
+from harness.vocabulary import EventType, JobState, ReadType, SensorSource, Status
 from harness.sensors import build_registry
 
 

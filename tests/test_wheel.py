@@ -33,7 +33,7 @@ def test_the_wheel_declares_the_entry_point_the_bundles_wheel_tasks_run() -> Non
     with zipfile.ZipFile(build_distributions().wheel) as archive:
         entry_points = archive.read("heartbeat-0.1.0.dist-info/entry_points.txt").decode()
         metadata = archive.read("heartbeat-0.1.0.dist-info/METADATA").decode()
-    assert "heartbeat = harness.cli:run" in entry_points
+    assert "heartbeat = harness.commands.cli:run" in entry_points
     # no PySpark among the wheel's own requirements: the Databricks runtime provides it
     required = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert required and not any("pyspark" in line for line in required)

@@ -31,10 +31,10 @@ for variable in [CONFIG_ENV, *ENV_OVERRIDES.values()]:
 from dbt.cli.main import dbtRunner  # noqa: E402
 
 from harness.refresh import change_range, metrics  # noqa: E402
-from harness.refresh.cli import project_config  # noqa: E402
+from harness.commands.refresh import project_config  # noqa: E402
 from harness.refresh.runner import run  # noqa: E402
-from harness.spark import get_spark  # noqa: E402
-from harness.state_lock import StateLock  # noqa: E402
+from harness.platform.spark import get_spark  # noqa: E402
+from harness.state.lock import StateLock  # noqa: E402
 
 FAIL_FLAG = "DEMO_FAIL_AFTER_BUILD"
 

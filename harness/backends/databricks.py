@@ -15,7 +15,7 @@ once instead of each waiting out its own budget, so a tick against a dead host c
 Each run receives two job parameters by default (names configurable per job, or none at all):
   heartbeat_run_context_id  the run's idempotency token, also its run-context id
   heartbeat_change_range    JSON: per upstream, from the watermark of the job's last successful run
-                            to the watermark now (see harness.triggering.change_range)
+                            to the watermark now (see harness.tick.triggering.change_range)
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ from databricks.sdk.service.jobs import (
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
 from harness.config import Config, JobParameterNames, env_secret
-from harness.files import write_atomic
-from harness.refresh.change_range import RANGE_FILE_KEY, range_file
+from harness.state.files import write_atomic
+from harness.refresh.change_range import RANGE_FILE_KEY
+from harness.state.layout import StateLayout
 from harness.errors import BackendError
-from harness.model import dumps
+from harness.vocabulary import dumps
 from harness.redact import redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def parameter_values(names: JobParameterNames, request: RunRequest, state_dir: P
     if names.change_range:
         text = dumps(request.change_range)
         if len(text.encode()) > RANGE_INLINE_LIMIT_BYTES and state_dir is not None:
-            path = range_file(state_dir, request.idempotency_token)
+            path = StateLayout(state_dir).range_file(request.idempotency_token)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, text)
             text = dumps({"job_id": request.job_id, "run_context_id": request.idempotency_token,

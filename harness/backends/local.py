@@ -28,8 +28,8 @@ from harness.backends.local_supervisor import LAUNCHED
 from harness.config import Config
 from harness.errors import BackendError
 from harness.faults import crash_point
-from harness.files import write_atomic
-from harness.model import dumps
+from harness.state.files import write_atomic
+from harness.vocabulary import dumps
 
 # A supervisor creates its claim, then writes its pid into it: an empty claim younger than this is a
 # supervisor between the two writes, not one that died.
@@ -67,7 +67,7 @@ class LocalBackend(JobBackend):
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.runs_dir = config.state_dir / "local_runs"
+        self.runs_dir = config.layout.local_runs
         self.tokens_dir = self.runs_dir / "tokens"
         self._launcher: subprocess.Popen[str] | None = None
         self._launch_lock = threading.Lock()

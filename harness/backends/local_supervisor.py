@@ -16,7 +16,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.files import write_atomic
+from harness.state.files import write_atomic
 
 
 LAUNCHED = "launched"

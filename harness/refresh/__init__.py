@@ -8,6 +8,6 @@ job started by the heartbeat needs to load its batch (its change range, its batc
   change_range.py  the range a started job receives, and the trigger files inside it
 """
 
-from harness.refresh.cli import register
+from harness.commands.refresh import register
 
 __all__ = ["register"]

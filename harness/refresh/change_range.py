@@ -22,7 +22,6 @@ from harness.sensors.trigger_file import GRACE_NS
 
 CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"
 RANGE_FILE_KEY = "range_file"  # the parameter names the file holding the whole range
-RANGES_FOLDER = "ranges"  # in the state folder: one file per run request handed by reference
 RUN_CONTEXT_ENV = "HEARTBEAT_RUN_CONTEXT_ID"
 
 
@@ -59,11 +58,6 @@ class ChangeRange:
         known = ", ".join(u.label for u in self.upstreams) or "none"
         raise ChangeRangeError(f"the change range of job {self.job_id} has no upstream {sensor_source}:{sensor_id} "
                                f"(it has: {known})")
-
-
-def range_file(state_dir: Path, run_context_id: str) -> Path:
-    """Where the range of a run request handed by reference is written."""
-    return state_dir / RANGES_FOLDER / f"{run_context_id}.json"
 
 
 def _referenced(raw: Any) -> Any:

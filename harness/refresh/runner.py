@@ -1,4 +1,4 @@
-"""Running dbt for refresh models: harness.dbt_runner.invoke, with the whole message of each failed node
+"""Running dbt for refresh models: harness.platform.dbt_runner.invoke, with the whole message of each failed node
 (a refusal says which rows and why; dbt puts that under a first line that only names the node)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import dbt_runner
+from harness.platform import dbt_runner
 from harness.config import Config
 from harness.errors import DbtError
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 from harness.config import Config
 from harness.errors import ConfigError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Sensor
 
 Registry = dict[SensorSource, Sensor[Any]]

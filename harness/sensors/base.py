@@ -21,7 +21,7 @@ from typing import Any, Generic, Mapping, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from harness.errors import SensorError
-from harness.model import SensorSource, upstream_label
+from harness.vocabulary import SensorSource, upstream_label
 from harness.sensors.context import CheckContext
 
 Watermark = Mapping[str, Any]

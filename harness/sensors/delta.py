@@ -30,8 +30,8 @@ from pyspark.sql import DataFrame
 
 from harness.config import DeltaSettings, env_secret
 from harness.errors import SensorError
-from harness.model import SensorSource
-from harness.preprocess import quote_identifier
+from harness.vocabulary import SensorSource
+from harness.sensors.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent

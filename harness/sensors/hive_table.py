@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 from harness.sensors.context import CheckContext

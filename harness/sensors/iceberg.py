@@ -26,7 +26,7 @@ from pyiceberg.table import Table
 
 from harness.config import IcebergSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, Row
 
 from harness.config import JdbcConnectionSettings, JdbcSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext

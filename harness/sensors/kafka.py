@@ -26,7 +26,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 
 from harness.config import KafkaClientSettings, KafkaSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 

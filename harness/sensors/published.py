@@ -1,8 +1,8 @@
-"""published: changes producers register themselves (`python -m harness publish`, `harness.publish`).
+"""published: changes producers register themselves (`python -m harness publish`, `harness.jobs.publish`).
 
 sensor_id is the table name the producer publishes (`sales.orders`, a path: any text, compared
 exactly). The position is the table's CHANGE_PUBLISHED events of the last PUBLICATION_WINDOW, read from
-the event log's files without Spark (harness.history); a row has new data when one of them is newer
+the event log's files without Spark (harness.state.event_reader); a row has new data when one of them is newer
 than its watermark. Like trigger folders, the watermark keeps the ids published shortly before its
 newest time, so a publication recorded late (another process's clock) is still seen, once.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HeartbeatError, SensorError
-from harness.history import EventQuery, plain, read_events
-from harness.model import EventType, SensorSource, upstream_label
+from harness.state.event_reader import EventQuery, plain, read_events
+from harness.vocabulary import EventType, SensorSource, upstream_label
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 

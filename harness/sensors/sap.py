@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 
 from harness.config import SapSettings
 from harness.errors import SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.jdbc import JdbcConnection, connection_from, jdbc_frame, jdbc_rows, split_connection, unknown_connection

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.errors import SensorError
-from harness.model import SensorSource
+from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 

@@ -20,8 +20,8 @@ from pyspark.sql import DataFrame
 
 from harness.config import UpstreamSensorTableSettings
 from harness.errors import ConfigError, SensorError
-from harness.model import SensorSource
-from harness.preprocess import quote_identifier
+from harness.vocabulary import SensorSource
+from harness.sensors.preprocess import quote_identifier
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text

@@ -42,7 +42,7 @@ _VERSION = re.compile(r"__v\d{8}T\d{6}_[0-9a-f]{8}")  # the suffix of a version 
 
 def heartbeat_config() -> Any:
     """The harness's Config when the harness runs dbt in-process, else heartbeat.yml's."""
-    from harness import dbt_runner
+    from harness.platform import dbt_runner
     from harness.config import load_config
 
     return dbt_runner.active_config() or load_config()
@@ -51,10 +51,10 @@ def heartbeat_config() -> Any:
 def guard_state() -> None:
     """From the command line: take the heartbeat's state lock and open its Spark session, or stop with
     a clear message. Inside the harness, the lock and the session are the harness's own."""
-    from harness import dbt_runner
+    from harness.platform import dbt_runner
     from harness.errors import StateBusyError
-    from harness.spark import get_spark
-    from harness.state_lock import StateLock
+    from harness.platform.spark import get_spark
+    from harness.state.lock import StateLock
 
     if _held or dbt_runner.active_config() is not None:
         return
@@ -69,7 +69,7 @@ def guard_state() -> None:
         ) from None
     # dbt from the command line may rebuild the heartbeat's views with its own vars: the next heartbeat
     # process rebuilds them with its configuration's.
-    dbt_runner.models_digest_path(config).unlink(missing_ok=True)
+    config.layout.models_digest.unlink(missing_ok=True)
     get_spark(config)  # the harness's session: its metastore, warehouse and jars
 
 

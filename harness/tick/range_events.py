@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from harness.model import RowKey
+from harness.vocabulary import RowKey
 from harness.sensors.change_events import MAX_EVENTS
 
 RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "events_not_listed": n}

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from harness.config import Config
 from harness.errors import DbtError
-from harness.model import dumps
+from harness.vocabulary import dumps
 
 if TYPE_CHECKING:
     from dbt.cli.main import dbtRunnerResult
@@ -44,11 +44,6 @@ class DbtOutcome:
 def active_config() -> Config | None:
     """The Config of the harness invocation running now, if any (read by the `heartbeat` adapter)."""
     return _active
-
-
-def models_digest_path(config: Config) -> Path:
-    """Records what the views in the state's schema were built from (see harness.fold.views_current)."""
-    return config.state_dir / "dbt_models.sha256"
 
 
 def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
@@ -94,7 +89,7 @@ def _registered(config: Config) -> Iterator[None]:
 def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_vars: Any) -> DbtOutcome:
     """Run one dbt command; raise DbtError with the failing nodes' messages when it does not succeed."""
     if config.dbt_target == "databricks":
-        from harness import databricks_target  # databricks-sdk: imported only where it is used
+        from harness.platform import databricks_target  # databricks-sdk: imported only where it is used
 
         databricks_target.prepare(config)
     full = dbt_args(config, command, **extra_vars)

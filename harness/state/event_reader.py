@@ -1,6 +1,6 @@
 """Reading the event log without Spark, for `events`, `why` and `report`.
 
-The event table (harness.events) is a folder of files: Spark's parquet tables on the embedded default
+The event table (harness.state.event_log) is a folder of files: Spark's parquet tables on the embedded default
 (one file per append, each committed by one rename, so every file a reader lists is whole; an
 interrupted append leaves only a `_temporary` folder, which is skipped like every name starting with
 `_` or `.`), or a Delta table (read through its log with delta-rs, so only committed files count).
@@ -27,12 +27,12 @@ from urllib.parse import unquote, urlparse
 
 from harness.durations import parse_duration
 from harness.errors import HeartbeatError
-from harness.files import write_atomic
+from harness.state.files import write_atomic
+from harness.state.layout import StateLayout
 
 log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "heartbeat_events"
-LOCATION_FILE = "events.location"
 PARTITION_COLUMN = "event_date"  # the event table is partitioned by the UTC date of event_time
 PARTITION_PREFIX = f"{PARTITION_COLUMN}="  # its day folders
 DEFAULT_SINCE = "24h"
@@ -41,7 +41,7 @@ _CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the 
 
 
 def record_location(state_dir: Path, location: str) -> None:
-    path = state_dir / LOCATION_FILE
+    path = StateLayout(state_dir).events_location
     if not path.exists() or path.read_text().strip() != location:
         write_atomic(path, location + "\n")
 
@@ -72,7 +72,7 @@ class EventQuery:
 def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
     """The folder the last heartbeat recorded; without a record, the table's default folder in the
     schema's folder of a local warehouse, when it exists."""
-    path = state_dir / LOCATION_FILE
+    path = StateLayout(state_dir).events_location
     if not path.exists():
         if schema_folder is not None and (schema_folder / EVENTS_TABLE).is_dir():
             return schema_folder / EVENTS_TABLE

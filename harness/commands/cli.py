@@ -31,12 +31,13 @@ from typing import Callable
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
-from harness import operator_cli, refresh
+from harness.commands import operator
+from harness import refresh
 from harness.config import Config, load_config
 from harness.errors import HeartbeatError, StateBusyError
-from harness.model import PUBLISH_OPERATIONS
-from harness.state_lock import StateLock
-from harness.status import snapshot_rows
+from harness.vocabulary import PUBLISH_OPERATIONS
+from harness.state.lock import StateLock
+from harness.state.status import snapshot_rows
 
 log = logging.getLogger("harness")
 
@@ -88,10 +89,10 @@ def _runtime(config: Config, *, parse_ahead: bool = False):  # type: ignore[no-u
 
 def cmd_tick(config: Config, args: argparse.Namespace) -> int:
     if args.dry_run:
-        return _locked(config, lambda: operator_cli.print_dry_run(_runtime(config)), _refuse_busy)
+        return _locked(config, lambda: operator.print_dry_run(_runtime(config)), _refuse_busy)
 
     def action() -> int:
-        from harness.tick import run_cold_tick
+        from harness.tick.run import run_cold_tick
 
         report = run_cold_tick(config, lambda: _runtime(config, parse_ahead=True))
         return 1 if report.error or report.controls_error else 0  # a refused CSV: the file needs fixing
@@ -111,8 +112,8 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         stop.set()
 
     def action() -> int:
-        from harness import jvm_options
-        from harness.tick import run_tick
+        from harness.platform import jvm_options
+        from harness.tick.run import run_tick
 
         if not args.max_ticks and not args.until_idle:
             jvm_options.expect_long_life()  # a loop until stopped: its JVM compiles for the long run
@@ -150,7 +151,7 @@ def _refuse_busy(exc: StateBusyError) -> int:
 def _manual(config: Config, command: str, job_id: str) -> int:
     """Queue the request for the next tick (no Spark: a job's last task runs this). The last tick's
     snapshot tells whether the job is known and what the request will move."""
-    from harness import inbox
+    from harness.tick import inbox
 
     request = inbox.new_request(command, job_id)
     rows = snapshot_rows(config.state_dir)
@@ -179,7 +180,7 @@ def cmd_retry(config: Config, args: argparse.Namespace) -> int:
 def cmd_publish(config: Config, args: argparse.Namespace) -> int:
     """Queue the publication for the next tick (no Spark: a producer's last step runs this); one
     already in the event log is not queued again."""
-    from harness import publish
+    from harness.jobs import publish
 
     publication = publish.Publication(args.table, args.snapshot, publish.partitions(args.partition),
                                       publish.pairs(args.tag, "--tag"), args.operation)
@@ -223,7 +224,7 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
     read_controls(config.controls_csv)
 
     def action() -> int:
-        from harness import fold
+        from harness.tick import fold
 
         fold.fold(_runtime(config, parse_ahead=True), with_seed=True)
         print(f"{config.controls_csv}: loaded")
@@ -238,7 +239,7 @@ def cmd_seed(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_docs(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
-        from harness import dbt_runner
+        from harness.platform import dbt_runner
 
         _runtime(config)
         dbt_runner.invoke(config, ["docs", "generate"])
@@ -283,7 +284,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--until-idle", action="store_true",
                      help="stop after a tick that started nothing while no run was going")
     run.set_defaults(func=cmd_run)
-    operator_cli.register(sub)
+    operator.register(sub)
     for name, func, text in (("complete", cmd_complete, "mark the job's latest run successful"),
                              ("retry", cmd_retry, "hand a FAILED job's range to its next run")):
         sp = sub.add_parser(name, help=text)

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import dbt_runner
+from harness.platform import dbt_runner
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
-from harness.files import write_atomic
-from harness.events import Event
-from harness.model import EventType
+from harness.state.files import write_atomic
+from harness.state.event_log import Event
+from harness.vocabulary import EventType
 from harness.runtime import Runtime
-from harness.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.state.layout import StateLayout
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,8 @@ class FoldPlan:
     reason: str = ""
 
 
-def fold_id_path(state_dir: Path) -> Path:
-    """A new id after every fold: the status snapshot names the fold it shows (harness.cold_tick)."""
-    return state_dir / "fold.id"
-
-
 def fold_id(state_dir: Path) -> str | None:
-    path = fold_id_path(state_dir)
+    path = StateLayout(state_dir).fold_id  # a new id after every fold: the snapshot names the fold it shows
     return path.read_text().strip() if path.exists() else None
 
 
@@ -88,14 +84,9 @@ def controls_changed(runtime: Runtime) -> bool:
     return True
 
 
-def rejected_marker(state_dir: Path) -> Path:
-    """The digest of the latest refused controls CSV (its CONFIG_REJECTED event is recorded)."""
-    return state_dir / "controls.rejected.sha256"
-
-
 def record_rejection(runtime: Runtime, message: str) -> None:
     """One CONFIG_REJECTED event per refused version of the CSV, not one per tick."""
-    marker = rejected_marker(runtime.config.state_dir)
+    marker = runtime.config.layout.controls_rejected
     path = runtime.config.controls_csv
     digest = file_digest(path) if path.exists() else "missing"
     if marker.exists() and marker.read_text().strip() == digest:
@@ -109,7 +100,7 @@ def record_rejection(runtime: Runtime, message: str) -> None:
 def views_current(runtime: Runtime) -> bool:
     """The models exist and were built from this very project, vars and target. A control table that is
     gone (dropped by an operator, a lost metastore) makes the next fold rebuild it from the CSV and events."""
-    recorded = dbt_runner.models_digest_path(runtime.config)
+    recorded = runtime.config.layout.models_digest
     return (recorded.exists() and recorded.read_text().strip() == dbt_runner.project_digest(runtime.config)
             and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
 
@@ -137,8 +128,8 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     else:
         dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
-    write_atomic(fold_id_path(runtime.config.state_dir), uuid.uuid4().hex)
+    write_atomic(runtime.config.layout.fold_id, uuid.uuid4().hex)
     if select is ALL_MODELS:
-        write_atomic(dbt_runner.models_digest_path(runtime.config), dbt_runner.project_digest(runtime.config))
+        write_atomic(runtime.config.layout.models_digest, dbt_runner.project_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

@@ -28,7 +28,7 @@ from typing import Iterator
 from pyspark.sql import SparkSession
 
 from harness.config import Config
-from harness.jvm_options import java_options
+from harness.platform.jvm_options import java_options
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,6 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
-SPARK_LOG = "spark.log"
 DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
@@ -122,7 +121,7 @@ def get_spark(config: Config) -> SparkSession:
         builder = builder.config("spark.sql.extensions", DELTA_EXTENSION).config(
             "spark.sql.catalog.spark_catalog", DELTA_CATALOG
         )
-    with jvm_output_to(config.state_dir / SPARK_LOG):
+    with jvm_output_to(config.layout.spark_log):
         spark = builder.getOrCreate()
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)

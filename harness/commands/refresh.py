@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from harness.config import Config
 from harness.errors import HeartbeatError, StateBusyError
-from harness.state_lock import StateLock
+from harness.state.lock import StateLock
 
 
 class RefreshError(HeartbeatError):
@@ -72,7 +72,7 @@ def run_action(config: Config, model: str, action: str, batch: str | None = None
     outcome = run(config, ["run", "--select", model], **(variables or {}), heartbeat_refresh=request)
     if outcome.nodes == 0:
         raise RefreshError(f"no model {model} in the dbt project {config.project_dir}")
-    from harness.spark import get_spark
+    from harness.platform.spark import get_spark
 
     if not get_spark(config).catalog.tableExists(config.table(model + METRICS_SUFFIX)):
         raise RefreshError(f"{model} is not a refresh model (materialized='refresh'): nothing to {action}")
@@ -104,7 +104,7 @@ def _recompute(config: Config, args: argparse.Namespace, action: str, batch: str
 
     def act() -> int:
         from harness.refresh import metrics
-        from harness.spark import get_spark
+        from harness.platform.spark import get_spark
 
         spark = get_spark(project)
         run_action(project, args.model, action, batch, variables)
@@ -117,7 +117,7 @@ def _recompute(config: Config, args: argparse.Namespace, action: str, batch: str
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
     def act() -> int:
         from harness.refresh import metrics
-        from harness.spark import get_spark
+        from harness.platform.spark import get_spark
 
         spark = get_spark(config)
         if args.model and not spark.catalog.tableExists(config.table(args.model + metrics.METRICS_SUFFIX)):

@@ -1,7 +1,7 @@
 """`python -m harness report`: one self-contained HTML page (plotly, its script inline) over a window:
 per job, a timeline of detections, starts and runs (duration, outcome) and the time from the first
 detection to the start; and each tick's seconds per step over time. It reads the event log's files
-(harness.history) and the ticks' record (harness.status), never Spark.
+(harness.state.event_reader) and the ticks' record (harness.state.status), never Spark.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness import status
-from harness.model import upstream_label
-from harness.watermarks import fit, when
+from harness.state import status
+from harness.vocabulary import upstream_label
+from harness.views.watermarks import fit, when
+from harness.state.layout import StateLayout
 
-REPORT_FILE = "report.html"
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 
 
@@ -313,22 +313,22 @@ def state_warnings(snapshot: dict[str, Any] | None, health: dict[str, Any] | Non
 def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
                  *, job_ids: Sequence[str] = (), max_jobs: int = 40,
                  publishes: Mapping[str, Sequence[str]] | None = None) -> Path:
-    """The page over `events` (read by harness.history) and the ticks since `since`, written whole."""
+    """The page over `events` (read by harness.state.event_reader) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
     ticks = status.read_ticks(state_dir, since)
-    snapshot = status.read_json(state_dir / status.SNAPSHOT_FILE)
+    snapshot = status.read_json(StateLayout(state_dir).snapshot)
     line = ""
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
-    from harness import dependency_graph
-    from harness.files import write_atomic
+    from harness.views import dependency_graph
+    from harness.state.files import write_atomic
 
     graph = dependency_graph.render(dependency_graph.build(snapshot, publishes or {})) if snapshot else ""
 
     page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
                          summary_line=line, warnings=state_warnings(
-                             snapshot, status.read_json_or_none(state_dir / status.HEALTH_FILE), ticks, now),
+                             snapshot, status.read_json_or_none(StateLayout(state_dir).health), ticks, now),
                          graph=graph)
     write_atomic(path, page)
     return path

@@ -2,7 +2,7 @@
 
 `python -m harness tick` from cron starts cold. Most ticks find nothing new, and a JVM, a metastore and
 a dbt parse cost 30 s before the first step. The last tick left everything a tick with nothing new
-reads in its status snapshot (`status.json`, harness.status): every row's status and watermark, which
+reads in its status snapshot (`status.json`, harness.state.status): every row's status and watermark, which
 rows are sensed, the jobs' decisions and until when they hold, the open runs, the controls CSV's
 digest and the fold the snapshot shows. When that snapshot is current, this tick does what a warm tick
 does: polls the open runs, checks every sensed upstream (each sensor that needs no Spark: trigger
@@ -10,7 +10,7 @@ folders, Delta logs, Kafka offsets, Iceberg metadata, publications) and judges f
 
 At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
 upstream, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
-read through Spark), it hands over: the full tick (harness.tick) opens Spark and does everything again
+read through Spark), it hands over: the full tick (harness.tick.run) opens Spark and does everything again
 from the tables, so every decision is a warm tick's. Nothing here writes an event, so a kill at any
 point leaves the state as it was.
 """
@@ -22,27 +22,28 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from harness import inbox, publish, retention
+from harness.tick import inbox
+from harness.jobs import publish
+from harness.tick import retention
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
-from harness.events import unfolded_marker
-from harness.fold import fold_id, rejected_marker
-from harness.dbt_runner import models_digest_path, project_digest
-from harness.freshness import stale_rows
-from harness.model import ControlRow, RowKey, SensorSource, control_row, utc
+from harness.tick.fold import fold_id
+from harness.platform.dbt_runner import project_digest
+from harness.tick.freshness import stale_rows
+from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
 from harness.runtime import build_backend
-from harness.sensing import sense
+from harness.tick.sensing import sense
 from harness.sensors import build_registry
-from harness.status import SNAPSHOT_FILE, plain_record, read_json, record_waiting, write_snapshot_body
-from harness.tables import FOREVER, open_run_row
-from harness.tick_steps import Step, TickReport
-from harness.triggering import open_runs, recover_failed_jobs, track_runs
+from harness.state.status import plain_record, read_json, record_waiting, write_snapshot_body
+from harness.state.tables import FOREVER, open_run_row
+from harness.tick.steps import Step, TickReport
+from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
 
 if TYPE_CHECKING:
     from harness.runtime import Runtime
 
-log = logging.getLogger("harness.tick")
+log = logging.getLogger("harness.tick.run")
 SOURCE_KINDS = {s.value for s in SensorSource}
 
 
@@ -75,7 +76,7 @@ def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
 
 def run(config: Config, report: TickReport) -> Handover | None:
     """The tick from the snapshot; None when it is done (nothing to record), else why Spark is needed."""
-    snapshot = read_json(config.state_dir / SNAPSHOT_FILE)
+    snapshot = read_json(config.layout.snapshot)
     stale = _snapshot_stale(config, snapshot)
     if stale or snapshot is None:
         return Handover(stale or "no status snapshot yet")
@@ -142,11 +143,11 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
     """Why the snapshot does not show the state as it is now (None: it does)."""
     if snapshot is None or "fold_id" not in snapshot:
         return "no status snapshot of a previous tick"
-    if unfolded_marker(config.state_dir).exists():
+    if config.layout.events_unfolded.exists():
         return "events to fold"
     if snapshot["fold_id"] is None or snapshot["fold_id"] != fold_id(config.state_dir):
         return "the control table changed since the last snapshot"
-    recorded = models_digest_path(config)
+    recorded = config.layout.models_digest
     if not recorded.exists() or recorded.read_text().strip() != project_digest(config):
         return "the dbt project changed since the models were built"
     if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
@@ -165,7 +166,7 @@ def _controls_error(config: Config, snapshot: dict[str, Any]) -> str | Handover 
     digest = file_digest(path)
     if digest == snapshot["controls_sha256"]:
         return None
-    marker = rejected_marker(config.state_dir)
+    marker = config.layout.controls_rejected
     if not marker.exists() or marker.read_text().strip() != digest:
         return Handover("the controls CSV changed")
     try:

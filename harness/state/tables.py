@@ -22,9 +22,9 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
-from harness.events import Event
-from harness.literal_rows import literal_rows
-from harness.model import ControlRow, EventType, RowKey, control_row, utc
+from harness.state.event_log import Event
+from harness.platform.literal_rows import literal_rows
+from harness.vocabulary import ControlRow, EventType, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
@@ -109,7 +109,7 @@ class Tables:
 
     def keep(self, control_table: list[dict[str, Any]], sensed: set[RowKey], open_runs: list[dict[str, Any]],
              controls_digest: str | None) -> None:
-        """Readings taken elsewhere (a current status snapshot: harness.cold_tick), kept as if read now:
+        """Readings taken elsewhere (a current status snapshot: harness.tick.cold), kept as if read now:
         the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
         if self._folds is None or self._version is None:
             return

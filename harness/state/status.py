@@ -14,19 +14,16 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from harness.files import append_line, on_volume, write_atomic
+from harness.state.files import append_line, on_volume, write_atomic
 from harness.faults import crash_point
-from harness.model import ControlRow, JobState, RowKey, Status, control_row, upstream_label
-from harness.watermarks import describe, fit, when
+from harness.vocabulary import ControlRow, JobState, RowKey, Status, control_row, upstream_label
+from harness.views.watermarks import describe, fit, when
+from harness.state.layout import StateLayout
 
 if TYPE_CHECKING:
-    from harness.tables import JobDecision
-    from harness.tick_steps import TickReport
+    from harness.state.tables import JobDecision
+    from harness.tick.steps import TickReport
 
-SNAPSHOT_FILE = "status.json"
-HEALTH_FILE = "health.json"
-WAITING_FILE = "waiting.json"  # each sensed row's reason for having nothing new, as the last sensing found
-TICKS_FILE = "ticks.jsonl"
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
 TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
 LABEL_WIDTH = 48
@@ -42,7 +39,7 @@ def _plain(value: Any) -> Any:
 
 def write_snapshot(state_dir: Path, tick_id: str, decisions: Sequence[JobDecision],
                    rows: Sequence[dict[str, Any]], facts: dict[str, Any] | None = None) -> None:
-    """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.cold_tick)."""
+    """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.tick.cold)."""
     body = {
         "written_at": datetime.now(timezone.utc).isoformat(),
         "tick_id": tick_id,
@@ -55,7 +52,7 @@ def write_snapshot(state_dir: Path, tick_id: str, decisions: Sequence[JobDecisio
 
 
 def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
-    write_atomic(state_dir / SNAPSHOT_FILE, json.dumps(body), before_replace=lambda: crash_point("status:snapshot"))
+    write_atomic(StateLayout(state_dir).snapshot, json.dumps(body), before_replace=lambda: crash_point("status:snapshot"))
 
 
 def plain_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +61,7 @@ def plain_record(row: dict[str, Any]) -> dict[str, Any]:
 
 def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
     """The control table's rows as the last tick left them; None before the first tick."""
-    snapshot = read_json(state_dir / SNAPSHOT_FILE)
+    snapshot = read_json(StateLayout(state_dir).snapshot)
     return None if snapshot is None else [control_row(r) for r in snapshot["rows"]]
 
 
@@ -75,7 +72,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
     """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
     (RowKey.ref): two rows of one table each keep their own reason."""
-    write_atomic(state_dir / WAITING_FILE, json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(),
+    write_atomic(StateLayout(state_dir).waiting, json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(),
                                                        "rows": reasons}))
 
 
@@ -88,7 +85,7 @@ def read_json_or_none(path: Path) -> dict[str, Any] | None:
 
 
 def waiting_reasons(state_dir: Path) -> dict[str, str]:
-    return ((read_json_or_none(state_dir / WAITING_FILE) or {}).get("rows")) or {}
+    return ((read_json_or_none(StateLayout(state_dir).waiting) or {}).get("rows")) or {}
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,7 @@ class TickResult:
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     """Update the health record with one tick's result: the last successful tick, failures in a row."""
-    health = read_json(state_dir / HEALTH_FILE) or {}
+    health = read_json(StateLayout(state_dir).health) or {}
     ended = datetime.now(timezone.utc).isoformat()
     health["last_tick"] = {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
                            "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error,
@@ -125,7 +122,7 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     else:
         health["failures_in_a_row"] = int(health.get("failures_in_a_row") or 0) + 1
         health["first_failure_at"] = health.get("first_failure_at") or result.started_at.isoformat()
-    write_atomic(state_dir / HEALTH_FILE, json.dumps(health))
+    write_atomic(StateLayout(state_dir).health, json.dumps(health))
     _append_tick(state_dir, {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
                              "seconds": round(result.seconds, 2), "steps": result.steps, "error": result.error,
                              "started": list(result.started), "refused": list(result.refused)})
@@ -134,12 +131,12 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
 
 def _append_tick(state_dir: Path, line: dict[str, Any]) -> None:
     # On a volume the file is rewritten whole at every tick: a week of 5-minute ticks is kept there
-    append_line(state_dir / TICKS_FILE, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT)
+    append_line(StateLayout(state_dir).ticks, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT)
 
 
 def read_ticks(state_dir: Path, since: datetime) -> list[dict[str, Any]]:
     """The ticks started since `since`, oldest first (a line cut short by a kill is skipped)."""
-    path = state_dir / TICKS_FILE
+    path = StateLayout(state_dir).ticks
     if not path.exists():
         return []
     ticks = []

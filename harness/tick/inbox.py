@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.errors import HeartbeatError
-from harness.events import Event
-from harness.model import ControlRow, EventType
-from harness.triggering import manual_events
+from harness.state.event_log import Event
+from harness.vocabulary import ControlRow, EventType
+from harness.tick.triggering import manual_events
+from harness.state.layout import StateLayout
 
 COMMANDS = ("complete", "retry")
 
@@ -58,12 +59,8 @@ def new_request(command: str, job_id: str) -> Request:
     return Request(None, uuid.uuid4().hex, command, job_id, datetime.now(timezone.utc))
 
 
-def inbox_dir(state_dir: Path) -> Path:
-    return state_dir / "inbox"
-
-
 def submit(state_dir: Path, request: Request) -> Path:
-    folder = inbox_dir(state_dir)
+    folder = StateLayout(state_dir).inbox
     folder.mkdir(parents=True, exist_ok=True)
     body = {"request_id": request.request_id, "command": request.command, "args": {"job_id": request.job_id},
             "requested_at": request.requested_at.isoformat()}
@@ -75,7 +72,7 @@ def submit(state_dir: Path, request: Request) -> Path:
 
 
 def pending(state_dir: Path) -> list[Request]:
-    folder = inbox_dir(state_dir)
+    folder = StateLayout(state_dir).inbox
     if not folder.is_dir():
         return []
     out = []

@@ -1,7 +1,7 @@
 """`python -m harness tick --dry-run`: what a tick would do now, doing none of it.
 
 It senses every eligible row (the same checks as a tick), then asks the trigger set's own SQL which
-jobs would start over the control table as those detections would leave it (harness.tables), and
+jobs would start over the control table as those detections would leave it (harness.state.tables), and
 prints each such job with its change range. It appends no event, starts no run, and folds nothing:
 when events wait to be folded, it says so (the next tick folds them first, which may change the answer).
 """
@@ -12,13 +12,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model import ControlRow, EventType, JobState
+from harness.vocabulary import ControlRow, EventType, JobState
 from harness.runtime import Runtime
-from harness.sensing import sense
-from harness.tables import Detection, JobDecision, as_detected, detections
-from harness.triggering import TriggeredRow, change_range
+from harness.tick.sensing import sense
+from harness.state.tables import Detection, JobDecision, as_detected, detections
+from harness.tick.triggering import TriggeredRow, change_range
 
-log = logging.getLogger("harness.dry_run")
+log = logging.getLogger("harness.tick.dry_run")
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The operator's commands: `status`, `why`, `events`, `report`, and the output of `tick --dry-run`.
 
 None of them starts Spark (except the dry run, which senses): they read what every tick leaves in the
-state folder (harness.status) and the event log's files (harness.history), so they answer in a moment
+state folder (harness.state.status) and the event log's files (harness.state.event_reader), so they answer in a moment
 and work while a heartbeat holds the state.
 """
 
@@ -13,24 +13,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import history, status
+from harness.state import event_reader
+from harness.state import status
 from harness.config import Config
 from harness.errors import HeartbeatError
-from harness.model import EventType
-from harness.state_lock import StateLock
-from harness.watermarks import describe
+from harness.vocabulary import EventType
+from harness.state.lock import StateLock
+from harness.views.watermarks import describe
 
 if TYPE_CHECKING:
     from harness.runtime import Runtime
 
 
 def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
-    return _state_file(config, status.SNAPSHOT_FILE)
+    return _state_file(config.layout.snapshot)
 
 
-def _state_file(config: Config, name: str) -> dict[str, Any] | None:
+def _state_file(path: Path) -> dict[str, Any] | None:
     """A JSON file a tick leaves; one that cannot be read is said plainly (a tick writes them whole)."""
-    path = config.state_dir / name
     try:
         return status.read_json(path)
     except ValueError as exc:
@@ -43,8 +43,8 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     return job_id is not None and snapshot is not None and all(j["job_id"] != job_id for j in snapshot["jobs"])
 
 
-def _events(config: Config, query: history.EventQuery) -> list[dict[str, Any]]:
-    return history.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
+def _events(config: Config, query: event_reader.EventQuery) -> list[dict[str, Any]]:
+    return event_reader.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
 
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
@@ -55,20 +55,20 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     selection = status.Selection(job_id=args.job, state=args.state)
     render = status.render_json if args.json else status.render
     snapshot = _snapshot(config)
-    print(render(snapshot, _state_file(config, status.HEALTH_FILE), StateLock(state).current_holder(),
+    print(render(snapshot, _state_file(config.layout.health), StateLock(state).current_holder(),
                  selection, waiting=status.waiting_reasons(state)))
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
 def cmd_why(config: Config, args: argparse.Namespace) -> int:
-    since = history.parse_since(args.since)
+    since = event_reader.parse_since(args.since)
     try:
-        events = _events(config, history.EventQuery(since, job_id=args.job, limit=args.limit))
+        events = _events(config, event_reader.EventQuery(since, job_id=args.job, limit=args.limit))
     except Exception as exc:  # noqa: BLE001 - the decision and rows are still worth printing
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
-    print(status.render_why(snapshot, args.job, events, since, _state_file(config, status.HEALTH_FILE),
+    print(status.render_why(snapshot, args.job, events, since, _state_file(config.layout.health),
                             status.waiting_reasons(config.state_dir)))
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
 
@@ -84,9 +84,9 @@ def event_types(given: list[str] | None) -> list[str]:
 
 
 def cmd_events(config: Config, args: argparse.Namespace) -> int:
-    since = history.parse_since(args.since)
+    since = event_reader.parse_since(args.since)
     types = event_types(args.type)
-    events = _events(config, history.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types,
+    events = _events(config, event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types,
                                                 limit=args.limit))
     if not events and _unknown_job(_snapshot(config), args.job):
         print(f"job {args.job} is not in the control table (as of the last tick) and has no events since "
@@ -94,7 +94,7 @@ def cmd_events(config: Config, args: argparse.Namespace) -> int:
         return 1
     if args.json:
         for event in events:
-            print(json.dumps(history.plain(event), default=str))
+            print(json.dumps(event_reader.plain(event), default=str))
         return 0
     if not events:
         print(f"no events since {since.strftime('%Y-%m-%d %H:%M:%S')} UTC match (widen with --since)")
@@ -104,11 +104,11 @@ def cmd_events(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_report(config: Config, args: argparse.Namespace) -> int:
-    from harness import report
+    from harness.views import report
 
-    since = history.parse_since(args.since)
-    path = Path(args.output) if args.output else config.state_dir / report.REPORT_FILE
-    events = _events(config, history.EventQuery(since, limit=0))
+    since = event_reader.parse_since(args.since)
+    path = Path(args.output) if args.output else config.layout.report
+    events = _events(config, event_reader.EventQuery(since, limit=0))
     written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
                                   max_jobs=args.max_jobs, publishes=config.publish.on_success)
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
@@ -116,7 +116,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
 
 
 def print_dry_run(runtime: "Runtime") -> int:
-    from harness.dry_run import dry_run
+    from harness.tick.dry_run import dry_run
 
     result = dry_run(runtime)
     print(f"dry run: nothing started, nothing appended ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)")
@@ -162,10 +162,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--job", help="only this job's events")
     p.add_argument("--upstream", help="only events of upstreams whose label (source:sensor_id) contains this")
     p.add_argument("--type", action="append", metavar="TYPE", help=f"only this event type (repeatable): {types}")
-    p.add_argument("--since", default=history.DEFAULT_SINCE,
-                   help=f"events since (90s, 30m, 2h, 7d, or an ISO time; default {history.DEFAULT_SINCE})")
-    p.add_argument("--limit", type=int, default=history.DEFAULT_LIMIT,
-                   help=f"at most this many events, the newest (default {history.DEFAULT_LIMIT}; 0: all)")
+    p.add_argument("--since", default=event_reader.DEFAULT_SINCE,
+                   help=f"events since (90s, 30m, 2h, 7d, or an ISO time; default {event_reader.DEFAULT_SINCE})")
+    p.add_argument("--limit", type=int, default=event_reader.DEFAULT_LIMIT,
+                   help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)")
     p.add_argument("--json", action="store_true", help="one JSON object per event and line")
     p.set_defaults(func=cmd_events)
 

@@ -21,9 +21,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
 from harness.config import LOCAL_CATALOG, Config
-from harness.literal_rows import literal_select
-from harness.history import EVENTS_TABLE, PARTITION_COLUMN, record_location
-from harness.model import EventType, RowKey, dumps
+from harness.platform.literal_rows import literal_select
+from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN, record_location
+from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +111,6 @@ def create_statement(table: str, table_format: str) -> str:
     return f"CREATE TABLE {table} ({columns}) USING {table_format} PARTITIONED BY ({PARTITION_COLUMN})"
 
 
-def unfolded_marker(state_dir: Path) -> Path:
-    """Exists while events were (or may have been) appended that the control table has not folded."""
-    return state_dir / "events.unfolded"
-
-
 class EventLog:
     """Appends events to the event table (created on first use) and reads them back by type, job and time."""
 
@@ -124,7 +119,7 @@ class EventLog:
         self.config = config
         self.table = config.table(EVENTS_TABLE)
         self.tick_id = tick_id
-        self.marker = unfolded_marker(config.state_dir)
+        self.marker = config.layout.events_unfolded
         self.version = 0  # moves on every append and fold: what was read from the log may be stale
         self.folds = 0  # moves on every fold: what was read from the tables dbt built may be stale
         self._ensure()
@@ -176,7 +171,7 @@ class EventLog:
         self.marker.touch()  # the moved events are folded like new ones
 
     def _record_location(self) -> None:
-        """Where the table's files are, for the commands that read the log without Spark (harness.history)."""
+        """Where the table's files are, for the commands that read the log without Spark (harness.state.event_reader)."""
         rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.table}").collect()
         location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), None)
         if location:

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-log = logging.getLogger("harness.tick")
+log = logging.getLogger("harness.tick.run")
 
 
 @dataclass

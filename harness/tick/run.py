@@ -3,15 +3,15 @@
   1. requests: apply `complete` / `retry` requests and publications queued in the inbox;
   2. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
      the tables its job writes, `publish.on_success`), find hand-made successes of failed jobs;
-  3. fold: bring the control table up to date (dbt), only when something changed (harness.fold);
+  3. fold: bring the control table up to date (dbt), only when something changed (harness.tick.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
-     rows with an expected_within that missed it get FRESHNESS_MISSED (harness.freshness);
+     rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
   5. start the jobs the trigger set marks ready: its own SQL over the control table as this tick's
      detections leave it (Tables.job_decisions_as_if), so that they need no fold of their own;
   6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
-     dbt work and reads no table (harness.tables);
-  7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.retention).
+     dbt work and reads no table (harness.state.tables);
+  7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.tick.retention).
 Every tick's outcome goes to the health record (`status` shows failing ticks).
 """
 
@@ -24,21 +24,25 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Callable
 
-from harness import cold_tick, fold, inbox, publish, retention
+from harness.tick import cold
+from harness.tick import fold
+from harness.tick import inbox
+from harness.jobs import publish
+from harness.tick import retention
 from harness.config import Config
 from harness.errors import DbtError, root_cause
-from harness.events import Event
+from harness.state.event_log import Event
 from harness.faults import crash_point, tick_started
-from harness.freshness import freshness_events
-from harness.model import ControlRow, EventType
+from harness.tick.freshness import freshness_events
+from harness.vocabulary import ControlRow, EventType
 from harness.runtime import Runtime
-from harness.sensing import sense
-from harness.status import TickResult, record_tick, record_waiting, write_snapshot
-from harness.tables import as_detected, detections
-from harness.tick_steps import Step, TickReport
-from harness.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
+from harness.tick.sensing import sense
+from harness.state.status import TickResult, record_tick, record_waiting, write_snapshot
+from harness.state.tables import as_detected, detections
+from harness.tick.steps import Step, TickReport
+from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 
-log = logging.getLogger("harness.tick")
+log = logging.getLogger("harness.tick.run")
 
 
 def apply_requests(runtime: Runtime) -> int:
@@ -78,14 +82,14 @@ def new_report() -> TickReport:
 
 def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickReport:
     """One tick of a process that starts cold (`python -m harness tick`): from the status snapshot, with
-    no Spark or dbt, when there is nothing to record (harness.cold_tick); otherwise the full tick, on a
+    no Spark or dbt, when there is nothing to record (harness.tick.cold); otherwise the full tick, on a
     runtime opened for it, with the same tick id and one health record."""
     report = new_report()
     started_at, started = datetime.now(timezone.utc), time.monotonic()
     try:
-        handover = cold_tick.run(config, report)
+        handover = cold.run(config, report)
     except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
-        handover = cold_tick.Handover(f"{type(exc).__name__}: {exc}")
+        handover = cold.Handover(f"{type(exc).__name__}: {exc}")
     if handover is None:
         record_tick(config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
         return report
@@ -93,7 +97,7 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
         runtime = open_runtime()
         if handover.snapshot is not None:
-            cold_tick.keep_readings(runtime, handover.snapshot)
+            cold.keep_readings(runtime, handover.snapshot)
         step.done("Spark session and event log opened")
     return run_tick(runtime, report, started_at, started)
 
@@ -216,7 +220,7 @@ def snapshot(runtime: Runtime, tick_id: str) -> None:
     """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
     tables = runtime.tables
     write_snapshot(runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(),
-                   cold_tick.facts(runtime))
+                   cold.facts(runtime))
 
 
 def _named(job_ids: list[str], what: str) -> str:

@@ -25,18 +25,18 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from harness.config import Config
-from harness.events import create_statement
-from harness.files import write_atomic
-from harness.history import EVENTS_TABLE, PARTITION_COLUMN
-from harness.report import event_facets
+from harness.state.event_log import create_statement
+from harness.state.files import write_atomic
+from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
+from harness.views.report import event_facets
 from harness.runtime import Runtime
-from harness.tables import CONTROL_TABLE
+from harness.state.tables import CONTROL_TABLE
+from harness.state.layout import StateLayout
 
 log = logging.getLogger(__name__)
 
 ARCHIVE_TABLE = "heartbeat_events_archive"
 KEPT_TABLE = "heartbeat_events_kept"  # the kept events while the old days are rewritten
-RECORD = "events.retention.json"  # {"compacted_before": "YYYY-MM-DD" | null, "rewriting": bool}
 KEY = ("sensor_source", "sensor_id", "trigger_job_id")
 
 
@@ -54,7 +54,7 @@ def cutoff(today: date, keep_days: int) -> date:
 
 
 def _record(state_dir: Path) -> tuple[date | None, bool]:
-    path = state_dir / RECORD
+    path = StateLayout(state_dir).retention_record  # {"compacted_before": "YYYY-MM-DD" | null, "rewriting": bool}
     if not path.exists():
         return None, False
     recorded = json.loads(path.read_text())
@@ -64,7 +64,7 @@ def _record(state_dir: Path) -> tuple[date | None, bool]:
 
 def _write_record(runtime: Runtime, before: date | None, rewriting: bool) -> None:
     text = json.dumps({"compacted_before": before.isoformat() if before else None, "rewriting": rewriting})
-    write_atomic(runtime.config.state_dir / RECORD, text + "\n")
+    write_atomic(runtime.config.layout.retention_record, text + "\n")
 
 
 def due(config: Config, today: date) -> bool:

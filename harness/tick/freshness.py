@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from harness.config import FreshnessSettings
 from harness.durations import parse_duration
-from harness.events import Event, now
-from harness.model import ControlRow, EventType, RowKey
+from harness.state.event_log import Event, now
+from harness.vocabulary import ControlRow, EventType, RowKey
 from harness.redact import redact
 
 log = logging.getLogger(__name__)

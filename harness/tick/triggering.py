@@ -10,7 +10,7 @@ run for the same token, so a crash anywhere yields neither a second run nor a lo
 
 Each run is handed its change range: per upstream, from the watermark consumed by the job's last
 successful run to the watermark now, so a failed run's range folds into the next run; for table
-sources also the data change events in it (`harness.range_events`, from the log's detections).
+sources also the data change events in it (`harness.tick.range_events`, from the log's detections).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.errors import BackendError
-from harness.events import Event, EventLog, now
+from harness.state.event_log import Event, EventLog, now
 from harness.faults import crash_point
-from harness.model import ControlRow, EventType, JobState, RowKey, Status, dumps
-from harness.range_events import RangeEvents, range_events, reach_their_starts
+from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
+from harness.tick.range_events import RangeEvents, range_events, reach_their_starts
 from harness.redact import redact
-from harness.tables import OpenRunRow
+from harness.state.tables import OpenRunRow
 
 log = logging.getLogger(__name__)
 

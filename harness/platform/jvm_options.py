@@ -11,7 +11,7 @@ table was read, on a warm metastore), not to the work. Two options cut that:
     pays back (with the quick compiler only, the suite's in-process layer took 2,066 s, not 1,832 s);
   - it maps the classes Spark, Hive and Derby load at start-up from a class-data archive instead of
     reading and verifying them from the jars every time. The archive is made once per installation
-    (`python -m harness.jvm_options`, which scripts/setup.sh runs) by a Spark session that does what a
+    (`python -m harness.platform.jvm_options`, which scripts/setup.sh runs) by a Spark session that does what a
     tick does, and lives in the Python environment beside pyspark (one archive per pyspark version).
     Without it (or with a JDK or jars it was not made with: make it again after such an update) the
     JVM loads its classes as usual: the archive only ever saves time. The JVM's notes about the archive are switched off, so that a
@@ -83,12 +83,13 @@ TRAINING_SQL = (
 def train(state_dir: Path) -> None:
     """Run what a tick runs on a session of its own (in `state_dir`); the JVM writes the archive as it exits."""
     from harness.config import PROJECT_DIR, Config
-    from harness.spark import get_spark
+    from harness.platform.spark import get_spark
+    from harness.state.layout import StateLayout
 
     spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
     for statement in TRAINING_SQL:
         spark.sql(statement).collect()
-    folder = state_dir / "warehouse" / "archive_training_v2"
+    folder = StateLayout(state_dir).warehouse / "archive_training_v2"
     spark.sql(f"INSERT OVERWRITE DIRECTORY '{folder.as_uri()}' USING parquet SELECT * FROM folded")
     spark.sql(f"ALTER TABLE archive_training.state SET LOCATION '{folder.as_uri()}'")
     spark.sql("REFRESH TABLE archive_training.state")
@@ -108,7 +109,7 @@ def make_archive() -> Path:
         env = {**os.environ, DUMP_ENV: str(dump), "SPARK_LOCAL_IP": "127.0.0.1"}
         # Reading the output to its end waits for the JVM too (it shares the output), so the archive it
         # writes as it exits is whole before it is moved into place.
-        done = subprocess.run([sys.executable, "-m", "harness.jvm_options", "--train", str(Path(work) / "state")],
+        done = subprocess.run([sys.executable, "-m", "harness.platform.jvm_options", "--train", str(Path(work) / "state")],
                               env=env, capture_output=True, text=True)
         if done.returncode != 0 or not dump.exists():
             dump.unlink(missing_ok=True)

@@ -1,0 +1,205 @@
+"""Changes producers register themselves: `python -m harness publish --table T ...`, `publish(...)` from
+Python, and the tables a job writes, published when a run of it succeeds (`publish.on_success` in
+heartbeat.yml). Rows with sensor_source `published` and sensor_id `T` trigger on them, without polling T.
+
+A publication is one CHANGE_PUBLISHED event (no control row: `harness.sensors.published` reads them),
+its details a Data Change Event: table, partition values, snapshot id, operation, tags, time. The
+same table and snapshot id always give the same event id, and an id already in the log is not
+appended again, so publishing twice is one event. Without a snapshot id every publication is new.
+
+`publish(...)` and a `publish` command made while a heartbeat holds the state write the publication to
+`<state>/inbox/published/` (one file, named by its id, written atomically); the next tick appends it
+before sensing. The command records it at once when the state is free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.config import Config, PublishSettings, load_config
+from harness.errors import HeartbeatError
+from harness.state.event_log import Event, EventLog, now
+from harness.state.event_reader import EventQuery, read_events
+from harness.partition_filter import COLUMN_NAME, parse_filter
+from harness.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
+from harness.vocabulary import ControlRow, EventType, SensorSource, upstream_label
+from harness.sensors.published import PUBLICATION_WINDOW
+from harness.state.layout import StateLayout
+
+_NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
+
+
+@dataclass(frozen=True)
+class Publication:
+    """A Data Change Event a producer registers."""
+
+    table: str
+    snapshot_id: str | None = None
+    partition_values: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    operation: str = "APPEND"
+    event_time: datetime = field(default_factory=now)
+    publication_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.table.strip():
+            raise HeartbeatError("publish: --table is empty; name the table that changed")
+        if self.operation not in OPERATIONS:
+            raise HeartbeatError(f"publish: operation {self.operation!r}; expected one of {', '.join(OPERATIONS)}")
+        for column, value in self.partition_values.items():
+            check_partition_value(column, value)
+        if not self.publication_id:
+            same = f"{self.table.strip()}\x00{self.snapshot_id}" if self.snapshot_id else None
+            object.__setattr__(self, "publication_id",
+                               uuid.uuid5(_NAMESPACE, same).hex if same else uuid.uuid4().hex)
+
+    @property
+    def upstream_label(self) -> str:
+        return upstream_label(SensorSource.PUBLISHED.value, self.table.strip())
+
+    def record(self) -> dict[str, Any]:
+        """The Data Change Event: what the event's details and a downstream run's range carry."""
+        return {"table": self.table.strip(), "snapshot_id": self.snapshot_id, "operation": self.operation,
+                "partition_values": dict(self.partition_values), "tags": dict(self.tags),
+                "event_time": self.event_time.isoformat(), "table_format": SensorSource.PUBLISHED.value,
+                "publication_id": self.publication_id}
+
+    def event(self) -> Event:
+        return Event(EventType.CHANGE_PUBLISHED, upstream=(SensorSource.PUBLISHED.value, self.table.strip()),
+                     message=f"{self.table.strip()}: change published"
+                             + (f" (snapshot {self.snapshot_id})" if self.snapshot_id else ""),
+                     details=self.record(), event_id=self.publication_id, event_time=self.event_time)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Publication:
+        return cls(table=record["table"], snapshot_id=record.get("snapshot_id"),
+                   partition_values=record.get("partition_values") or {}, tags=record.get("tags") or {},
+                   operation=record.get("operation", "APPEND"),
+                   event_time=datetime.fromisoformat(record["event_time"]),
+                   publication_id=record["publication_id"])
+
+
+def pairs(values: Iterable[str], option: str) -> dict[str, str]:
+    """`k=v` strings (from --partition / --tag) as a mapping; a clear error for anything else."""
+    out: dict[str, str] = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key.strip():
+            raise HeartbeatError(f"publish: {option} {value!r}: expected key=value (e.g. {option} ds=2026-11-22)")
+        out[key.strip()] = item.strip()
+    return out
+
+
+def partitions(values: Iterable[str]) -> dict[str, str]:
+    """--partition values as partition values: `ds=2026-11-22`, or several columns in the Hive folder form
+    (`ds=2026-11-22/hour=03`), read as a partition_filter reads them; refused as the filters are."""
+    out: dict[str, str] = {}
+    for text in values:
+        if ";" in text:
+            raise HeartbeatError(f"publish: --partition {text!r}: one partition per --partition (no ';'); "
+                                 "repeat the option for more columns")
+        try:
+            (spec,) = parse_filter(text).partitions
+        except ValueError as exc:
+            raise HeartbeatError(f"publish: --partition {text!r} refused: {exc}") from None
+        for column, value in spec:
+            check_partition_value(column, value, text)
+            out[column] = value
+    return out
+
+
+def check_partition_value(column: str, value: str, given: str | None = None) -> None:
+    """A published partition value is a literal a partition filter can name: a column name, a value with
+    no `/`, `=`, `;` or `{{ }}` (a filter's time expressions are rendered by the heartbeat, not published)."""
+    what = f"--partition {given!r}" if given is not None else f"partition {column}={value!r}"
+    if not COLUMN_NAME.fullmatch(column):
+        raise HeartbeatError(f"publish: {what}: {column!r} is not a column name (letters, digits, _)")
+    if not value.strip() or any(c in value for c in "/=;") or "{{" in value or "}}" in value:
+        raise HeartbeatError(f"publish: {what}: value {value!r} must be a literal partition value "
+                             "(e.g. ds=2026-11-22; several columns as ds=2026-11-22/hour=03)")
+
+
+def watching_rows(rows: Sequence[ControlRow] | None, table: str) -> list[ControlRow] | None:
+    """The control-table rows that trigger on publications of `table` (None: no control table yet)."""
+    if rows is None:
+        return None
+    return [r for r in rows if r.key.sensor_source == SensorSource.PUBLISHED.value and r.key.sensor_id == table.strip()]
+
+
+# --- the queue -------------------------------------------------------------------------------------
+def enqueue(state_dir: Path, publication: Publication) -> Path:
+    """Write the publication for the next tick (the same id twice: the same file)."""
+    folder = StateLayout(state_dir).published_inbox
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{publication.publication_id}.json"
+    tmp = folder / f".{path.name}.{os.getpid()}"
+    tmp.write_text(json.dumps(publication.record()))
+    os.replace(tmp, path)
+    return path
+
+
+def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
+    folder = StateLayout(state_dir).published_inbox
+    if not folder.is_dir():
+        return []
+    out = [(path, Publication.from_record(json.loads(path.read_text()))) for path in folder.glob("*.json")]
+    return sorted(out, key=lambda item: item[1].event_time)
+
+
+def recorded(state_dir: Path, publication: Publication) -> bool:
+    """Whether the event log already holds this publication (a snapshot published before), read from the
+    log's files without Spark. False when they cannot be read here: the tick records each id once anyway."""
+    if not publication.snapshot_id:
+        return False
+    query = EventQuery(since=datetime.now(timezone.utc) - PUBLICATION_WINDOW, upstream=publication.upstream_label,
+                       event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0)
+    try:
+        return any(e["event_id"] == publication.publication_id for e in read_events(state_dir, query))
+    except HeartbeatError:
+        return False
+
+
+# --- recording -------------------------------------------------------------------------------------
+def new_events(events: EventLog, publications: Sequence[Publication]) -> list[Event]:
+    """The events of the publications whose id the log does not hold yet (each id once), to append."""
+    unique = list({p.publication_id: p for p in publications}.values())
+    known = events.existing_ids([p.publication_id for p in unique], EventType.CHANGE_PUBLISHED,
+                                PUBLICATION_WINDOW.days + 1)
+    return [p.event() for p in unique if p.publication_id not in known]
+
+
+def apply_queued(events: EventLog, state_dir: Path) -> int:
+    """Append the queued publications (each once), then remove their files; returns how many were new."""
+    items = queued(state_dir)
+    appended = events.append(new_events(events, [p for _, p in items]))
+    for path, _ in items:
+        path.unlink(missing_ok=True)
+    return appended
+
+
+def on_success(settings: PublishSettings, events: Sequence[Event]) -> list[Publication]:
+    """For each successful run (RUN_SUCCEEDED, MANUAL_COMPLETE) of a job with `publish.on_success`,
+    a publication of each table it writes; the run id is the snapshot id, so a run publishes once."""
+    runs = {(e.row.trigger_job_id, e.run_id) for e in events
+            if e.row is not None and e.run_id and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)}
+    return [Publication(table, snapshot_id=run_id, tags={"job_id": job_id, "run_id": run_id})
+            for job_id, run_id in sorted(runs) for table in settings.on_success.get(job_id, [])]
+
+
+def publish(table: str, *, partition: Mapping[str, str] | None = None, snapshot: str | int | None = None,
+            tags: Mapping[str, str] | None = None, operation: str = "APPEND",
+            config: Config | None = None) -> Publication:
+    """Register a change of `table` for the heartbeat whose configuration is `config` (default: as
+    `python -m harness` finds it). Queued for its next tick, which appends it before sensing; safe to
+    call from a job while the heartbeat runs, and twice with the same snapshot (one event)."""
+    config = config or load_config()
+    publication = Publication(table, str(snapshot) if snapshot is not None else None, dict(partition or {}),
+                              dict(tags or {}), operation.upper())
+    enqueue(config.state_dir, publication)
+    return publication

@@ -42,16 +42,29 @@ class Heartbeat:
         (self.seeds / "heartbeat_controls.csv").write_text(CONTROLS)
         jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in ("orders_job", "customers_job")}
         self.config = base / "heartbeat.yml"
-        self.config.write_text(yaml.safe_dump({
-            "state_dir": str(base / "state"), "backend": "local", "dbt_target": "local",
-            "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
-            "trigger_file": {"root": str(self.triggers)}, "local_runner": {"jobs": jobs}}))
+        self.config.write_text(
+            yaml.safe_dump(
+                {
+                    "state_dir": str(base / "state"),
+                    "backend": "local",
+                    "dbt_target": "local",
+                    "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
+                    "trigger_file": {"root": str(self.triggers)},
+                    "local_runner": {"jobs": jobs},
+                }
+            )
+        )
 
     def seconds(self, *args: str) -> float:
         """Run `python -m harness --config ... ARGS` as a new process; its wall time."""
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "harness", "--config", str(self.config), *args],
-                              cwd=self.source, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", "--config", str(self.config), *args],
+            cwd=self.source,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if done.returncode != 0:
             raise SystemExit(f"cron tick bench: `{' '.join(args)}` failed:\n{done.stdout}\n{done.stderr}")
         return time.monotonic() - started
@@ -61,8 +74,10 @@ class Heartbeat:
 
 
 def line(what: str, values: list[float]) -> str:
-    return (f"{what:<44} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s   "
-            f"max {max(values):6.2f} s   ({len(values)} processes)")
+    return (
+        f"{what:<44} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s   "
+        f"max {max(values):6.2f} s   ({len(values)} processes)"
+    )
 
 
 def main() -> None:

@@ -36,18 +36,33 @@ def control_table(jobs: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
         status = STATUSES[i % len(STATUSES)]
         base = {"trigger_job_id": job, "status": status, "job_state": "PAUSED" if i % 41 == 0 else "UNPAUSED"}
         rows.append(base | {"sensor_source": "trigger_file", "sensor_id": f"landing/{job}", "is_hard_dependency": True})
-        rows.append(base | {"sensor_source": "kafka", "sensor_id": f"topic_{i % 50:02d}", "is_hard_dependency": i % 5 != 0,
-                            "status": None})
+        rows.append(
+            base
+            | {
+                "sensor_source": "kafka",
+                "sensor_id": f"topic_{i % 50:02d}",
+                "is_hard_dependency": i % 5 != 0,
+                "status": None,
+            }
+        )
         if i % 3 == 0 and i >= 30:  # reads the table an earlier job publishes: chains of jobs
             producer = i - 1 - i % 29
             table = f"lake.table_{producer:04d}"
             if table not in publishes.setdefault(f"job_{producer:04d}", []):
                 publishes[f"job_{producer:04d}"].append(table)
-            rows.append(base | {"sensor_source": "published", "sensor_id": table, "is_hard_dependency": True,
-                                "status": None})
-        decisions.append({"job_id": job, "job_name": job, "should_start": status == "NEW_EVENT_AVAILABLE",
-                          "reason": "all hard rows have new data" if status == "NEW_EVENT_AVAILABLE"
-                          else f"waiting for hard dependency trigger_file:landing/{job}"})
+            rows.append(
+                base | {"sensor_source": "published", "sensor_id": table, "is_hard_dependency": True, "status": None}
+            )
+        decisions.append(
+            {
+                "job_id": job,
+                "job_name": job,
+                "should_start": status == "NEW_EVENT_AVAILABLE",
+                "reason": "all hard rows have new data"
+                if status == "NEW_EVENT_AVAILABLE"
+                else f"waiting for hard dependency trigger_file:landing/{job}",
+            }
+        )
     return {"written_at": now, "tick_id": "bench", "jobs": decisions, "rows": rows}, publishes
 
 
@@ -60,8 +75,13 @@ def open_seconds(browser: str, page: Path, repeat: int) -> tuple[float, str]:
     seconds, dom = [], ""
     for _ in range(repeat):
         start = time.perf_counter()
-        dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
-                             capture_output=True, text=True, check=True, timeout=120).stdout
+        dom = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
         seconds.append(time.perf_counter() - start)
     return statistics.median(seconds), dom
 
@@ -83,12 +103,16 @@ def main() -> None:
     page.write_text(render_report([], [], {}, now, now, graph=section))
     blank = folder / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body>blank</body></html>")
-    print(f"{args.jobs} jobs, {len(snapshot['rows'])} rows, {len(graph.shared)} shared upstreams "
-          f"({sum(len(j) > dependency_graph.COLLAPSE_AFTER for j in graph.shared.values())} collapsed), "
-          f"{len(graph.feeds)} job-to-job feeds, {max(n.depth for n in graph.jobs.values()) + 1} depths")
+    print(
+        f"{args.jobs} jobs, {len(snapshot['rows'])} rows, {len(graph.shared)} shared upstreams "
+        f"({sum(len(j) > dependency_graph.COLLAPSE_AFTER for j in graph.shared.values())} collapsed), "
+        f"{len(graph.feeds)} job-to-job feeds, {max(n.depth for n in graph.jobs.values()) + 1} depths"
+    )
     print(f"  graph built and drawn      {drawn:6.2f} s")
-    print(f"  graph section              {len(section) / 1024:6.0f} KiB  (page {page.stat().st_size / 1024:.0f} KiB "
-          "with the plotly library)")
+    print(
+        f"  graph section              {len(section) / 1024:6.0f} KiB  (page {page.stat().st_size / 1024:.0f} KiB "
+        "with the plotly library)"
+    )
     browser = chromium()
     if browser is None:
         print("  (no Chromium found: apt-get install -y chromium)")
@@ -99,12 +123,26 @@ def main() -> None:
     without.write_text(render_report([], [], {}, now, now))
     plain, _ = open_seconds(browser, without, args.repeat)
     ready = 'data-graph="ready' in dom
-    print(f"  page opened in Chromium    {opened:6.2f} s median of {args.repeat} (the same page without the graph "
-          f"{plain:.2f} s, a blank page {empty:.2f} s; the graph's script ran: {ready})")
+    print(
+        f"  page opened in Chromium    {opened:6.2f} s median of {args.repeat} (the same page without the graph "
+        f"{plain:.2f} s, a blank page {empty:.2f} s; the graph's script ran: {ready})"
+    )
     shot = Path(args.screenshot) if args.screenshot else folder / "graph.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1400,1000", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, check=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1000",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     print(f"  screenshot                 {shot}")
 
 

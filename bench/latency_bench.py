@@ -64,16 +64,42 @@ def main() -> None:
     seeds.mkdir(parents=True)
     (seeds / "heartbeat_controls.csv").write_text(CONTROLS)
     config = base / "heartbeat.yml"
-    config.write_text(yaml.safe_dump({
-        "state_dir": str(state), "controls_csv": str(seeds / "heartbeat_controls.csv"),
-        "trigger_file": {"root": str(triggers)},
-        "local_runner": {"jobs": {"latency_job": {
-            "name": "latency bench job", "command": f'date +%s.%N > "{starts}/$HEARTBEAT_RUN_ID"'}}},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "state_dir": str(state),
+                "controls_csv": str(seeds / "heartbeat_controls.csv"),
+                "trigger_file": {"root": str(triggers)},
+                "local_runner": {
+                    "jobs": {
+                        "latency_job": {
+                            "name": "latency bench job",
+                            "command": f'date +%s.%N > "{starts}/$HEARTBEAT_RUN_ID"',
+                        }
+                    }
+                },
+            }
+        )
+    )
     log = (base / "heartbeat.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "--config", str(config), "--log-format", "json",
-                             "run", "--interval", str(args.interval)],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "--config",
+            str(config),
+            "--log-format",
+            "json",
+            "run",
+            "--interval",
+            str(args.interval),
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     latencies: list[float] = []
     try:
         wait_for(lambda: (state / "status.json").exists(), 300, "the first tick")
@@ -92,17 +118,24 @@ def main() -> None:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=120)
         shutil.rmtree(seeds, ignore_errors=True)
-    ticks = [json.loads(line) for line in (base / "heartbeat.log").read_text().splitlines()
-             if line.startswith("{") and '"step"' in line]
+    ticks = [
+        json.loads(line)
+        for line in (base / "heartbeat.log").read_text().splitlines()
+        if line.startswith("{") and '"step"' in line
+    ]
     per_step: dict[str, list[float]] = {}
     for t in ticks:
         per_step.setdefault(t["step"], []).append(t["seconds"])
-    print(f"\nrun --interval {args.interval:g}, {len(latencies)} landings: landing to job start median "
-          f"{statistics.median(latencies):.2f}s, max {max(latencies):.2f}s, min {min(latencies):.2f}s "
-          f"(target: median <= interval/2 + 2 s = {args.interval / 2 + 2:g}s, "
-          f"max <= interval + 4 s = {args.interval + 4:g}s)")
-    print("per step over every tick (median / max seconds): " + ", ".join(
-        f"{name} {statistics.median(v):.2f}/{max(v):.2f}" for name, v in sorted(per_step.items())))
+    print(
+        f"\nrun --interval {args.interval:g}, {len(latencies)} landings: landing to job start median "
+        f"{statistics.median(latencies):.2f}s, max {max(latencies):.2f}s, min {min(latencies):.2f}s "
+        f"(target: median <= interval/2 + 2 s = {args.interval / 2 + 2:g}s, "
+        f"max <= interval + 4 s = {args.interval + 4:g}s)"
+    )
+    print(
+        "per step over every tick (median / max seconds): "
+        + ", ".join(f"{name} {statistics.median(v):.2f}/{max(v):.2f}" for name, v in sorted(per_step.items()))
+    )
 
 
 if __name__ == "__main__":

@@ -33,13 +33,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.iceberg import IcebergSensor
 from harness.sensors.partition_trigger import detect_partitions
+from harness.vocabulary import SensorSource
 
 FIRST_DAY = date(2024, 1, 1)
 
@@ -69,8 +69,9 @@ def bench(sensor: Any, upstream: Upstream, seen: dict[str, Any], tick: datetime)
 
     read = median_seconds(lambda: sensor.read_position(context(), upstream))
     snapshot = median_seconds(lambda: sensor.detect(upstream, sensor.read_position(context(), upstream), seen))
-    partition = median_seconds(lambda: detect_partitions(
-        upstream.label, sensor.read_position(context(), upstream), trigger, {}, None, tick))
+    partition = median_seconds(
+        lambda: detect_partitions(upstream.label, sensor.read_position(context(), upstream), trigger, {}, None, tick)
+    )
     return read, snapshot, partition
 
 
@@ -88,7 +89,9 @@ def iceberg_case(folder: Path, partitions: int, commits: int) -> tuple[float, fl
     properties = {"uri": f"sqlite:///{folder}/catalog_{partitions}.db", "warehouse": (folder / "wh").as_uri()}
     catalog = SqlCatalog("bench", **properties)
     catalog.create_namespace(f"n{partitions}")
-    schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "ds", StringType(), required=False))
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False), NestedField(2, "ds", StringType(), required=False)
+    )
     spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="ds"))
     table = catalog.create_table(f"n{partitions}.t", schema=schema, partition_spec=spec)
     names = days(partitions)

@@ -34,10 +34,10 @@ for _name in [n for n in os.environ if n.startswith("HEARTBEAT_")]:
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from harness.config import PROJECT_DIR, Config  # noqa: E402
 from harness.commands.refresh import run_action  # noqa: E402
-from harness.refresh.runner import run  # noqa: E402
+from harness.config import PROJECT_DIR, Config  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
+from harness.refresh.runner import run  # noqa: E402
 
 EXAMPLES = PROJECT_DIR / "demo" / "refresh_examples"
 MODEL = "key_orders"
@@ -55,19 +55,36 @@ class Point:
 
 
 def config_for(state: Path, schema: str) -> Config:
-    return Config(config_path=None, project_dir=EXAMPLES, state_dir=state, schema=schema,
-                  controls_csv=EXAMPLES / "seeds" / "heartbeat_controls.csv", dbt_target_dir=state / "dbt_target")
+    return Config(
+        config_path=None,
+        project_dir=EXAMPLES,
+        state_dir=state,
+        schema=schema,
+        controls_csv=EXAMPLES / "seeds" / "heartbeat_controls.csv",
+        dbt_target_dir=state / "dbt_target",
+    )
 
 
-def write_source(spark: SparkSession, schema: str, first: int, count: int, day: int, changed_from: int | None = None,
-                 changed: int = 0) -> None:
+def write_source(
+    spark: SparkSession,
+    schema: str,
+    first: int,
+    count: int,
+    day: int,
+    changed_from: int | None = None,
+    changed: int = 0,
+) -> None:
     """src_key_orders: `changed` orders from `changed_from` with a new status, then `count - changed` new
     orders from `first`; dated 2026-01-<day>."""
-    parts = [f"select cast(id as int) as order_id, 'new' as status, cast(id % 1000 as double) as amount, "
-             f"timestamp'2026-01-{day:02d} 00:00:00' as updated_at from range({first}, {first + count - changed})"]
+    parts = [
+        f"select cast(id as int) as order_id, 'new' as status, cast(id % 1000 as double) as amount, "
+        f"timestamp'2026-01-{day:02d} 00:00:00' as updated_at from range({first}, {first + count - changed})"
+    ]
     if changed:
-        parts.append(f"select cast(id as int), 'changed', cast(id % 1000 as double), timestamp'2026-01-{day:02d} 00:00:00' "
-                     f"from range({changed_from}, {changed_from + changed})")
+        parts.append(
+            f"select cast(id as int), 'changed', cast(id % 1000 as double), timestamp'2026-01-{day:02d} 00:00:00' "
+            f"from range({changed_from}, {changed_from + changed})"
+        )
     spark.sql(f"drop table if exists {schema}.src_{MODEL}")  # parquet tables have no CREATE OR REPLACE
     spark.sql(f"create table {schema}.src_{MODEL} using parquet as " + " union all ".join(parts))
 
@@ -89,8 +106,10 @@ def measure(spark: SparkSession, state: Path, dataset: int, batch: int) -> Point
     load(config, "initial")
     write_source(spark, schema, dataset, batch, day=2, changed_from=0, changed=batch // 2)
     refresh_s = load(config, "batch")
-    metrics = spark.sql(f"select capture_seconds, apply_seconds, records_n, records_c from {schema}.{MODEL}__metrics "
-                        "where batch_id = 'batch'").first()
+    metrics = spark.sql(
+        f"select capture_seconds, apply_seconds, records_n, records_c from {schema}.{MODEL}__metrics "
+        "where batch_id = 'batch'"
+    ).first()
     assert metrics is not None and metrics["records_n"] + metrics["records_c"] == batch, metrics
 
     started = time.monotonic()
@@ -112,19 +131,25 @@ def measure(spark: SparkSession, state: Path, dataset: int, batch: int) -> Point
 
 
 def report(points: list[Point]) -> None:
-    print(f"{'dataset':>10} {'batch':>8} {'key refresh s':>14} {'(capture':>9} {'apply)':>7} {'reset s':>8} "
-          f"{'full rebuild s':>15} {'reset/refresh':>14} {'rebuild/refresh':>16}")
+    print(
+        f"{'dataset':>10} {'batch':>8} {'key refresh s':>14} {'(capture':>9} {'apply)':>7} {'reset s':>8} "
+        f"{'full rebuild s':>15} {'reset/refresh':>14} {'rebuild/refresh':>16}"
+    )
     for p in points:
-        print(f"{p.dataset:>10,} {p.batch:>8,} {p.refresh_s:>14.1f} {p.capture_s:>9.1f} {p.apply_s:>7.1f} "
-              f"{p.reset_s:>8.1f} {p.rebuild_s:>15.1f} {p.reset_s / p.refresh_s:>14.2f} {p.rebuild_s / p.refresh_s:>16.2f}",
-              flush=True)
+        print(
+            f"{p.dataset:>10,} {p.batch:>8,} {p.refresh_s:>14.1f} {p.capture_s:>9.1f} {p.apply_s:>7.1f} "
+            f"{p.reset_s:>8.1f} {p.rebuild_s:>15.1f} {p.reset_s / p.refresh_s:>14.2f} {p.rebuild_s / p.refresh_s:>16.2f}",
+            flush=True,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
-    parser.add_argument("--scale", action="store_true", help="also vary the batch (x0.1, x10) and the dataset (x0.1, x3)")
+    parser.add_argument(
+        "--scale", action="store_true", help="also vary the batch (x0.1, x10) and the dataset (x0.1, x3)"
+    )
     args = parser.parse_args()
     if not (EXAMPLES / "dbt_packages" / "heartbeat").exists():
         from dbt.cli.main import dbtRunner
@@ -139,8 +164,12 @@ def main() -> None:
         print(f"\nkey refresh of a {args.batch:,}-row batch into a {args.dataset:,}-row dataset:")
         report(points)
         if args.scale:
-            series = [(args.dataset, max(args.batch // 10, 1)), (args.dataset, args.batch * 10),
-                      (max(args.dataset // 10, args.batch), args.batch), (args.dataset * 3, args.batch)]
+            series = [
+                (args.dataset, max(args.batch // 10, 1)),
+                (args.dataset, args.batch * 10),
+                (max(args.dataset // 10, args.batch), args.batch),
+                (args.dataset * 3, args.batch),
+            ]
             print("\nhow the cost grows (batch size, then dataset size):")
             points += [measure(spark, state, d, b) for d, b in series]
             report(sorted(points, key=lambda p: (p.dataset, p.batch)))

@@ -35,44 +35,82 @@ def synthetic_state(state: Path, rows: int, ticks: int) -> None:
         failed = (i // 3) % 97 == 0
         status = "FAILED" if failed else ["COMPLETED", "NEW_EVENT_AVAILABLE", "IN_PROGRESS", None][i % 4]
         source, sensor_id, watermark = [
-            ("kafka", f"product_{i}: a.rather.long.topic.name.for.some.product.{i}",
-             {"offsets": {str(p): 1000 + p for p in range(12)}}),
+            (
+                "kafka",
+                f"product_{i}: a.rather.long.topic.name.for.some.product.{i}",
+                {"offsets": {str(p): 1000 + p for p in range(12)}},
+            ),
             ("trigger_file", f"landing/area_{i}", {"changed_ns": time.time_ns(), "recent": [f"f{i}.done"]}),
             ("delta_table", f"/lake/tables/table_{i}", {"version": i}),
         ][i % 3]
-        table_rows.append({
-            "sensor_source": source, "sensor_id": sensor_id, "trigger_job_id": job,
-            "upstream_label": f"{source}:{sensor_id}", "status": status, "is_hard_dependency": i % 3 != 2,
-            "job_state": "UNPAUSED", "watermark": json.dumps(watermark), "last_success_watermark": None,
-            "status_change_timestamp": now.isoformat(), "latest_event_fetched_timestamp": now.isoformat(),
-            "latest_run_id": f"local-{i}" if status else None, "job_start_timestamp": now.isoformat(),
-            "job_end_timestamp": None, "last_error": "exit code 1" if failed else None,
-            "last_error_timestamp": now.isoformat() if failed else None,
-        })
+        table_rows.append(
+            {
+                "sensor_source": source,
+                "sensor_id": sensor_id,
+                "trigger_job_id": job,
+                "upstream_label": f"{source}:{sensor_id}",
+                "status": status,
+                "is_hard_dependency": i % 3 != 2,
+                "job_state": "UNPAUSED",
+                "watermark": json.dumps(watermark),
+                "last_success_watermark": None,
+                "status_change_timestamp": now.isoformat(),
+                "latest_event_fetched_timestamp": now.isoformat(),
+                "latest_run_id": f"local-{i}" if status else None,
+                "job_start_timestamp": now.isoformat(),
+                "job_end_timestamp": None,
+                "last_error": "exit code 1" if failed else None,
+                "last_error_timestamp": now.isoformat() if failed else None,
+            }
+        )
         if i % 3 == 0:
-            jobs.append({"job_id": job, "job_name": f"{job}-name", "should_start": i % 4 == 1,
-                         "reason": "all hard rows have new data" if i % 4 == 1
-                         else "waiting for hard dependency kafka:x"})
-    (state / "status.json").write_text(json.dumps({"written_at": now.isoformat(), "tick_id": "bench",
-                                                   "jobs": jobs, "rows": table_rows}))
-    (state / "health.json").write_text(json.dumps({"last_tick": {"ended_at": now.isoformat(), "seconds": 3.2},
-                                                   "failures_in_a_row": 0, "last_success_at": now.isoformat()}))
+            jobs.append(
+                {
+                    "job_id": job,
+                    "job_name": f"{job}-name",
+                    "should_start": i % 4 == 1,
+                    "reason": "all hard rows have new data" if i % 4 == 1 else "waiting for hard dependency kafka:x",
+                }
+            )
+    (state / "status.json").write_text(
+        json.dumps({"written_at": now.isoformat(), "tick_id": "bench", "jobs": jobs, "rows": table_rows})
+    )
+    (state / "health.json").write_text(
+        json.dumps(
+            {
+                "last_tick": {"ended_at": now.isoformat(), "seconds": 3.2},
+                "failures_in_a_row": 0,
+                "last_success_at": now.isoformat(),
+            }
+        )
+    )
     folder = state / "warehouse" / "heartbeat.db" / "heartbeat_events"
     folder.mkdir(parents=True)
     (state / "events.location").write_text(folder.as_uri() + "\n")
     for t in range(ticks):
         at = now - timedelta(minutes=ticks - t)
         batch = [table_rows[(t * 7 + k) % rows] for k in range(20)]
-        pq.write_table(pa.table({
-            "event_id": [uuid.uuid4().hex for _ in batch],
-            "event_time": pa.array([at.replace(tzinfo=None)] * len(batch), pa.timestamp("us")),
-            "event_type": ["DATA_CHANGED"] * len(batch), "tick_id": [f"t{t}"] * len(batch),
-            "sensor_source": [r["sensor_source"] for r in batch], "sensor_id": [r["sensor_id"] for r in batch],
-            "trigger_job_id": [r["trigger_job_id"] for r in batch], "status": ["NEW_EVENT_AVAILABLE"] * len(batch),
-            "watermark_before": [None] * len(batch), "watermark_after": [r["watermark"] for r in batch],
-            "run_id": [None] * len(batch), "idempotency_token": [None] * len(batch),
-            "message": ["new data"] * len(batch), "details": [None] * len(batch),
-        }), file := folder / f"part-{t:05d}-{uuid.uuid4()}.c000.snappy.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "event_id": [uuid.uuid4().hex for _ in batch],
+                    "event_time": pa.array([at.replace(tzinfo=None)] * len(batch), pa.timestamp("us")),
+                    "event_type": ["DATA_CHANGED"] * len(batch),
+                    "tick_id": [f"t{t}"] * len(batch),
+                    "sensor_source": [r["sensor_source"] for r in batch],
+                    "sensor_id": [r["sensor_id"] for r in batch],
+                    "trigger_job_id": [r["trigger_job_id"] for r in batch],
+                    "status": ["NEW_EVENT_AVAILABLE"] * len(batch),
+                    "watermark_before": [None] * len(batch),
+                    "watermark_after": [r["watermark"] for r in batch],
+                    "run_id": [None] * len(batch),
+                    "idempotency_token": [None] * len(batch),
+                    "message": ["new data"] * len(batch),
+                    "details": [None] * len(batch),
+                }
+            ),
+            file := folder / f"part-{t:05d}-{uuid.uuid4()}.c000.snappy.parquet",
+        )
         os.utime(file, (at.timestamp(), at.timestamp()))  # written when its events happened, as a tick's are
 
 
@@ -80,8 +118,13 @@ def timed(config: Path, *args: str, repeat: int) -> tuple[float, float, int]:
     seconds, lines = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "harness", "--config", str(config), *args], cwd=PROJECT,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "harness", "--config", str(config), *args],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         seconds.append(time.perf_counter() - start)
         lines = len(out.splitlines())
     return statistics.median(seconds), max(seconds), lines
@@ -97,8 +140,10 @@ def main() -> None:
     synthetic_state(root / "state", args.rows, args.ticks)
     config = root / "heartbeat.yml"
     config.write_text(f"state_dir: {root / 'state'}\n")
-    print(f"state: {args.rows} rows, {args.rows // 3 + (args.rows % 3 > 0)} jobs, {args.ticks} event files "
-          f"({args.ticks * 20} events); median / max of {args.repeat} runs, each a new process")
+    print(
+        f"state: {args.rows} rows, {args.rows // 3 + (args.rows % 3 > 0)} jobs, {args.ticks} event files "
+        f"({args.ticks * 20} events); median / max of {args.repeat} runs, each a new process"
+    )
     for name, cmd, repeat in [
         ("status", ["status"], args.repeat),
         ("status --state failed", ["status", "--state", "failed"], args.repeat),
@@ -110,9 +155,17 @@ def main() -> None:
     ]:
         median, worst, lines = timed(config, *cmd, repeat=repeat)
         print(f"  {name:<38} {median:6.2f} s median  {worst:6.2f} s max  {lines:5d} lines")
-    baseline = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); "
-                               "import harness.commands.cli; print(time.perf_counter()-t)"], cwd=PROJECT,
-                              capture_output=True, text=True, check=True).stdout.strip()
+    baseline = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; t=time.perf_counter(); import harness.commands.cli; print(time.perf_counter()-t)",
+        ],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     print(f"  (importing harness.commands.cli alone: {float(baseline):.2f} s)")
     empty = []
     for _ in range(args.repeat):

@@ -42,12 +42,20 @@ def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
         writer.writeheader()
         for i in range(rows):
-            writer.writerow({
-                "sensor_source": "trigger_file", "sensor_id": f"up{i % upstreams:05d}", "sensor_read_type": "batch",
-                "asset_description": f"bench upstream {i % upstreams}", "upstream_key": "", "preprocess_query": "",
-                "trigger_job_id": f"job{i // 4 % jobs:05d}", "trigger_job_name": f"bench job {i // 4 % jobs}",
-                "job_state": "UNPAUSED", "dependency_flag": "FALSE" if i % 4 == 3 else "TRUE",
-            })
+            writer.writerow(
+                {
+                    "sensor_source": "trigger_file",
+                    "sensor_id": f"up{i % upstreams:05d}",
+                    "sensor_read_type": "batch",
+                    "asset_description": f"bench upstream {i % upstreams}",
+                    "upstream_key": "",
+                    "preprocess_query": "",
+                    "trigger_job_id": f"job{i // 4 % jobs:05d}",
+                    "trigger_job_name": f"bench job {i // 4 % jobs}",
+                    "job_state": "UNPAUSED",
+                    "dependency_flag": "FALSE" if i % 4 == 3 else "TRUE",
+                }
+            )
 
 
 def timed(runtime: Any, run_tick: Any) -> tuple[float, TickReport]:
@@ -73,11 +81,17 @@ def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch:
     wait_for_runs(runtime.config.state_dir / "local_runs")
     ends_seconds, ends = timed(runtime, run_tick)
     return {
-        "idle_median": round(statistics.median(s for s, _ in idle), 2), "idle_min": round(min(s for s, _ in idle), 2),
+        "idle_median": round(statistics.median(s for s, _ in idle), 2),
+        "idle_min": round(min(s for s, _ in idle), 2),
         "idle_steps": steps([r for _, r in idle]),
-        "new_data_upstreams": changed, "new_data_rows": new.new_data, "started": len(new.started),
-        "new_data_seconds": round(new_seconds, 2), "new_data_steps": steps([new]),
-        "ends_seconds": round(ends_seconds, 2), "ends_steps": steps([ends]), "runs_ended": ends.runs_succeeded,
+        "new_data_upstreams": changed,
+        "new_data_rows": new.new_data,
+        "started": len(new.started),
+        "new_data_seconds": round(new_seconds, 2),
+        "new_data_steps": steps([new]),
+        "ends_seconds": round(ends_seconds, 2),
+        "ends_steps": steps([ends]),
+        "runs_ended": ends.runs_succeeded,
     }
 
 
@@ -123,20 +137,32 @@ def baseline(runtime: Any, triggers: Path, sample: int, rows: int) -> dict[str, 
     """The per-row way: for each row in turn, one Spark query on its upstream and one write of its status."""
     spark = runtime.spark
     table = runtime.config.table("bench_baseline_control")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} (sensor_id string, trigger_job_id string, status string, "
-              "checked_at timestamp) USING parquet")
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {table} (sensor_id string, trigger_job_id string, status string, "
+        "checked_at timestamp) USING parquet"
+    )
     control = spark.table(runtime.config.table("heartbeat_control_table")).select("sensor_id", "trigger_job_id")
     chosen = control.orderBy("trigger_job_id", "sensor_id").limit(sample).collect()
     started = time.monotonic()
     for row in chosen:
-        found = (spark.read.format("binaryFile").load(str(triggers / row["sensor_id"]))
-                 .where("modificationTime > timestamp'2000-01-01'").select("path").count())
+        found = (
+            spark.read.format("binaryFile")
+            .load(str(triggers / row["sensor_id"]))
+            .where("modificationTime > timestamp'2000-01-01'")
+            .select("path")
+            .count()
+        )
         status = "NEW_EVENT_AVAILABLE" if found else "COMPLETED"
-        spark.sql(f"INSERT INTO {table} VALUES ('{row['sensor_id']}', '{row['trigger_job_id']}', '{status}', "
-                  "current_timestamp())")
+        spark.sql(
+            f"INSERT INTO {table} VALUES ('{row['sensor_id']}', '{row['trigger_job_id']}', '{status}', "
+            "current_timestamp())"
+        )
     per_row = (time.monotonic() - started) / max(1, len(chosen))
-    return {"sample_rows": len(chosen), "seconds_per_row": round(per_row, 3),
-            "seconds_for_all_rows": round(per_row * rows, 1)}
+    return {
+        "sample_rows": len(chosen),
+        "seconds_per_row": round(per_row, 3),
+        "seconds_for_all_rows": round(per_row * rows, 1),
+    }
 
 
 def run_size(args: argparse.Namespace) -> dict[str, Any]:
@@ -156,10 +182,15 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
         (triggers / f"up{u:05d}").mkdir(parents=True)
     write_controls(seeds / "heartbeat_controls.csv", rows, upstreams, jobs)
     setup_logging("text", False)
-    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state,
-                    controls_csv=seeds / "heartbeat_controls.csv", trigger_root=triggers,
-                    sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8),
-                    local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)})
+    config = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=state,
+        controls_csv=seeds / "heartbeat_controls.csv",
+        trigger_root=triggers,
+        sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8),
+        local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)},
+    )
     result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs}
     started = time.monotonic()
     runtime = Runtime.open(config)
@@ -179,25 +210,37 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def show(r: dict[str, Any]) -> None:
-    print(f"\n== {r['rows']} rows, {r['upstreams']} upstreams, {r['jobs']} jobs "
-          f"(session {r['session_seconds']}s, first tick {r['first_tick']['seconds']}s)")
+    print(
+        f"\n== {r['rows']} rows, {r['upstreams']} upstreams, {r['jobs']} jobs "
+        f"(session {r['session_seconds']}s, first tick {r['first_tick']['seconds']}s)"
+    )
     for name in ("fresh", "after_history"):
         s = r.get(name)
         if not s:
             continue
-        label = "no history" if name == "fresh" else (f"after {r['history']['days']} days, {r['history']['events']:,} "
-                                                       f"events (written in {r['history']['fill_seconds']}s)")
+        label = (
+            "no history"
+            if name == "fresh"
+            else (
+                f"after {r['history']['days']} days, {r['history']['events']:,} "
+                f"events (written in {r['history']['fill_seconds']}s)"
+            )
+        )
         print(f"  {label}:")
         print(f"    tick with nothing new: median {s['idle_median']}s (min {s['idle_min']}s) | {s['idle_steps']}")
-        print(f"    tick with new data on {s['new_data_upstreams']} upstreams ({s['new_data_rows']} rows, "
-              f"{s['started']} jobs started): {s['new_data_seconds']}s | {s['new_data_steps']}")
+        print(
+            f"    tick with new data on {s['new_data_upstreams']} upstreams ({s['new_data_rows']} rows, "
+            f"{s['started']} jobs started): {s['new_data_seconds']}s | {s['new_data_steps']}"
+        )
         print(f"    next tick ({s['runs_ended']} run ends recorded): {s['ends_seconds']}s | {s['ends_steps']}")
     b = r.get("baseline")
     if b:
         idle = (r.get("after_history") or r["fresh"])["idle_median"]
-        print(f"  baseline (per row: one Spark query + one status write): {b['seconds_per_row']}s a row over "
-              f"{b['sample_rows']} rows -> {b['seconds_for_all_rows']}s for all {r['rows']} rows; "
-              f"{b['seconds_for_all_rows'] / idle:.0f}x a heartbeat tick with nothing new ({idle}s)")
+        print(
+            f"  baseline (per row: one Spark query + one status write): {b['seconds_per_row']}s a row over "
+            f"{b['sample_rows']} rows -> {b['seconds_for_all_rows']}s for all {r['rows']} rows; "
+            f"{b['seconds_for_all_rows'] / idle:.0f}x a heartbeat tick with nothing new ({idle}s)"
+        )
 
 
 def main() -> None:
@@ -218,11 +261,26 @@ def main() -> None:
         return
     results = []
     for size in [int(s) for s in args.sizes.split(",")]:
-        command = [sys.executable, __file__, "--rows", str(size), "--upstreams", str(args.upstreams),
-                   "--jobs", str(args.jobs), "--ticks", str(args.ticks), "--history-days", str(args.history_days),
-                   "--events-per-day", str(args.events_per_day), "--state", f"{args.state}-{size}",
-                   "--baseline-sample", str(args.baseline_sample if size == max(map(int, args.sizes.split(",")))
-                                            else 0)]
+        command = [
+            sys.executable,
+            __file__,
+            "--rows",
+            str(size),
+            "--upstreams",
+            str(args.upstreams),
+            "--jobs",
+            str(args.jobs),
+            "--ticks",
+            str(args.ticks),
+            "--history-days",
+            str(args.history_days),
+            "--events-per-day",
+            str(args.events_per_day),
+            "--state",
+            f"{args.state}-{size}",
+            "--baseline-sample",
+            str(args.baseline_sample if size == max(map(int, args.sizes.split(","))) else 0),
+        ]
         print(f"bench: {size} rows ...", flush=True)
         done = subprocess.run(command, capture_output=True, text=True)
         line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)

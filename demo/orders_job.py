@@ -20,10 +20,14 @@ for upstream in change_range["upstreams"]:
 
 # Its own local session (no metastore: the heartbeat's state folder is the heartbeat's), started quietly.
 with jvm_output_to(Path(os.devnull)):
-    spark = (SparkSession.builder.master("local[1]").appName("demo-orders-job")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("demo-orders-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}")
+        .getOrCreate()
+    )
 for label, frame in read_range(spark).items():
     print(f"the range of {label}, read with harness.consume:")
     frame.orderBy("landed").show(truncate=False)

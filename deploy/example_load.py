@@ -17,5 +17,7 @@ if "range_file" in change_range:
     with open(change_range["range_file"]) as handle:
         change_range = json.load(handle)
 for upstream in change_range.get("upstreams", []):
-    print(f"{upstream['sensor_source']} {upstream['sensor_id']}: from {upstream['from']} to {upstream['to']}"
-          f" (run context {args.run_context_id})")
+    print(
+        f"{upstream['sensor_source']} {upstream['sensor_id']}: from {upstream['from']} to {upstream['to']}"
+        f" (run context {args.run_context_id})"
+    )

@@ -116,8 +116,10 @@ class KafkaClientSettings(Settings):
     """Broker settings; every key optional so a product can override only some of them."""
 
     bootstrap_servers: str | None = None
-    security_protocol: Annotated[Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None,
-                                 BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v)] = None
+    security_protocol: Annotated[
+        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None,
+        BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
+    ] = None
     sasl_mechanism: str | None = None
     username: str | None = None
     username_env: str | None = None
@@ -386,12 +388,14 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[s
         raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
-    return config_from_mapping(raw, base=config_path.parent.resolve(), config_path=config_path.resolve(),
-                               overrides=overrides)
+    return config_from_mapping(
+        raw, base=config_path.parent.resolve(), config_path=config_path.resolve(), overrides=overrides
+    )
 
 
-def config_from_mapping(raw: Mapping[str, Any], base: Path, config_path: Path | None = None,
-                        overrides: Mapping[str, str] | None = None) -> Config:
+def config_from_mapping(
+    raw: Mapping[str, Any], base: Path, config_path: Path | None = None, overrides: Mapping[str, str] | None = None
+) -> Config:
     """Parse a heartbeat.yml's content (with the environment overrides, then `overrides`) into a Config."""
     where = str(config_path or "heartbeat.yml")
     merged = _with_env_overrides(dict(raw))
@@ -434,19 +438,22 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
     if controls_csv.name != "heartbeat_controls.csv" or project_dir not in controls_csv.parents:
         raise ConfigError(
             f"{where}: controls_csv must be a file named heartbeat_controls.csv inside the dbt project "
-            f"{project_dir} (it is dbt's seed), got {controls_csv}")
+            f"{project_dir} (it is dbt's seed), got {controls_csv}"
+        )
     dbt_target = parsed.dbt_target or ("databricks" if parsed.backend == "databricks" else "local")
     if dbt_target == "databricks" and not parsed.catalog:
         raise ConfigError(
             f"{where}: catalog: is required with the databricks target: the Unity Catalog catalog that holds "
             f"the heartbeat's schema {parsed.schema_!r} (the harness and dbt both address its tables as "
-            "catalog.schema.table); or set HEARTBEAT_CATALOG")
+            "catalog.schema.table); or set HEARTBEAT_CATALOG"
+        )
     keep_days = parsed.events.keep_days
     if keep_days is not None and keep_days < parsed.runs.track_days:
         raise ConfigError(
             f"{where}: events.keep_days is {keep_days}, shorter than the {parsed.runs.track_days:g} days open "
             "runs are looked for (runs.stuck_after_seconds x 4, at least 30): set it to at least "
-            f"{math.ceil(parsed.runs.track_days)}")
+            f"{math.ceil(parsed.runs.track_days)}"
+        )
     root = parsed.trigger_file.root
     return Config(
         config_path=config_path,
@@ -499,8 +506,10 @@ def _problems(exc: ValidationError) -> list[str]:
         if error["type"] == "extra_forbidden":
             key = loc[-1]
             if key in _SECRET_KEYS:
-                lines.append(f"{dotted}: secrets never go in heartbeat.yml; name the environment variable that "
-                             f"holds it instead ({key}_env: MY_VARIABLE)")
+                lines.append(
+                    f"{dotted}: secrets never go in heartbeat.yml; name the environment variable that "
+                    f"holds it instead ({key}_env: MY_VARIABLE)"
+                )
                 continue
             valid = _keys_at(HeartbeatFile, loc[:-1])
             close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)

@@ -17,28 +17,44 @@ from typing import Any
 
 from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
-from harness.vocabulary import JobState, ReadType, SensorSource
 from harness.partition_filter import check_row as check_partition_filter
 from harness.sensors.preprocess import PLACEHOLDER, check_query
+from harness.vocabulary import JobState, ReadType, SensorSource
 
 USER_COLUMNS = (
-    "sensor_source", "sensor_id", "sensor_read_type", "asset_description", "upstream_key",
-    "preprocess_query", "trigger_job_id", "trigger_job_name", "job_state", "dependency_flag",
+    "sensor_source",
+    "sensor_id",
+    "sensor_read_type",
+    "asset_description",
+    "upstream_key",
+    "preprocess_query",
+    "trigger_job_id",
+    "trigger_job_name",
+    "job_state",
+    "dependency_flag",
 )
 # Optional: a CSV without them loads as if their cells were empty.
 OPTIONAL_COLUMNS = ("partition_filter", "tags", "expected_within")
 # dbt's seed loader (agate) warns when a column_types entry matches no column of the file: expected for
 # these in a CSV written before they existed. The adapter imports this module before every seed load.
 for _column in OPTIONAL_COLUMNS:
-    warnings.filterwarnings("ignore", message=f'"{_column}" does not match the name of any column',
-                            category=RuntimeWarning)
+    warnings.filterwarnings(
+        "ignore", message=f'"{_column}" does not match the name of any column', category=RuntimeWarning
+    )
 # The sources whose rows may wait for partitions (their positions list partitions and change events).
-PARTITIONED_SOURCES = (SensorSource.DELTA_TABLE, SensorSource.LMU_DELTA_TABLE, SensorSource.ICEBERG_TABLE,
-                       SensorSource.HIVE_TABLE)
+PARTITIONED_SOURCES = (
+    SensorSource.DELTA_TABLE,
+    SensorSource.LMU_DELTA_TABLE,
+    SensorSource.ICEBERG_TABLE,
+    SensorSource.HIVE_TABLE,
+)
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
-    "latest_event_fetched_timestamp", "status", "status_change_timestamp",
-    "job_start_timestamp", "job_end_timestamp",
+    "latest_event_fetched_timestamp",
+    "status",
+    "status_change_timestamp",
+    "job_start_timestamp",
+    "job_end_timestamp",
 )
 SEED = "heartbeat_controls"
 DIGEST_PROPERTY = "heartbeat.controls_sha256"
@@ -100,18 +116,25 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     partition_filter, tags = row.get("partition_filter", "").strip(), row.get("tags", "").strip()
     problems.extend(check_partition_filter(partition_filter, tags))
     if partition_filter and source and source not in {s.value for s in PARTITIONED_SOURCES}:
-        problems.append(f"partition_filter is for partitioned tables ({_choices_of(PARTITIONED_SOURCES)}), "
-                        f"not {source}")
+        problems.append(
+            f"partition_filter is for partitioned tables ({_choices_of(PARTITIONED_SOURCES)}), not {source}"
+        )
     if partition_filter and (row.get("upstream_key", "").strip() or query):
-        problems.append("partition_filter cannot be combined with upstream_key or preprocess_query: "
-                        "a row waits either for partitions or for data beyond its watermark")
+        problems.append(
+            "partition_filter cannot be combined with upstream_key or preprocess_query: "
+            "a row waits either for partitions or for data beyond its watermark"
+        )
     if tags and source == SensorSource.HIVE_TABLE.value:
-        problems.append("tags need a table format whose changes carry them (delta_table, iceberg_table); "
-                        "a hive_table's changes have none")
+        problems.append(
+            "tags need a table format whose changes carry them (delta_table, iceberg_table); "
+            "a hive_table's changes have none"
+        )
     expected = row.get("expected_within", "").strip()
     if expected and not parse_duration(expected):  # None, or zero
-        problems.append(f"expected_within {expected!r} is not a positive duration; write a number and a unit "
-                        f"(s, m, h, d, w), e.g. {EXAMPLES}")
+        problems.append(
+            f"expected_within {expected!r} is not a positive duration; write a number and a unit "
+            f"(s, m, h, d, w), e.g. {EXAMPLES}"
+        )
     return problems
 
 
@@ -155,22 +178,24 @@ def read_controls(path: Path) -> list[ControlSpec]:
                 where = f"{key[0] or '?'} {key[1]!r} -> job {key[2] or '?'}"
                 errors.extend(f"line {line} ({where}): {p}" for p in problems)
                 continue
-            specs.append(ControlSpec(
-                line=line,
-                sensor_source=key[0],
-                sensor_id=key[1],
-                sensor_read_type=row["sensor_read_type"].strip().lower(),
-                asset_description=row.get("asset_description", "").strip(),
-                upstream_key=row.get("upstream_key", "").strip(),
-                preprocess_query=row.get("preprocess_query", "").strip(),
-                trigger_job_id=key[2],
-                trigger_job_name=row.get("trigger_job_name", "").strip(),
-                job_state=row["job_state"].strip().upper(),
-                is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
-                partition_filter=row.get("partition_filter", "").strip(),
-                tags=row.get("tags", "").strip(),
-                expected_within=row.get("expected_within", "").strip(),
-            ))
+            specs.append(
+                ControlSpec(
+                    line=line,
+                    sensor_source=key[0],
+                    sensor_id=key[1],
+                    sensor_read_type=row["sensor_read_type"].strip().lower(),
+                    asset_description=row.get("asset_description", "").strip(),
+                    upstream_key=row.get("upstream_key", "").strip(),
+                    preprocess_query=row.get("preprocess_query", "").strip(),
+                    trigger_job_id=key[2],
+                    trigger_job_name=row.get("trigger_job_name", "").strip(),
+                    job_state=row["job_state"].strip().upper(),
+                    is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
+                    partition_filter=row.get("partition_filter", "").strip(),
+                    tags=row.get("tags", "").strip(),
+                    expected_within=row.get("expected_within", "").strip(),
+                )
+            )
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))
     return specs
@@ -181,8 +206,9 @@ def check_loaded_seed(path: Path, loaded_keys: list[list[Any]]) -> str:
     file's rows, so a file edited while dbt loads it is refused too. Returns the validated file's digest."""
     digest = file_digest(path)
     specs = read_controls(path)
-    loaded = sorted((str(s or "").strip().lower(), str(i or "").strip(), str(j or "").strip())
-                    for s, i, j in loaded_keys)
+    loaded = sorted(
+        (str(s or "").strip().lower(), str(i or "").strip(), str(j or "").strip()) for s, i, j in loaded_keys
+    )
     if loaded != sorted((s.sensor_source, s.sensor_id, s.trigger_job_id) for s in specs) or file_digest(path) != digest:
         raise ControlsError(f"{path}: the file changed while dbt was loading it; nothing was changed, run it again")
     return digest

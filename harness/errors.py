@@ -46,14 +46,18 @@ def root_cause(exc: BaseException) -> str:
     inner = exc
     while inner.__cause__ is not None or (inner.__context__ is not None and not inner.__suppress_context__):
         inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
-    causes = [line.strip()[len("Caused by:"):].strip() for text in (str(exc), str(inner))
-              for line in text.splitlines() if line.strip().startswith("Caused by:")]
+    causes = [
+        line.strip()[len("Caused by:") :].strip()
+        for text in (str(exc), str(inner))
+        for line in text.splitlines()
+        if line.strip().startswith("Caused by:")
+    ]
     cause = causes[-1] if causes else (_first_line(inner) if inner is not exc else None)
     if cause is None:
         java = [line.strip().lstrip(": ") for line in str(exc).splitlines()[1:3] if line.strip().startswith(": ")]
         cause = java[0] if java else None
     line = head if not cause or cause in head else f"{head} - cause: {cause}"
-    return line if len(line) <= ONE_LINE_CHARS else line[:ONE_LINE_CHARS - 1] + "…"
+    return line if len(line) <= ONE_LINE_CHARS else line[: ONE_LINE_CHARS - 1] + "…"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -59,12 +59,14 @@ def parse_expression(text: str) -> TimeExpression:
     base = next((b for b in _BASES if body == b or (body.startswith(b) and body[len(b)] in " +-")), None)
     if base is None:
         raise ValueError(f"{{{{{text}}}}}: expected now, today or yesterday, optionally +/- offsets like 1d or 2h")
-    rest, offset, position = body[len(base):], timedelta(), 0
+    rest, offset, position = body[len(base) :], timedelta(), 0
     while position < len(rest):
         match = _OFFSET.match(rest, position)
         if match is None or match.end() == position or match.group(3) not in _UNITS:
-            raise ValueError(f"{{{{{text}}}}}: cannot read {rest[position:].strip()!r}; "
-                             "offsets are + or - a number and a unit (m, h, d, w), e.g. - 1d")
+            raise ValueError(
+                f"{{{{{text}}}}}: cannot read {rest[position:].strip()!r}; "
+                "offsets are + or - a number and a unit (m, h, d, w), e.g. - 1d"
+            )
         amount = timedelta(**{_UNITS[match.group(3)]: int(match.group(2))})
         offset += amount if match.group(1) == "+" else -amount
         position = match.end()

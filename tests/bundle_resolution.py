@@ -64,8 +64,9 @@ def short_name(user: str) -> str:
     return re.sub(r"[^a-z0-9]", "_", user.split("@")[0].lower())
 
 
-def resolve(target: str, variables: dict[str, str], user: str = "dev.eloper@example.com",
-            root: Path = PROJECT_DIR) -> ResolvedBundle:
+def resolve(
+    target: str, variables: dict[str, str], user: str = "dev.eloper@example.com", root: Path = PROJECT_DIR
+) -> ResolvedBundle:
     bundle, resources = load(root)
     resources = copy.deepcopy(resources)
     settings = bundle["targets"][target]
@@ -79,12 +80,21 @@ def resolve(target: str, variables: dict[str, str], user: str = "dev.eloper@exam
     name = bundle["bundle"]["name"]
     workspace = {**bundle.get("workspace", {}), **settings.get("workspace", {})}
     workspace.setdefault("root_path", f"~/.bundle/{name}/{target}")
-    context = {"var": values, "bundle": {"name": name, "target": target},
-               "workspace": {"current_user": {"userName": user, "short_name": short_name(user)}}}
+    context = {
+        "var": values,
+        "bundle": {"name": name, "target": target},
+        "workspace": {"current_user": {"userName": user, "short_name": short_name(user)}},
+    }
     home = f"/Workspace/Users/{user}"
     root_path = _interpolate(workspace["root_path"], context).replace("~", home, 1)
-    context["workspace"].update({"root_path": root_path, "file_path": f"{root_path}/files",
-                                 "artifact_path": f"{root_path}/artifacts", "state_path": f"{root_path}/state"})
+    context["workspace"].update(
+        {
+            "root_path": root_path,
+            "file_path": f"{root_path}/files",
+            "artifact_path": f"{root_path}/artifacts",
+            "state_path": f"{root_path}/state",
+        }
+    )
     resources = _interpolate(resources, context)  # variables first: the presets see plain names
     if mode == "development":
         prefix = short_name(user)
@@ -107,8 +117,15 @@ def resolve(target: str, variables: dict[str, str], user: str = "dev.eloper@exam
         for body in items.values():
             TYPES[kind].from_dict(body)  # ValueError on an unknown field
     artifacts = _interpolate(bundle.get("artifacts", {}), context)
-    return ResolvedBundle(target, mode, {k: str(v) for k, v in context["workspace"].items() if isinstance(v, str)},
-                          {k: str(v) for k, v in values.items()}, resources, artifacts, typed)
+    return ResolvedBundle(
+        target,
+        mode,
+        {k: str(v) for k, v in context["workspace"].items() if isinstance(v, str)},
+        {k: str(v) for k, v in values.items()},
+        resources,
+        artifacts,
+        typed,
+    )
 
 
 def _fields(resources: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -136,8 +153,10 @@ def _interpolate(value: Any, context: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [_interpolate(v, context) for v in value]
     if isinstance(value, str):
+
         def replace(match: re.Match[str]) -> str:
             found = _lookup(context, match.group(1))
             return match.group(0) if found is None or isinstance(found, (dict, list)) else str(found)
+
         return _REFERENCE.sub(replace, value)
     return value

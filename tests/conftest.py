@@ -14,17 +14,19 @@ _SESSION_HOME = Path(tempfile.mkdtemp(prefix="heartbeat-tests-"))
 for _name in list(os.environ):
     if _name.startswith("DATABRICKS_") or _name.startswith("HEARTBEAT_"):
         del os.environ[_name]
-os.environ.update({
-    "HOME": str(_SESSION_HOME),
-    "DATABRICKS_CONFIG_FILE": str(_SESSION_HOME / ".databrickscfg"),
-    "SPARK_LOCAL_IP": "127.0.0.1",
-    "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    "NO_PROXY": "127.0.0.1,localhost",
-})
+os.environ.update(
+    {
+        "HOME": str(_SESSION_HOME),
+        "DATABRICKS_CONFIG_FILE": str(_SESSION_HOME / ".databrickscfg"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+)
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from harness.config import Config, PROJECT_DIR  # noqa: E402
+from harness.config import PROJECT_DIR, Config  # noqa: E402
 from harness.platform.jvm_options import expect_long_life  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
 from tests import layers  # noqa: E402
@@ -71,6 +73,7 @@ def heartbeat(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """A heartbeat of its own: an emptied schema in the shared metastore, own CSV, trigger root, jobs, runs
     and state folder (the schema's name is the same for every test, so dbt parses the project once)."""
     return HeartbeatHarness.create(spark, tmp_path, monkeypatch)
+
 
 # --- Source sensor fixtures (issue 3): PostgreSQL server, Kafka mock cluster --------------------
 from tests.fixtures_sources import kafka, pg_password, postgres  # noqa: E402,F401

@@ -37,8 +37,11 @@ PG_PASSWORD_ENV = "HB_TEST_PG_PASSWORD"
 
 def sensor_config(tmp_path: Path, timeout: float = 20.0, **sections: Mapping[str, Any]) -> Config:
     """A Config with only the given heartbeat.yml sections; a sensor takes its own section of it."""
-    raw = {"state_dir": str(tmp_path / "state"),
-           "sensing": {"check_timeout_seconds": timeout, "max_parallel_checks": 4}, **sections}
+    raw = {
+        "state_dir": str(tmp_path / "state"),
+        "sensing": {"check_timeout_seconds": timeout, "max_parallel_checks": 4},
+        **sections,
+    }
     return config_from_mapping(raw, base=tmp_path)
 
 
@@ -49,8 +52,13 @@ def check_context(spark: SparkSession | None = None, timeout: float = 20.0) -> C
 
 def pg_connection(server: PostgresServer, **extra: Any) -> dict[str, Any]:
     """A heartbeat.yml connection to the test server; the password is read from PG_PASSWORD_ENV."""
-    return {"url": server.url, "driver": "org.postgresql.Driver", "user": PG_USER,
-            "password_env": PG_PASSWORD_ENV, **extra}
+    return {
+        "url": server.url,
+        "driver": "org.postgresql.Driver",
+        "user": PG_USER,
+        "password_env": PG_PASSWORD_ENV,
+        **extra,
+    }
 
 
 @pytest.fixture

@@ -59,8 +59,9 @@ class FakeRun:
             state["user_cancelled_or_timedout"] = self.result_state in ("CANCELED", "TIMEDOUT")
         status: dict[str, Any] = {"state": _LIFECYCLE_V2.get(self.life_cycle_state, self.life_cycle_state)}
         if status["state"] == "TERMINATED":
-            code, kind = _TERMINATION.get(self.result_state or self.life_cycle_state, ("RUN_EXECUTION_ERROR",
-                                                                                      "CLIENT_ERROR"))
+            code, kind = _TERMINATION.get(
+                self.result_state or self.life_cycle_state, ("RUN_EXECUTION_ERROR", "CLIENT_ERROR")
+            )
             status["termination_details"] = {"code": code, "type": kind, "message": self.state_message}
         body: dict[str, Any] = {
             "run_id": self.run_id,
@@ -248,8 +249,7 @@ class JobsApiServer:
         with self._lock:
             self.requests.append(req)
         if req.path == "/.well-known/databricks-config":
-            return 200, {"workspace_id": "1234567890123456", "cloud": "aws",
-                         "oidc_endpoint": f"{self.url}/oidc"}, {}
+            return 200, {"workspace_id": "1234567890123456", "cloud": "aws", "oidc_endpoint": f"{self.url}/oidc"}, {}
         if req.authorization != f"Bearer {self.token}":
             return 401, _error("UNAUTHENTICATED", "Invalid access token."), {}
         fault = self._take_fault(req)
@@ -280,8 +280,9 @@ class JobsApiServer:
         with self._lock:
             if token and token in self.deleted_tokens:
                 # The service's wording is not documented; what it means is: this token's run was deleted.
-                return 400, _error("INVALID_PARAMETER_VALUE",
-                                   f"The run with idempotency token {token} has been deleted.")
+                return 400, _error(
+                    "INVALID_PARAMETER_VALUE", f"The run with idempotency token {token} has been deleted."
+                )
             if token and token in self.tokens:
                 run = self.runs[self.tokens[token]]
                 return 200, {"run_id": run.run_id, "number_in_job": self._number(run)}
@@ -291,8 +292,9 @@ class JobsApiServer:
             if job.parameters is not None:
                 undeclared = sorted(set(params) - set(job.parameters))
                 if undeclared:
-                    return 400, _error("INVALID_PARAMETER_VALUE",
-                                       f"Job parameters {undeclared} are not defined in job {job_id}.")
+                    return 400, _error(
+                        "INVALID_PARAMETER_VALUE", f"Job parameters {undeclared} are not defined in job {job_id}."
+                    )
             if token is not None and len(token) > 64:
                 return 400, _error("INVALID_PARAMETER_VALUE", "idempotency_token is longer than 64 characters.")
             run = self._create_run(job.job_id, token, {str(k): str(v) for k, v in params.items()})
@@ -323,7 +325,7 @@ class JobsApiServer:
                 runs = [r for r in runs if r.start_time >= int(q["start_time_from"])]
             if "start_time_to" in q:
                 runs = [r for r in runs if r.start_time <= int(q["start_time_to"])]
-            page = [r.as_json(self._number(r), self.run_fields) for r in runs[offset:offset + limit]]
+            page = [r.as_json(self._number(r), self.run_fields) for r in runs[offset : offset + limit]]
         body: dict[str, Any] = {"runs": page, "has_more": offset + limit < len(runs)}
         if body["has_more"]:
             body["next_page_token"] = str(offset + limit)
@@ -369,8 +371,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         req = RecordedRequest(
-            method, url.path, {k: v[-1] for k, v in parse_qs(url.query).items()},
-            json.loads(raw) if raw else {}, self.headers.get("Authorization"), time.time(),
+            method,
+            url.path,
+            {k: v[-1] for k, v in parse_qs(url.query).items()},
+            json.loads(raw) if raw else {},
+            self.headers.get("Authorization"),
+            time.time(),
         )
         try:
             status, body, headers = self.api.handle(req)

@@ -26,8 +26,7 @@ class MockKafka:
 
     def produce(self, topic: str, *values: str, partition: int = 0, key: str | None = None) -> None:
         for value in values:
-            self.producer.produce(topic, value=value.encode(), key=key.encode() if key else None,
-                                  partition=partition)
+            self.producer.produce(topic, value=value.encode(), key=key.encode() if key else None, partition=partition)
         if self.producer.flush(10) != 0:
             raise AssertionError("mock Kafka did not acknowledge every message")
 

@@ -45,8 +45,10 @@ def guard_unit(item: pytest.Item, monkeypatch: pytest.MonkeyPatch) -> None:
         return
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"{item.nodeid} is in the unit layer but starts a process or Spark: mark it "
-                             "`scenario` (in-process Spark, dbt, helper processes) or `process`")
+        raise AssertionError(
+            f"{item.nodeid} is in the unit layer but starts a process or Spark: mark it "
+            "`scenario` (in-process Spark, dbt, helper processes) or `process`"
+        )
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr("harness.platform.spark.get_spark", refuse)
@@ -65,5 +67,8 @@ class LayerTimes:
         self.tests[layer].add(report.nodeid)
 
     def lines(self) -> list[str]:
-        return [f"{layer:<9} {len(self.tests[layer]):>4} tests {self.seconds[layer]:>8.1f} s"
-                for layer in LAYERS if self.tests[layer]]
+        return [
+            f"{layer:<9} {len(self.tests[layer]):>4} tests {self.seconds[layer]:>8.1f} s"
+            for layer in LAYERS
+            if self.tests[layer]
+        ]

@@ -52,21 +52,40 @@ class PostgresServer:
         data, pwfile = folder / "data", folder / "pwfile"
         pwfile.write_text(PASSWORD + "\n")
         os.chmod(pwfile, 0o644)
-        subprocess.run(_as_postgres([str(BIN / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(pwfile),
-                                     "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8"]),
-                       check=True, capture_output=True)
+        subprocess.run(
+            _as_postgres(
+                [
+                    str(BIN / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    USER,
+                    "--pwfile",
+                    str(pwfile),
+                    "--auth-local=trust",
+                    "--auth-host=scram-sha-256",
+                    "-E",
+                    "UTF8",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
         server = cls(folder, free_port())
         options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {folder} -c fsync=off"
-        subprocess.run(_as_postgres([str(BIN / "pg_ctl"), "-D", str(data), "-o", options,
-                                     "-l", str(folder / "server.log"), "-w", "start"]),
-                       check=True, capture_output=True)
+        subprocess.run(
+            _as_postgres(
+                [str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start"]
+            ),
+            check=True,
+            capture_output=True,
+        )
         with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {server.database}")
         return server
 
     def dsn(self, database: str | None = None) -> str:
-        return (f"host=127.0.0.1 port={self.port} dbname={database or self.database} "
-                f"user={USER} password={PASSWORD}")
+        return f"host=127.0.0.1 port={self.port} dbname={database or self.database} user={USER} password={PASSWORD}"
 
     def execute(self, statements: str | Iterable[str], params: Any = None) -> None:
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
@@ -74,6 +93,9 @@ class PostgresServer:
                 conn.execute(statement, params)
 
     def stop(self) -> None:
-        subprocess.run(_as_postgres([str(BIN / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate",
-                                     "-w", "stop"]), check=False, capture_output=True)
+        subprocess.run(
+            _as_postgres([str(BIN / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop"]),
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -41,10 +41,14 @@ class HeartbeatProcess:
         # dbt reads seeds from inside the project only (state/ is git-ignored); removed by `cleanup`.
         self.seeds = PROJECT_DIR / "state" / "test-seeds" / f"proc_{root.name}"
         self.seconds: list[float] = []
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("DATABRICKS_", "HEARTBEAT_", "PYSPARK_"))}
-        self.env.update({"RUNS_DIR": str(self.runs_dir), "DATABRICKS_CONFIG_FILE": str(root / ".databrickscfg"),
-                         "NO_PROXY": "127.0.0.1"})
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "HEARTBEAT_", "PYSPARK_"))}
+        self.env.update(
+            {
+                "RUNS_DIR": str(self.runs_dir),
+                "DATABRICKS_CONFIG_FILE": str(root / ".databrickscfg"),
+                "NO_PROXY": "127.0.0.1",
+            }
+        )
         if server is not None:
             self.env.update({"DATABRICKS_HOST": server.url, "DATABRICKS_TOKEN": server.token})
 
@@ -105,20 +109,31 @@ class HeartbeatProcess:
     def runs(self) -> list[dict[str, Any]]:
         """The job's runs, oldest first: run id, token, when it was created, the change range it was handed."""
         if self.server is not None:
-            return [{"run_id": str(r.run_id), "token": r.token, "range": self.server.change_range(r),
-                     "created": datetime.fromtimestamp(r.start_time / 1000, tz=timezone.utc),
-                     "done": r.result_state is not None}
-                    for r in self.server.runs_of(int(self.job_id))]
+            return [
+                {
+                    "run_id": str(r.run_id),
+                    "token": r.token,
+                    "range": self.server.change_range(r),
+                    "created": datetime.fromtimestamp(r.start_time / 1000, tz=timezone.utc),
+                    "done": r.result_state is not None,
+                }
+                for r in self.server.runs_of(int(self.job_id))
+            ]
         runs = []
         for folder in (self.state / "local_runs").glob("local-*"):
             if not (folder / "launched").exists():
                 continue
             recorded = self.runs_dir / f"{folder.name}.json"
             meta = json.loads((folder / "meta.json").read_text())
-            runs.append({"run_id": folder.name, "token": meta["token"],
-                         "created": datetime.fromisoformat(meta["requested_at"]),
-                         "range": json.loads(recorded.read_text())["range"] if recorded.exists() else None,
-                         "done": (folder / "result.json").exists()})
+            runs.append(
+                {
+                    "run_id": folder.name,
+                    "token": meta["token"],
+                    "created": datetime.fromisoformat(meta["requested_at"]),
+                    "range": json.loads(recorded.read_text())["range"] if recorded.exists() else None,
+                    "done": (folder / "result.json").exists(),
+                }
+            )
         return sorted(runs, key=lambda r: r["created"])
 
     def start(self, *args: str, crash_at: str | None = None) -> subprocess.Popen[bytes]:
@@ -128,9 +143,14 @@ class HeartbeatProcess:
             env[CRASH_ENV] = crash_at
         self._started = time.monotonic()
         self._log = self.root / f"process-{len(self.seconds) + 1}-{crash_at or 'clean'}.log"
-        return subprocess.Popen([sys.executable, "-m", "harness", "--config", str(self.config), *args],
-                                cwd=PROJECT_DIR, env=env, start_new_session=True,
-                                stdout=self._log.open("wb"), stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "harness", "--config", str(self.config), *args],
+            cwd=PROJECT_DIR,
+            env=env,
+            start_new_session=True,
+            stdout=self._log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
 
     def finish(self, proc: subprocess.Popen[bytes], timeout: float = PROCESS_TIMEOUT_SECONDS) -> int:
         try:

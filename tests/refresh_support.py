@@ -17,8 +17,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from dbt.cli.main import dbtRunner
 from pyspark.sql import SparkSession
 
-from harness.refresh import runner
 from harness.config import PROJECT_DIR, Config
+from harness.refresh import runner
 
 EXAMPLES_DIR = PROJECT_DIR / "demo" / "refresh_examples"
 
@@ -41,13 +41,21 @@ def install_package() -> None:
     """`dbt deps` for the example project: Heartbeat as a local package (no network)."""
     if (EXAMPLES_DIR / "dbt_packages" / "heartbeat").exists():
         return
-    result = dbtRunner().invoke(["--quiet", "deps", "--project-dir", str(EXAMPLES_DIR), "--profiles-dir", str(EXAMPLES_DIR)])
+    result = dbtRunner().invoke(
+        ["--quiet", "deps", "--project-dir", str(EXAMPLES_DIR), "--profiles-dir", str(EXAMPLES_DIR)]
+    )
     assert result.success, result.exception
 
 
 def examples_config(state_dir: Path, schema: str, target_dir: Path) -> Config:
-    return Config(config_path=None, project_dir=EXAMPLES_DIR, state_dir=state_dir, schema=schema,
-                  controls_csv=EXAMPLES_DIR / "seeds" / "heartbeat_controls.csv", dbt_target_dir=target_dir)
+    return Config(
+        config_path=None,
+        project_dir=EXAMPLES_DIR,
+        state_dir=state_dir,
+        schema=schema,
+        controls_csv=EXAMPLES_DIR / "seeds" / "heartbeat_controls.csv",
+        dbt_target_dir=target_dir,
+    )
 
 
 @contextmanager
@@ -103,8 +111,13 @@ class RefreshProject:
         with environment(HEARTBEAT_RUN_CONTEXT_ID=batch, HEARTBEAT_FAIL_AT=fail_at):
             runner.run(self.config, ["run", "--select", *models], **variables)
 
-    def load(self, batches: Mapping[str, Sequence[Sequence[Any]]], batch: str,
-             schemas: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+    def load(
+        self,
+        batches: Mapping[str, Sequence[Sequence[Any]]],
+        batch: str,
+        schemas: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Write each model's batch (`schemas`: other column types, by model), then run them all as one batch id."""
         for model, rows in batches.items():
             self.write_batch(model, rows, (schemas or {}).get(model))

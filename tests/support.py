@@ -15,18 +15,18 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.tick import inbox
-from harness.state import tables
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.runtime import Runtime
+from harness.state import tables
+from harness.tick import inbox
 from harness.tick.run import run_tick
 from harness.tick.steps import TickReport
 from tests.jobs_api_server import FAST
 
 # A local job that records each run's change range and exits with the code in <job>.exit (default 0).
 RECORDING_JOB = (
-    'python3 -c "import os,sys,json,pathlib; d=pathlib.Path(os.environ[\'RUNS_DIR\']); '
+    "python3 -c \"import os,sys,json,pathlib; d=pathlib.Path(os.environ['RUNS_DIR']); "
     "d.mkdir(exist_ok=True); j=os.environ['HEARTBEAT_JOB_ID']; "
     "(d/(os.environ['HEARTBEAT_RUN_ID']+'.json')).write_text(json.dumps({'job':j,"
     "'range':json.loads(os.environ['HEARTBEAT_CHANGE_RANGE']),'token':os.environ['HEARTBEAT_RUN_CONTEXT_ID']})); "
@@ -34,13 +34,28 @@ RECORDING_JOB = (
 )
 
 
-def control_row(source: str, sensor_id: str, job: str, *, hard: bool = True, paused: bool = False,
-                upstream_key: str = "", preprocess_query: str = "", read_type: str = "batch") -> dict[str, str]:
+def control_row(
+    source: str,
+    sensor_id: str,
+    job: str,
+    *,
+    hard: bool = True,
+    paused: bool = False,
+    upstream_key: str = "",
+    preprocess_query: str = "",
+    read_type: str = "batch",
+) -> dict[str, str]:
     return {
-        "sensor_source": source, "sensor_id": sensor_id, "sensor_read_type": read_type,
-        "asset_description": f"{source} {sensor_id}", "upstream_key": upstream_key,
-        "preprocess_query": preprocess_query, "trigger_job_id": job, "trigger_job_name": f"{job}-name",
-        "job_state": "PAUSED" if paused else "UNPAUSED", "dependency_flag": "TRUE" if hard else "FALSE",
+        "sensor_source": source,
+        "sensor_id": sensor_id,
+        "sensor_read_type": read_type,
+        "asset_description": f"{source} {sensor_id}",
+        "upstream_key": upstream_key,
+        "preprocess_query": preprocess_query,
+        "trigger_job_id": job,
+        "trigger_job_name": f"{job}-name",
+        "job_state": "PAUSED" if paused else "UNPAUSED",
+        "dependency_flag": "TRUE" if hard else "FALSE",
     }
 
 
@@ -55,8 +70,9 @@ class HeartbeatHarness:
     _runtime: Runtime | None = None
 
     @classmethod
-    def create(cls, spark: SparkSession, tmp_path: Path,
-               monkeypatch: pytest.MonkeyPatch, name: str = "heartbeat") -> "HeartbeatHarness":
+    def create(
+        cls, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "heartbeat"
+    ) -> "HeartbeatHarness":
         """A heartbeat in the schema `name` is hashed to, emptied first. The schema and the seed folder are
         dbt vars, so heartbeats that share a name (one test's after another's) share dbt's parse of the
         project; a heartbeat that lives beside another (a module's) takes a name of its own."""
@@ -110,14 +126,22 @@ class HeartbeatHarness:
         import yaml
 
         path = self.root / "heartbeat.yml"
-        path.write_text(yaml.safe_dump({
-            "state_dir": str(self.config.state_dir),
-            "controls_csv": str(self.config.controls_csv),
-            "trigger_file": {"root": str(self.config.trigger_root)},
-            "schema": self.config.schema,
-            "local_runner": {"jobs": {job_id: {"name": j.name, "command": j.command}
-                                      for job_id, j in self.config.local_jobs.items()}},
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "state_dir": str(self.config.state_dir),
+                    "controls_csv": str(self.config.controls_csv),
+                    "trigger_file": {"root": str(self.config.trigger_root)},
+                    "schema": self.config.schema,
+                    "local_runner": {
+                        "jobs": {
+                            job_id: {"name": j.name, "command": j.command}
+                            for job_id, j in self.config.local_jobs.items()
+                        }
+                    },
+                }
+            )
+        )
         return path
 
     def set_exit_code(self, job_id: str, code: int) -> None:
@@ -185,8 +209,9 @@ class HeartbeatHarness:
         return tables.Tables(self.spark, self.config)
 
     def statuses(self) -> dict[tuple[str, str, str], str | None]:
-        return {(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): r["status"]
-                for r in self.tables.control_table()}
+        return {
+            (r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): r["status"] for r in self.tables.control_table()
+        }
 
     def job_status(self, job_id: str) -> set[str | None]:
         return {s for (_, _, job), s in self.statuses().items() if job == job_id}
@@ -198,8 +223,7 @@ class HeartbeatHarness:
         """Runs the recording job saw, oldest first."""
         if not self.runs_dir.exists():
             return []
-        runs = [json.loads(p.read_text()) | {"run_id": p.stem}
-                for p in sorted(self.runs_dir.glob("local-*.json"))]
+        runs = [json.loads(p.read_text()) | {"run_id": p.stem} for p in sorted(self.runs_dir.glob("local-*.json"))]
         return [r for r in runs if job_id is None or r["job"] == job_id]
 
     def events(self, event_type: str | None = None) -> list[dict[str, Any]]:

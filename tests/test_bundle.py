@@ -29,10 +29,36 @@ pytestmark = pytest.mark.unit
 BUNDLE = yaml.safe_load((PROJECT_DIR / "databricks.yml").read_text())
 RESOURCE_FILES = sorted((PROJECT_DIR / "resources").glob("*.yml"))
 TYPES = {"jobs": Job, "schemas": Schema, "volumes": Volume}
-TOP_LEVEL = {"bundle", "include", "artifacts", "sync", "variables", "targets", "workspace", "permissions",
-             "run_as", "resources", "presets", "experimental"}
-TARGET_KEYS = {"mode", "default", "workspace", "run_as", "variables", "resources", "presets", "artifacts",
-               "sync", "permissions", "git", "bundle", "cluster_id", "compute_id"}
+TOP_LEVEL = {
+    "bundle",
+    "include",
+    "artifacts",
+    "sync",
+    "variables",
+    "targets",
+    "workspace",
+    "permissions",
+    "run_as",
+    "resources",
+    "presets",
+    "experimental",
+}
+TARGET_KEYS = {
+    "mode",
+    "default",
+    "workspace",
+    "run_as",
+    "variables",
+    "resources",
+    "presets",
+    "artifacts",
+    "sync",
+    "permissions",
+    "git",
+    "bundle",
+    "cluster_id",
+    "compute_id",
+}
 VARIABLE_KEYS = {"description", "default", "type", "lookup"}
 PYPROJECT = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())
 
@@ -63,8 +89,9 @@ def test_the_bundle_has_a_name_dev_and_prod_targets_and_only_known_keys() -> Non
 
 
 @pytest.mark.parametrize("path, kind, name, body", list(resources()), ids=lambda v: v if isinstance(v, str) else "")
-def test_each_resource_loads_into_the_databricks_bundles_types(path: Path, kind: str, name: str,
-                                                               body: dict[str, Any]) -> None:
+def test_each_resource_loads_into_the_databricks_bundles_types(
+    path: Path, kind: str, name: str, body: dict[str, Any]
+) -> None:
     assert kind in TYPES, f"{path.name}: no typed check for resources of kind {kind}"
     TYPES[kind].from_dict(body)  # ValueError on an unknown field
 
@@ -151,8 +178,15 @@ def test_each_wheel_task_is_handed_the_schema_and_volume_the_target_creates(targ
 
 def test_the_dev_target_never_shares_production_state_or_schedule() -> None:
     prod, dev = resolve("prod", VARIABLES), resolve("dev", VARIABLES, user="ann@example.com")
-    assert dev.resources["schemas"]["heartbeat"]["name"] == "dev_ann_heartbeat" != prod.resources["schemas"]["heartbeat"]["name"]
-    assert dev.job("heartbeat")["name"] == "[dev ann] heartbeat" and dev.job("heartbeat")["schedule"]["pause_status"] == "PAUSED"
+    assert (
+        dev.resources["schemas"]["heartbeat"]["name"]
+        == "dev_ann_heartbeat"
+        != prod.resources["schemas"]["heartbeat"]["name"]
+    )
+    assert (
+        dev.job("heartbeat")["name"] == "[dev ann] heartbeat"
+        and dev.job("heartbeat")["schedule"]["pause_status"] == "PAUSED"
+    )
     assert prod.job("heartbeat")["schedule"]["pause_status"] == "UNPAUSED"
 
 
@@ -166,8 +200,9 @@ def test_production_files_are_deployed_where_only_the_deployer_writes_and_the_pr
     prod = resolve("prod", VARIABLES, user="ci-principal@example.com")
     assert prod.workspace["root_path"] == "/Workspace/Users/ci-principal@example.com/.bundle/heartbeat/prod"
     assert not prod.workspace["root_path"].startswith("/Workspace/Shared")
-    assert {"level": "CAN_VIEW", "service_principal_name": "${var.heartbeat_identity}"} in \
-        BUNDLE["targets"]["prod"]["permissions"]
+    assert {"level": "CAN_VIEW", "service_principal_name": "${var.heartbeat_identity}"} in BUNDLE["targets"]["prod"][
+        "permissions"
+    ]
 
 
 def test_each_deploy_builds_one_wheel_of_its_own_version() -> None:

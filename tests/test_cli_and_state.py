@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
-from harness.state import tables
 from harness.config import PROJECT_DIR
+from harness.state import tables
 from harness.state.lock import StateLock
 from harness.tick.fold import fold
 from tests.support import HeartbeatHarness, control_row
@@ -26,7 +26,10 @@ def test_second_tick_while_state_is_held_says_so_and_touches_nothing(
     with StateLock(heartbeat.config.state_dir, holder="heartbeat run (pid 1)"):
         code = cli.main(["--config", str(config_file), "tick"])
     assert code == 0
-    assert "tick skipped: another heartbeat process (heartbeat run (pid 1)) holds the state folder" in capsys.readouterr().err
+    assert (
+        "tick skipped: another heartbeat process (heartbeat run (pid 1)) holds the state folder"
+        in capsys.readouterr().err
+    )
     assert not (heartbeat.config.state_dir / "local_runs").exists()
     assert heartbeat.tables.control_rows() == []
 
@@ -51,8 +54,9 @@ def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
     assert event["message"].startswith("job j: completed by hand (requested at ")
 
 
-def test_status_shows_each_job_with_its_reason_and_rows(heartbeat: HeartbeatHarness,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_shows_each_job_with_its_reason_and_rows(
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
     heartbeat.write_controls([control_row("trigger_file", "a", "j"), control_row("trigger_file", "b", "j", hard=False)])
     heartbeat.define_jobs("j")
     (heartbeat.config.trigger_root / "a").mkdir()  # type: ignore[operator]
@@ -66,9 +70,13 @@ def test_status_shows_each_job_with_its_reason_and_rows(heartbeat: HeartbeatHarn
 
 def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heartbeat: HeartbeatHarness) -> None:
     # GIVEN a history: a run that succeeded, then new data detected; a row whose text needs escaping
-    described = "O'Neil's \\ \"orders\" {\"a\": 1} 100% ✓\ttab"
-    heartbeat.write_controls([control_row("trigger_file", "in", "j"),
-                              {**control_row("trigger_file", "x", "k"), "asset_description": described}])
+    described = 'O\'Neil\'s \\ "orders" {"a": 1} 100% ✓\ttab'
+    heartbeat.write_controls(
+        [
+            control_row("trigger_file", "in", "j"),
+            {**control_row("trigger_file", "x", "k"), "asset_description": described},
+        ]
+    )
     heartbeat.define_jobs("j")
     (heartbeat.config.trigger_root / "x").mkdir()  # type: ignore[operator]
     heartbeat.drop_trigger_file("in", "batch1")
@@ -89,7 +97,8 @@ def test_control_table_is_rebuilt_from_seed_and_events_after_it_is_dropped(heart
     assert {r["status"] for r in before} == {"IN_PROGRESS", None}
     # AND the seed loaded every text as written, and an empty cell as NULL
     assert [(r["asset_description"], r["upstream_key"]) for r in after if r["trigger_job_id"] == "k"] == [
-        (described, None)]
+        (described, None)
+    ]
 
 
 @pytest.mark.process
@@ -99,8 +108,14 @@ def test_dbt_command_line_refuses_clearly_while_a_heartbeat_holds_the_state(tmp_
     env["DBT_TARGET_PATH"] = str(tmp_path / "target")
     env["DBT_LOG_PATH"] = str(tmp_path / "logs")
     with StateLock(tmp_path / "state", holder="heartbeat run (pid 99)"):
-        result = subprocess.run([str(PROJECT_DIR / ".venv" / "bin" / "dbt"), "seed"], cwd=PROJECT_DIR, env=env,
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [str(PROJECT_DIR / ".venv" / "bin" / "dbt"), "seed"],
+            cwd=PROJECT_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert result.returncode != 0
     assert "another heartbeat process (heartbeat run (pid 99)) holds the state folder" in result.stdout
     assert "the heartbeat validates and loads it at its next tick" in result.stdout
@@ -108,7 +123,8 @@ def test_dbt_command_line_refuses_clearly_while_a_heartbeat_holds_the_state(tmp_
 
 
 def test_status_right_after_a_tick_shows_the_state_that_tick_left(
-        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a tick that started a job
     heartbeat.write_controls([control_row("trigger_file", "in", "j")])
     heartbeat.define_jobs("j")
@@ -126,7 +142,8 @@ def test_status_right_after_a_tick_shows_the_state_that_tick_left(
 
 
 def test_failing_ticks_show_in_status_until_the_state_is_repaired(
-        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a working heartbeat
     heartbeat.write_controls([control_row("trigger_file", "in", "j")])
     heartbeat.define_jobs("j")
@@ -136,8 +153,11 @@ def test_failing_ticks_show_in_status_until_the_state_is_repaired(
 
     # WHEN the control table's files are lost and ticks keep failing (a tick with nothing new reads no
     # table: the damage shows once a batch lands)
-    location = heartbeat.spark.sql(f"DESCRIBE FORMATTED {heartbeat.config.table(tables.CONTROL_TABLE)}") \
-        .filter("col_name = 'Location'").collect()[0]["data_type"]
+    location = (
+        heartbeat.spark.sql(f"DESCRIBE FORMATTED {heartbeat.config.table(tables.CONTROL_TABLE)}")
+        .filter("col_name = 'Location'")
+        .collect()[0]["data_type"]
+    )
     for data_file in Path(location.removeprefix("file:")).glob("*.parquet"):
         data_file.unlink()
     heartbeat.drop_trigger_file("in", "batch1")

@@ -17,23 +17,24 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness.tick import cold
-from harness.tick import inbox
 from harness.config import PROJECT_DIR, Config, LocalJob
 from harness.controls import file_digest
 from harness.platform.dbt_runner import project_digest
-from harness.vocabulary import RowKey, SensorSource, dumps
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.state.status import read_json, waiting_reasons
 from harness.state.tables import Tables
+from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.steps import TickReport
+from harness.vocabulary import RowKey, SensorSource, dumps
 from tests.support import HeartbeatHarness, control_row
 
-CSV_HEADER = ("sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
-              "trigger_job_id,trigger_job_name,job_state,dependency_flag\n")
+CSV_HEADER = (
+    "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
+    "trigger_job_id,trigger_job_name,job_state,dependency_flag\n"
+)
 
 
 @dataclass
@@ -69,22 +70,46 @@ def left(tmp_path: Path) -> Iterator[LeftState]:
     seeds.mkdir(parents=True, exist_ok=True)
     csv = seeds / "heartbeat_controls.csv"
     csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,UNPAUSED,TRUE\n")
-    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state", controls_csv=csv,
-                    trigger_root=tmp_path / "triggers",
-                    local_jobs={"j": LocalJob(name="j-name", command="true")})
+    config = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=tmp_path / "state",
+        controls_csv=csv,
+        trigger_root=tmp_path / "triggers",
+        local_jobs={"j": LocalJob(name="j-name", command="true")},
+    )
     config.state_dir.mkdir()
     config.layout.fold_id.write_text("fold-1")
     config.layout.models_digest.write_text(project_digest(config))
-    row = {"sensor_source": "trigger_file", "sensor_id": "in", "trigger_job_id": "j", "trigger_job_name": "j-name",
-           "upstream_key": None, "preprocess_query": None, "is_hard_dependency": True, "job_state": "UNPAUSED",
-           "status": "COMPLETED", "watermark": _watermark(config), "last_success_watermark": None,
-           "trigger_watermark": None, "latest_trigger_token": None, "latest_run_id": None,
-           "job_start_timestamp": None, "latest_event_fetched_timestamp": datetime.now(timezone.utc).isoformat()}
-    snapshot = {"written_at": "2026-01-01T00:00:00+00:00", "tick_id": "t0",
-                "jobs": [{"job_id": "j", "job_name": "j-name", "should_start": False, "reason": "waiting"}],
-                "rows": [row], "fold_id": "fold-1", "controls_sha256": file_digest(csv),
-                "sensed": [["trigger_file", "in", "j"]], "open_runs": [],
-                "decisions_valid_until": datetime.max.replace(tzinfo=timezone.utc).isoformat()}
+    row = {
+        "sensor_source": "trigger_file",
+        "sensor_id": "in",
+        "trigger_job_id": "j",
+        "trigger_job_name": "j-name",
+        "upstream_key": None,
+        "preprocess_query": None,
+        "is_hard_dependency": True,
+        "job_state": "UNPAUSED",
+        "status": "COMPLETED",
+        "watermark": _watermark(config),
+        "last_success_watermark": None,
+        "trigger_watermark": None,
+        "latest_trigger_token": None,
+        "latest_run_id": None,
+        "job_start_timestamp": None,
+        "latest_event_fetched_timestamp": datetime.now(timezone.utc).isoformat(),
+    }
+    snapshot = {
+        "written_at": "2026-01-01T00:00:00+00:00",
+        "tick_id": "t0",
+        "jobs": [{"job_id": "j", "job_name": "j-name", "should_start": False, "reason": "waiting"}],
+        "rows": [row],
+        "fold_id": "fold-1",
+        "controls_sha256": file_digest(csv),
+        "sensed": [["trigger_file", "in", "j"]],
+        "open_runs": [],
+        "decisions_valid_until": datetime.max.replace(tzinfo=timezone.utc).isoformat(),
+    }
     yield LeftState(config, snapshot)
     shutil.rmtree(seeds, ignore_errors=True)
 
@@ -92,12 +117,24 @@ def left(tmp_path: Path) -> Iterator[LeftState]:
 def _open_run(state: LeftState, run_id: str | None) -> None:
     """Job j running as `run_id` (None: its start not confirmed yet)."""
     state.snapshot["rows"][0].update(status="IN_PROGRESS", latest_run_id=run_id)
-    state.snapshot["open_runs"] = [{
-        "idempotency_token": "hb-token", "trigger_job_id": "j", "trigger_job_name": "j-name",
-        "requested_at": datetime.now(timezone.utc).isoformat(), "run_id": run_id, "is_flagged_stuck": False,
-        "last_poll_error": None, "last_poll_error_at": None, "sensor_source": "trigger_file", "sensor_id": "in",
-        "watermark_before": None, "watermark_after": state.row()["watermark"], "previous_status": None,
-        "is_hard_dependency": True}]
+    state.snapshot["open_runs"] = [
+        {
+            "idempotency_token": "hb-token",
+            "trigger_job_id": "j",
+            "trigger_job_name": "j-name",
+            "requested_at": datetime.now(timezone.utc).isoformat(),
+            "run_id": run_id,
+            "is_flagged_stuck": False,
+            "last_poll_error": None,
+            "last_poll_error_at": None,
+            "sensor_source": "trigger_file",
+            "sensor_id": "in",
+            "watermark_before": None,
+            "watermark_after": state.row()["watermark"],
+            "previous_status": None,
+            "is_hard_dependency": True,
+        }
+    ]
 
 
 def _local_run(state: LeftState, run_id: str, *, pid: int | None = None, exit_code: int | None = None) -> None:
@@ -105,8 +142,9 @@ def _local_run(state: LeftState, run_id: str, *, pid: int | None = None, exit_co
     run_dir.mkdir(parents=True)
     (run_dir / "launched").write_text(str(pid or os.getpid()))
     if exit_code is not None:
-        (run_dir / "result.json").write_text(json.dumps(
-            {"exit_code": exit_code, "ended_at": datetime.now(timezone.utc).isoformat()}))
+        (run_dir / "result.json").write_text(
+            json.dumps({"exit_code": exit_code, "ended_at": datetime.now(timezone.utc).isoformat()})
+        )
 
 
 # --- unit: what ends the tick from the snapshot, and what hands over ---------------------------------
@@ -119,7 +157,8 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
     assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
     # each sensed row's reason for waiting, for status and why
     assert list(waiting_reasons(left.config.state_dir)) == [
-        f"{r['sensor_source']}:{r['sensor_id']} -> job {r['trigger_job_id']}" for r in left.snapshot["rows"]]
+        f"{r['sensor_source']}:{r['sensor_id']} -> job {r['trigger_job_id']}" for r in left.snapshot["rows"]
+    ]
 
 
 @pytest.mark.unit
@@ -130,8 +169,7 @@ def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
 
 
 @pytest.mark.unit
-def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_without_a_query(
-        left: LeftState) -> None:
+def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_without_a_query(left: LeftState) -> None:
     # GIVEN a current snapshot and a landed file, WHEN the cold tick hands over
     (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
     handover, _ = left.cold()
@@ -140,8 +178,12 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
     # THEN the full tick's tables answer from the snapshot, with no Spark query, until the next fold
     events = FoldCounters()
     tables = Tables(NoSpark(), left.config, lambda: events.version, lambda: events.folds)  # type: ignore[arg-type]
-    tables.keep(handover.snapshot["rows"], {RowKey("trigger_file", "in", "j")}, handover.snapshot["open_runs"],
-                handover.snapshot["controls_sha256"])
+    tables.keep(
+        handover.snapshot["rows"],
+        {RowKey("trigger_file", "in", "j")},
+        handover.snapshot["open_runs"],
+        handover.snapshot["controls_sha256"],
+    )
     assert [r.key for r in tables.control_rows()] == [RowKey("trigger_file", "in", "j")]
     assert [r.watermark for r in tables.sensed_rows()] == [left.row()["watermark"]]
     assert tables.open_runs() == [] and tables.controls_digest() == left.snapshot["controls_sha256"]
@@ -180,16 +222,19 @@ def test_a_source_read_through_spark_hands_over(left: LeftState) -> None:
     assert handover is not None and "through Spark" in handover.reason
 
 
-@pytest.mark.parametrize("change, reason", [
-    (lambda s: s.config.layout.events_unfolded.touch(), "events to fold"),
-    (lambda s: s.config.layout.fold_id.write_text("fold-2"), "control table changed"),
-    (lambda s: s.config.layout.models_digest.write_text("other"), "dbt project changed"),
-    (lambda s: s.config.controls_csv.write_text(CSV_HEADER), "controls CSV changed"),
-    (lambda s: inbox.submit(s.config.state_dir, inbox.new_request("retry", "j")), "queued"),
-    (lambda s: s.snapshot["jobs"][0].update(should_start=True), "jobs ready"),
-    (lambda s: s.snapshot.update(decisions_valid_until=datetime.now(timezone.utc).isoformat()), "retried"),
-    (lambda s: s.snapshot.pop("fold_id"), "no status snapshot"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda s: s.config.layout.events_unfolded.touch(), "events to fold"),
+        (lambda s: s.config.layout.fold_id.write_text("fold-2"), "control table changed"),
+        (lambda s: s.config.layout.models_digest.write_text("other"), "dbt project changed"),
+        (lambda s: s.config.controls_csv.write_text(CSV_HEADER), "controls CSV changed"),
+        (lambda s: inbox.submit(s.config.state_dir, inbox.new_request("retry", "j")), "queued"),
+        (lambda s: s.snapshot["jobs"][0].update(should_start=True), "jobs ready"),
+        (lambda s: s.snapshot.update(decisions_valid_until=datetime.now(timezone.utc).isoformat()), "retried"),
+        (lambda s: s.snapshot.pop("fold_id"), "no status snapshot"),
+    ],
+)
 @pytest.mark.unit
 def test_state_the_snapshot_does_not_show_hands_over(left: LeftState, change: Any, reason: str) -> None:
     change(left)
@@ -231,8 +276,10 @@ def test_a_start_not_confirmed_hands_over_to_resend_it(left: LeftState) -> None:
 
 @pytest.mark.unit
 def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> None:
-    left.snapshot["rows"][0].update(expected_within="1h", latest_event_fetched_timestamp=(
-        datetime.now(timezone.utc) - timedelta(hours=2)).isoformat())
+    left.snapshot["rows"][0].update(
+        expected_within="1h",
+        latest_event_fetched_timestamp=(datetime.now(timezone.utc) - timedelta(hours=2)).isoformat(),
+    )
     handover, _ = left.cold()
     assert handover is not None and "stale" in handover.reason
 
@@ -240,7 +287,8 @@ def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> N
 # --- scenario: a real tick's snapshot, and the hand-over's decisions --------------------------------
 @pytest.mark.scenario
 def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_the_job(
-        heartbeat: HeartbeatHarness) -> None:
+    heartbeat: HeartbeatHarness,
+) -> None:
     # GIVEN a heartbeat whose first tick found nothing
     heartbeat.write_controls([control_row("trigger_file", "in", "j")])
     heartbeat.define_jobs("j")

@@ -17,20 +17,34 @@ def write_config(path: Path, body: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("body, expected", [
-    ("backnd: databricks\n", "backnd: unknown key; did you mean 'backend'?"),
-    ("sensing:\n  check_timeout_secnds: 5\n", "sensing.check_timeout_secnds: unknown key; did you mean 'check_timeout_seconds'?"),
-    ("databricks:\n  http_timout_seconds: 5\n", "databricks.http_timout_seconds: unknown key; did you mean 'http_timeout_seconds'?"),
-    ("local_runner:\n  jobs:\n    j: {command: 'true', timeout_second: 5}\n",
-     "local_runner.jobs.j.timeout_second: unknown key; did you mean 'timeout_seconds'?"),
-    ("jdbc:\n  url: jdbc:postgresql://db/x\n  driver: org.postgresql.Driver\n  pasword_env: PW\n",
-     "jdbc.connections.default.pasword_env: unknown key; did you mean 'password_env'?"),
-    ("kafka:\n  password: hunter2\n", "kafka.password: secrets never go in heartbeat.yml"),
-    ("sensing:\n  check_timeout_seconds: soon\n", "sensing.check_timeout_seconds: Input should be a valid number"),
-    ("backend: databrick\n", "backend: Input should be 'local' or 'databricks'"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("backnd: databricks\n", "backnd: unknown key; did you mean 'backend'?"),
+        (
+            "sensing:\n  check_timeout_secnds: 5\n",
+            "sensing.check_timeout_secnds: unknown key; did you mean 'check_timeout_seconds'?",
+        ),
+        (
+            "databricks:\n  http_timout_seconds: 5\n",
+            "databricks.http_timout_seconds: unknown key; did you mean 'http_timeout_seconds'?",
+        ),
+        (
+            "local_runner:\n  jobs:\n    j: {command: 'true', timeout_second: 5}\n",
+            "local_runner.jobs.j.timeout_second: unknown key; did you mean 'timeout_seconds'?",
+        ),
+        (
+            "jdbc:\n  url: jdbc:postgresql://db/x\n  driver: org.postgresql.Driver\n  pasword_env: PW\n",
+            "jdbc.connections.default.pasword_env: unknown key; did you mean 'password_env'?",
+        ),
+        ("kafka:\n  password: hunter2\n", "kafka.password: secrets never go in heartbeat.yml"),
+        ("sensing:\n  check_timeout_seconds: soon\n", "sensing.check_timeout_seconds: Input should be a valid number"),
+        ("backend: databrick\n", "backend: Input should be 'local' or 'databricks'"),
+    ],
+)
 def test_a_mistake_in_heartbeat_yml_is_refused_naming_the_file_the_key_and_the_fix(
-        tmp_path: Path, body: str, expected: str) -> None:
+    tmp_path: Path, body: str, expected: str
+) -> None:
     path = write_config(tmp_path / "heartbeat.yml", body)
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -38,7 +52,8 @@ def test_a_mistake_in_heartbeat_yml_is_refused_naming_the_file_the_key_and_the_f
 
 
 def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = write_config(tmp_path / "heartbeat.yml", "sensing:\n  check_timeout_secnds: 5\n")
     assert cli.main(["--config", str(bad), "validate"]) == 2
     assert "did you mean 'check_timeout_seconds'?" in capsys.readouterr().err
@@ -49,10 +64,13 @@ def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
 
 
 def test_paths_are_relative_to_the_file_and_the_environment_overrides_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "conf").mkdir()
-    path = write_config(tmp_path / "conf" / "heartbeat.yml", yaml.safe_dump(
-        {"state_dir": "../hb-state", "schema": "sales_hb", "trigger_file": {"root": "landing"}}))
+    path = write_config(
+        tmp_path / "conf" / "heartbeat.yml",
+        yaml.safe_dump({"state_dir": "../hb-state", "schema": "sales_hb", "trigger_file": {"root": "landing"}}),
+    )
     config = load_config(path)
     assert config.state_dir == tmp_path / "hb-state" and config.trigger_root == tmp_path / "conf" / "landing"
     assert config.table("heartbeat_events") == "spark_catalog.sales_hb.heartbeat_events"
@@ -68,14 +86,24 @@ def test_the_databricks_target_needs_a_catalog_and_addresses_tables_with_three_p
     assert config.table("heartbeat_control_table") == "lake.ops.heartbeat_control_table"
 
 
-def test_set_on_the_command_line_wins_over_the_file_and_the_environment(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_set_on_the_command_line_wins_over_the_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a file and the environment naming a catalog, and `--set` values (as a serverless job passes them)
     path = tmp_path / "heartbeat.yml"
     path.write_text("backend: databricks\ncatalog: main\ndatabricks:\n  job_parameters: false\n")
     monkeypatch.setenv("HEARTBEAT_CATALOG", "from_env")
-    args = cli.parser().parse_args(["--config", str(path), "--set", "catalog=sales",
-                                "--set", "databricks.dbt_http_path=/sql/1.0/warehouses/abc", "tick"])
+    args = cli.parser().parse_args(
+        [
+            "--config",
+            str(path),
+            "--set",
+            "catalog=sales",
+            "--set",
+            "databricks.dbt_http_path=/sql/1.0/warehouses/abc",
+            "tick",
+        ]
+    )
     # WHEN the configuration is loaded with them
     config = load_config(args.config, dict(args.set))
     # THEN they win, and the rest of their section stays as the file says

@@ -17,10 +17,13 @@ FORBIDDEN = re.compile(r"\bsparkContext\b|\b_jvm\b|\b_jsc\b|\.rdd\b|\bRDD\b|\bdb
 
 
 def test_no_module_uses_an_api_that_spark_connect_lacks() -> None:
-    found = [f"{path.relative_to(PROJECT_DIR)}:{number}: {line.strip()}"
-             for root in ("harness", "adapter")
-             for path in sorted((PROJECT_DIR / root).rglob("*.py"))
-             for number, line in enumerate(path.read_text().splitlines(), 1) if FORBIDDEN.search(line)]
+    found = [
+        f"{path.relative_to(PROJECT_DIR)}:{number}: {line.strip()}"
+        for root in ("harness", "adapter")
+        for path in sorted((PROJECT_DIR / root).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if FORBIDDEN.search(line)
+    ]
     assert found == []
 
 

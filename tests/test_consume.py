@@ -16,12 +16,12 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.consume import ConsumeError, read_range
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Sensor, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.kafka import KafkaSensor
 from harness.sensors.trigger_file import TriggerFileSensor
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.kafka_mock import MockKafka
 from tests.postgres import PostgresServer
@@ -33,13 +33,26 @@ def watermark(sensor: Sensor[Any], upstream: Upstream, spark: SparkSession | Non
 
 def range_of(upstream: Upstream, start: dict[str, Any] | None, end: dict[str, Any]) -> str:
     """The change range a run would be handed for one upstream (HEARTBEAT_CHANGE_RANGE's text)."""
-    return json.dumps({"job_id": "j", "run_context_id": "hb-test", "upstreams": [
-        {"sensor_source": upstream.source.value, "sensor_id": upstream.sensor_id, "dependency": "hard",
-         "from": start, "to": end}]})
+    return json.dumps(
+        {
+            "job_id": "j",
+            "run_context_id": "hb-test",
+            "upstreams": [
+                {
+                    "sensor_source": upstream.source.value,
+                    "sensor_id": upstream.sensor_id,
+                    "dependency": "hard",
+                    "from": start,
+                    "to": end,
+                }
+            ],
+        }
+    )
 
 
-def read_one(spark: SparkSession, config: Config, upstream: Upstream, start: dict[str, Any] | None,
-             end: dict[str, Any]) -> list[dict[str, Any]]:
+def read_one(
+    spark: SparkSession, config: Config, upstream: Upstream, start: dict[str, Any] | None, end: dict[str, Any]
+) -> list[dict[str, Any]]:
     (frame,) = read_range(spark, range_of(upstream, start, end), config=config).values()
     return [r.asDict() for r in frame.collect()]
 
@@ -49,7 +62,8 @@ def orders(ids: list[int], region: str = "eu") -> pa.Table:
 
 
 def test_delta_range_is_the_rows_the_commits_in_between_added_with_their_partitions(
-        spark: SparkSession, tmp_path: Path) -> None:
+    spark: SparkSession, tmp_path: Path
+) -> None:
     # GIVEN a partitioned table the job last read at version 0, then two appends (the range), then one more
     path, config = str(tmp_path / "orders"), sensor_config(tmp_path)
     sensor, upstream = DeltaSensor.from_settings(config.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
@@ -68,7 +82,8 @@ def test_delta_range_is_the_rows_the_commits_in_between_added_with_their_partiti
 
 
 def test_delta_range_with_change_data_feed_is_the_feed_of_the_versions_in_between(
-        spark: SparkSession, tmp_path: Path) -> None:
+    spark: SparkSession, tmp_path: Path
+) -> None:
     # GIVEN a table with the change data feed on: a delete and an append in the range, an append after it
     path, config = str(tmp_path / "cdf"), sensor_config(tmp_path)
     sensor, upstream = DeltaSensor.from_settings(config.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
@@ -86,8 +101,7 @@ def test_delta_range_with_change_data_feed_is_the_feed_of_the_versions_in_betwee
     assert sorted((r["id"], r["_change_type"]) for r in rows) == [(1, "delete"), (3, "insert")]
 
 
-def test_kafka_range_is_the_messages_between_the_offsets(spark: SparkSession, kafka: MockKafka,
-                                                         tmp_path: Path) -> None:
+def test_kafka_range_is_the_messages_between_the_offsets(spark: SparkSession, kafka: MockKafka, tmp_path: Path) -> None:
     config = sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers, "max_messages": 1})
     sensor, upstream = KafkaSensor.from_settings(config.kafka), Upstream(SensorSource.KAFKA, "shop: consume.orders")
     kafka.produce("consume.orders", "a", "b")
@@ -103,12 +117,18 @@ def test_kafka_range_is_the_messages_between_the_offsets(spark: SparkSession, ka
     assert sorted((r["partition"], r["value"].decode()) for r in rows) == [(0, "c"), (0, "d"), (2, "e")]
 
 
-def test_jdbc_range_is_the_key_range_between_the_watermarks(spark: SparkSession, postgres: PostgresServer,
-                                                            pg_password: str, tmp_path: Path) -> None:
+def test_jdbc_range_is_the_key_range_between_the_watermarks(
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     config = sensor_config(tmp_path, jdbc={"connections": {"default": pg_connection(postgres)}})
     sensor, upstream = JdbcSensor.from_settings(config.jdbc), Upstream(SensorSource.JDBC, "public.consume_orders", "id")
-    postgres.execute(["DROP TABLE IF EXISTS consume_orders", "CREATE TABLE consume_orders (id int, amount int)",
-                      "INSERT INTO consume_orders SELECT i, i * 10 FROM generate_series(1, 3) i"])
+    postgres.execute(
+        [
+            "DROP TABLE IF EXISTS consume_orders",
+            "CREATE TABLE consume_orders (id int, amount int)",
+            "INSERT INTO consume_orders SELECT i, i * 10 FROM generate_series(1, 3) i",
+        ]
+    )
     start = watermark(sensor, upstream, spark)
     postgres.execute("INSERT INTO consume_orders VALUES (4, 40), (5, 50)")
     end = watermark(sensor, upstream, spark)
@@ -157,8 +177,12 @@ def test_iceberg_range_is_the_rows_the_snapshots_in_between_added(spark: SparkSe
     properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": (tmp_path / "warehouse").as_uri()}
     catalog = SqlCatalog("lake", **properties)
     catalog.create_namespace("sales")
-    table = catalog.create_table("sales.orders", schema=Schema(
-        NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False)))
+    table = catalog.create_table(
+        "sales.orders",
+        schema=Schema(
+            NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False)
+        ),
+    )
     config = sensor_config(tmp_path, iceberg={"catalogs": {"lake": {"properties": {"type": "sql", **properties}}}})
     upstream = Upstream(SensorSource.ICEBERG_TABLE, "lake: sales.orders")
     table.append(orders([1]))
@@ -169,6 +193,9 @@ def test_iceberg_range_is_the_rows_the_snapshots_in_between_added(spark: SparkSe
 
     # THEN the range is the rows of the two appends; a job that never succeeded gets the whole table
     assert sorted((r["id"], r["region"]) for r in read_one(spark, config, upstream, start, end)) == [
-        (2, "eu"), (3, "eu"), (4, "us")]
+        (2, "eu"),
+        (3, "eu"),
+        (4, "us"),
+    ]
     assert sorted(r["id"] for r in read_one(spark, config, upstream, None, end)) == [1, 2, 3, 4]
     assert read_one(spark, config, upstream, end, end) == []

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
-from harness.platform import dbt_runner
 from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError, DbtError
+from harness.platform import dbt_runner
 from tests.support import HeartbeatHarness, control_row
 
 
@@ -28,28 +28,43 @@ def write(path: Path, rows: list[dict[str, str]], header: list[str] | None = Non
 def test_project_controls_csv_is_valid_and_has_an_example_of_every_source() -> None:
     specs = read_controls(PROJECT_DIR / "seeds" / "heartbeat_controls.csv")
     assert {s.sensor_source for s in specs} == {
-        "delta_table", "lmu_delta_table", "kafka", "trigger_file", "sap_bw", "sap_b4", "jdbc", "upstream_sensor_table"}
+        "delta_table",
+        "lmu_delta_table",
+        "kafka",
+        "trigger_file",
+        "sap_bw",
+        "sap_b4",
+        "jdbc",
+        "upstream_sensor_table",
+    }
 
 
 def test_dependency_flag_ignores_case_and_spaces(tmp_path: Path) -> None:
-    rows = [control_row("kafka", "t", "j") | {"dependency_flag": " true "},
-            control_row("kafka", "u", "j") | {"dependency_flag": "False"}]
+    rows = [
+        control_row("kafka", "t", "j") | {"dependency_flag": " true "},
+        control_row("kafka", "u", "j") | {"dependency_flag": "False"},
+    ]
     specs = read_controls(write(tmp_path / "c.csv", rows))
     assert [s.is_hard_dependency for s in specs] == [True, False]
 
 
-@pytest.mark.parametrize("change, expected", [
-    ({"sensor_source": "kafak"}, "line 3 (kafak 't2' -> job j): unknown sensor_source 'kafak'"),
-    ({"job_state": "STOPPED"}, "unknown job_state 'STOPPED'"),
-    ({"dependency_flag": "maybe"}, "unknown dependency_flag 'maybe'"),
-    ({"sensor_read_type": "stream"}, "unknown sensor_read_type 'stream'"),
-    ({"sensor_id": " "}, "line 3 (kafka '' -> job j): sensor_id is empty"),
-    ({"trigger_job_id": ""}, "trigger_job_id is empty"),
-    ({"preprocess_query": "DROP TABLE sensor_new_data"}, "preprocess_query must be a SELECT, found DROP"),
-    ({"preprocess_query": "SELECT 1; SELECT 2"}, "exactly one SELECT statement, found 2"),
-    ({"preprocess_query": "SELECT * FROM sensor_new_data WHERE ?upstream_key > 1"}, "upstream_key is empty"),
-])
-def test_bad_value_is_refused_naming_the_line_and_problem(tmp_path: Path, change: dict[str, str], expected: str) -> None:
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"sensor_source": "kafak"}, "line 3 (kafak 't2' -> job j): unknown sensor_source 'kafak'"),
+        ({"job_state": "STOPPED"}, "unknown job_state 'STOPPED'"),
+        ({"dependency_flag": "maybe"}, "unknown dependency_flag 'maybe'"),
+        ({"sensor_read_type": "stream"}, "unknown sensor_read_type 'stream'"),
+        ({"sensor_id": " "}, "line 3 (kafka '' -> job j): sensor_id is empty"),
+        ({"trigger_job_id": ""}, "trigger_job_id is empty"),
+        ({"preprocess_query": "DROP TABLE sensor_new_data"}, "preprocess_query must be a SELECT, found DROP"),
+        ({"preprocess_query": "SELECT 1; SELECT 2"}, "exactly one SELECT statement, found 2"),
+        ({"preprocess_query": "SELECT * FROM sensor_new_data WHERE ?upstream_key > 1"}, "upstream_key is empty"),
+    ],
+)
+def test_bad_value_is_refused_naming_the_line_and_problem(
+    tmp_path: Path, change: dict[str, str], expected: str
+) -> None:
     rows = [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "j") | change]
     with pytest.raises(ControlsError) as refused:
         read_controls(write(tmp_path / "c.csv", rows))
@@ -81,20 +96,31 @@ def test_exported_control_table_columns_are_accepted(tmp_path: Path) -> None:
 def test_validate_command_exits_non_zero_on_a_bad_file_and_touches_nothing(tmp_path: Path) -> None:
     bad = write(tmp_path / "c.csv", [control_row("kafka", "t", "j") | {"job_state": "?"}])
     state = tmp_path / "state"
-    result = subprocess.run([sys.executable, "-m", "harness", "validate", str(bad)], capture_output=True, text=True,
-                            cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HEARTBEAT_STATE_DIR": str(state)})
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", "validate", str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HEARTBEAT_STATE_DIR": str(state)},
+    )
     assert result.returncode == 2
     assert "line 2" in result.stderr and "unknown job_state '?'" in result.stderr
     assert not state.exists()
     good = write(tmp_path / "g.csv", [control_row("kafka", "t", "j")])
-    ok = subprocess.run([sys.executable, "-m", "harness", "validate", str(good)], capture_output=True, text=True,
-                        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    ok = subprocess.run(
+        [sys.executable, "-m", "harness", "validate", str(good)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert ok.returncode == 0 and "OK, 1 rows, 1 jobs" in ok.stdout
 
 
 BAD_FILES = {
-    "?upstream_key without an upstream_key": control_row("trigger_file", "in", "j", preprocess_query=(
-        "SELECT * FROM sensor_new_data WHERE ?upstream_key > 0")),
+    "?upstream_key without an upstream_key": control_row(
+        "trigger_file", "in", "j", preprocess_query=("SELECT * FROM sensor_new_data WHERE ?upstream_key > 0")
+    ),
     "two statements": control_row("trigger_file", "in", "j", preprocess_query="SELECT 1; DROP TABLE x"),
     "not a query": control_row("trigger_file", "in", "j", preprocess_query="DELETE FROM sensor_new_data"),
     "an unknown source": control_row("trigger_fil", "in", "j"),
@@ -103,7 +129,8 @@ BAD_FILES = {
 
 
 def test_validate_a_tick_and_dbt_seed_refuse_the_same_files_with_the_same_message(
-        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a heartbeat running on a good controls CSV
     good = [control_row("trigger_file", "ok", "j")]
     heartbeat.write_controls(good)

@@ -41,15 +41,33 @@ from tests.support import HeartbeatHarness, control_row, use_databricks
 
 TWO_TICKS = ("run", "--interval", "2", "--max-ticks", "2")
 IN_PROCESS = {
-    "local": ["tick:sensed", "start:intent-recorded", "local:token-recorded", "start:backend-called",
-              "start:outcome-recorded", "status:snapshot"],
-    "databricks": ["tick:sensed", "start:intent-recorded", "start:backend-called", "start:outcome-recorded",
-                   "status:snapshot"],
+    "local": [
+        "tick:sensed",
+        "start:intent-recorded",
+        "local:token-recorded",
+        "start:backend-called",
+        "start:outcome-recorded",
+        "status:snapshot",
+    ],
+    "databricks": [
+        "tick:sensed",
+        "start:intent-recorded",
+        "start:backend-called",
+        "start:outcome-recorded",
+        "status:snapshot",
+    ],
 }
 KILLED_PROCESS = ["dbt:version-written", "dbt:version-switched"]
 JOB = {"local": "orders_job", "databricks": "701"}
-STATE_KEYS = ("status", "watermark", "last_success_watermark", "trigger_watermark", "latest_trigger_token",
-              "latest_run_id", "last_success_timestamp")
+STATE_KEYS = (
+    "status",
+    "watermark",
+    "last_success_watermark",
+    "trigger_watermark",
+    "latest_trigger_token",
+    "latest_run_id",
+    "last_success_timestamp",
+)
 
 
 def crash_in_second_tick(hb: HeartbeatProcess, point: str, batch: str) -> tuple[int, Path]:
@@ -123,7 +141,8 @@ def assert_every_batch_went_to_one_run(hb: HeartbeatProcess, dropped: list[Path]
 @pytest.mark.scenario
 @pytest.mark.parametrize("backend", ["local", "databricks"])
 def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_and_no_lost_batch(
-        backend: str, heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    backend: str, heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN a heartbeat whose job's runs succeed at once, fed by a trigger folder holding a first batch
     job = JOB[backend]
     heartbeat.write_controls([control_row("trigger_file", UPSTREAM, job)])

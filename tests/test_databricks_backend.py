@@ -13,31 +13,36 @@ from typing import Any
 
 import pytest
 
-from harness.platform import databricks_target
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import PARAMETER_LIMIT_BYTES, DatabricksBackend
 from harness.config import PROJECT_DIR, Config, config_from_mapping
 from harness.errors import BackendError, ConfigError
-from harness.vocabulary import RowKey, dumps
+from harness.platform import databricks_target
 from harness.redact import redact
 from harness.refresh.change_range import ChangeRangeError, parse
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, described
 from harness.tick.triggering import TriggeredRow, change_range
+from harness.vocabulary import RowKey, dumps
 from tests.jobs_api_server import FAST, JobsApiServer
 
 TOKEN_A = "hb-" + "a" * 48
 
 
-
 def backend(tmp_path: Path, **section: Any) -> DatabricksBackend:
-    config = config_from_mapping({"state_dir": str(tmp_path), "backend": "databricks", "catalog": "main",
-                                  "databricks": {**FAST, **section}}, base=tmp_path)
+    config = config_from_mapping(
+        {"state_dir": str(tmp_path), "backend": "databricks", "catalog": "main", "databricks": {**FAST, **section}},
+        base=tmp_path,
+    )
     return DatabricksBackend(config)
 
 
 def request(job_id: str = "123", token: str = TOKEN_A) -> RunRequest:
-    return RunRequest(job_id, "orders-refresh", token,
-                      {"job_id": job_id, "run_context_id": token, "upstreams": [{"sensor_id": "orders"}]})
+    return RunRequest(
+        job_id,
+        "orders-refresh",
+        token,
+        {"job_id": job_id, "run_context_id": token, "upstreams": [{"sensor_id": "orders"}]},
+    )
 
 
 def refused_message(b: DatabricksBackend, req: RunRequest) -> str:
@@ -55,8 +60,9 @@ def test_same_token_twice_returns_the_same_run_and_starts_one(jobs_api: JobsApiS
     assert len(jobs_api.runs_of(123)) == 1 and len(jobs_api.calls("/run-now")) == 2
 
 
-def test_run_receives_run_context_id_and_change_range_as_job_parameters(jobs_api: JobsApiServer,
-                                                                        tmp_path: Path) -> None:
+def test_run_receives_run_context_id_and_change_range_as_job_parameters(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     jobs_api.add_job(123, parameters=["heartbeat_run_context_id", "heartbeat_change_range"])
     backend(tmp_path).start(request())
     (call,) = jobs_api.calls("/run-now")
@@ -66,8 +72,7 @@ def test_run_receives_run_context_id_and_change_range_as_job_parameters(jobs_api
     assert jobs_api.change_range(run)["upstreams"] == [{"sensor_id": "orders"}]
 
 
-def test_job_without_parameters_starts_when_configured_to_receive_none(jobs_api: JobsApiServer,
-                                                                       tmp_path: Path) -> None:
+def test_job_without_parameters_starts_when_configured_to_receive_none(jobs_api: JobsApiServer, tmp_path: Path) -> None:
     jobs_api.add_job(123, parameters=[])
     b = backend(tmp_path, jobs={"123": {"job_parameters": False}})
     b.start(request())
@@ -77,13 +82,13 @@ def test_job_without_parameters_starts_when_configured_to_receive_none(jobs_api:
 
 def test_job_parameter_names_can_be_mapped_per_job(jobs_api: JobsApiServer, tmp_path: Path) -> None:
     jobs_api.add_job(7, parameters=["ctx"])
-    backend(tmp_path, jobs={7: {"job_parameters": {"run_context_id": "ctx", "change_range": None}}}).start(
-        request("7"))
+    backend(tmp_path, jobs={7: {"job_parameters": {"run_context_id": "ctx", "change_range": None}}}).start(request("7"))
     assert jobs_api.runs_of(7)[0].job_parameters == {"ctx": TOKEN_A}
 
 
-def test_job_declaring_no_parameters_is_refused_with_the_setting_to_change(jobs_api: JobsApiServer,
-                                                                           tmp_path: Path) -> None:
+def test_job_declaring_no_parameters_is_refused_with_the_setting_to_change(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     jobs_api.add_job(123, parameters=[])
     message = refused_message(backend(tmp_path), request())
     assert "Databricks job 123 (orders-refresh)" in message
@@ -109,8 +114,9 @@ def test_permission_denied_is_refused_asking_for_can_manage_run(jobs_api: JobsAp
     assert "CAN MANAGE RUN" in message and jobs_api.runs_of(123) == []
 
 
-def test_wrong_token_is_refused_and_the_token_never_appears(jobs_api: JobsApiServer, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_token_is_refused_and_the_token_never_appears(
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     jobs_api.add_job(123)
     monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-wrong-secret-value")
     message = refused_message(backend(tmp_path), request())
@@ -124,8 +130,9 @@ def test_non_numeric_job_id_is_refused_without_any_request(jobs_api: JobsApiServ
     assert jobs_api.requests == []
 
 
-def test_missing_auth_is_refused_with_what_to_set(jobs_api: JobsApiServer, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_auth_is_refused_with_what_to_set(
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DATABRICKS_HOST")
     monkeypatch.delenv("DATABRICKS_TOKEN")
     b = backend(tmp_path)
@@ -135,7 +142,8 @@ def test_missing_auth_is_refused_with_what_to_set(jobs_api: JobsApiServer, tmp_p
 
 
 def test_token_named_by_token_env_is_used_and_secrets_in_the_file_are_refused(
-        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     jobs_api.add_job(123)
     monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-not-this-one")
     monkeypatch.setenv("HB_TEST_DBX_TOKEN", jobs_api.token)
@@ -145,8 +153,9 @@ def test_token_named_by_token_env_is_used_and_secrets_in_the_file_are_refused(
         backend(tmp_path, token="dapi-in-the-file")
 
 
-def test_server_error_is_uncertain_and_resending_the_token_starts_one_run(jobs_api: JobsApiServer,
-                                                                         tmp_path: Path) -> None:
+def test_server_error_is_uncertain_and_resending_the_token_starts_one_run(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     jobs_api.add_job(123)
     jobs_api.fail("/run-now", 500, message="backend hiccup")
     b = backend(tmp_path)
@@ -167,8 +176,9 @@ def test_timed_out_start_that_did_create_the_run_yields_one_run(jobs_api: JobsAp
     assert len(jobs_api.calls("/run-now")) >= 2
 
 
-def test_rate_limit_with_a_long_retry_after_is_retried_within_bounded_time(jobs_api: JobsApiServer,
-                                                                          tmp_path: Path) -> None:
+def test_rate_limit_with_a_long_retry_after_is_retried_within_bounded_time(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     jobs_api.add_job(123)
     jobs_api.fail("/run-now", 429, times=2, retry_after=3600, error_code="TOO_MANY_REQUESTS")
     started = time.monotonic()
@@ -178,7 +188,8 @@ def test_rate_limit_with_a_long_retry_after_is_retried_within_bounded_time(jobs_
 
 
 def test_rate_limit_storm_is_uncertain_after_the_retry_budget_and_later_calls_fail_fast(
-        jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     jobs_api.add_job(123)
     jobs_api.fail("/run-now", 429, times=1000, retry_after=30, error_code="TOO_MANY_REQUESTS")
     b = backend(tmp_path)
@@ -191,8 +202,7 @@ def test_rate_limit_storm_is_uncertain_after_the_retry_budget_and_later_calls_fa
     assert first < 30 and time.monotonic() - started - first < 5  # the storm asked for 30 s waits, 1000 times
 
 
-def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -211,19 +221,22 @@ def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> N
 
 
 # --- polling ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("life, result, expected", [
-    ("TERMINATED", "SUCCESS", RunState.SUCCEEDED),
-    ("TERMINATED", "SUCCESS_WITH_FAILURES", RunState.SUCCEEDED),
-    ("TERMINATED", "FAILED", RunState.FAILED),
-    ("TERMINATED", "TIMEDOUT", RunState.FAILED),
-    ("TERMINATED", "CANCELED", RunState.FAILED),
-    ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.SKIPPED),  # nothing ran: not a failure
-    ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
-])
+@pytest.mark.parametrize(
+    "life, result, expected",
+    [
+        ("TERMINATED", "SUCCESS", RunState.SUCCEEDED),
+        ("TERMINATED", "SUCCESS_WITH_FAILURES", RunState.SUCCEEDED),
+        ("TERMINATED", "FAILED", RunState.FAILED),
+        ("TERMINATED", "TIMEDOUT", RunState.FAILED),
+        ("TERMINATED", "CANCELED", RunState.FAILED),
+        ("SKIPPED", "MAXIMUM_CONCURRENT_RUNS_REACHED", RunState.SKIPPED),  # nothing ran: not a failure
+        ("INTERNAL_ERROR", "FAILED", RunState.FAILED),
+    ],
+)
 @pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
 def test_run_end_states_map_to_succeeded_failed_or_skipped_with_the_message(
-        jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState,
-        answers: tuple[str, ...]) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path, life: str, result: str, expected: RunState, answers: tuple[str, ...]
+) -> None:
     # GIVEN a workspace answering runs with `status` only, or with the deprecated `state` only
     jobs_api.run_fields = answers
     jobs_api.add_job(123)
@@ -272,9 +285,9 @@ def test_unknown_run_cannot_be_read_and_the_error_says_what_to_do(jobs_api: Jobs
 
 
 @pytest.mark.parametrize("answers", [("status",), ("state",)], ids=["status", "state-only workspace"])
-def test_successful_run_after_finds_only_a_success_started_after_the_failure(jobs_api: JobsApiServer,
-                                                                            tmp_path: Path,
-                                                                            answers: tuple[str, ...]) -> None:
+def test_successful_run_after_finds_only_a_success_started_after_the_failure(
+    jobs_api: JobsApiServer, tmp_path: Path, answers: tuple[str, ...]
+) -> None:
     # GIVEN a success before the failure, then many failed runs by hand (more than one page)
     jobs_api.run_fields = answers
     jobs_api.add_job(123)
@@ -298,15 +311,17 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(job
 
 # --- dbt's databricks target where the job sets no environment (serverless) ----------------------
 def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environment_has_none(
-        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a heartbeat authenticated by its own identity, with no host nor dbt token in the environment
     jobs_api.secrets[("heartbeat", "dbt_token")] = "dapi-dbt-0123456789"
     monkeypatch.delenv("DATABRICKS_HOST")
     monkeypatch.delenv("DATABRICKS_TOKEN")
     monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
     monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
-    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
-                     dbt_token_secret="heartbeat/dbt_token").config
+    config = backend(
+        tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN", dbt_token_secret="heartbeat/dbt_token"
+    ).config
     # WHEN dbt's connection is prepared
     databricks_target.prepare(config)
     # THEN dbt finds the workspace's host and the secret's value, which is masked wherever the harness writes
@@ -316,7 +331,8 @@ def test_dbt_gets_the_host_and_its_token_from_the_secret_scope_when_the_environm
 
 
 def test_inside_the_databricks_runtime_dbts_token_is_read_with_the_runtimes_dbutils(
-        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a job on Databricks, where the Secrets API's get_secret answers BAD_REQUEST outside a notebook
     # and the runtime's dbutils reads secrets (a stand-in: the runtime cannot run here)
     import databricks.sdk
@@ -333,8 +349,9 @@ def test_inside_the_databricks_runtime_dbts_token_is_read_with_the_runtimes_dbut
     monkeypatch.delenv("DATABRICKS_TOKEN")
     monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
     monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
-    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
-                     dbt_token_secret="heartbeat/dbt_token").config
+    config = backend(
+        tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN", dbt_token_secret="heartbeat/dbt_token"
+    ).config
     # WHEN dbt's connection is prepared
     databricks_target.prepare(config)
     # THEN the token is the one the runtime's dbutils read, and it is masked
@@ -343,14 +360,19 @@ def test_inside_the_databricks_runtime_dbts_token_is_read_with_the_runtimes_dbut
 
 
 def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
-        jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DBT_ENV_SECRET_DATABRICKS_TOKEN", "")
     monkeypatch.delenv("DATABRICKS_TOKEN")
     monkeypatch.setenv("HEARTBEAT_IDENTITY_TOKEN", jobs_api.token)
-    config = backend(tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN",
-                     dbt_token_secret="heartbeat/missing").config
-    with pytest.raises(BackendError, match="databricks.dbt_token_secret heartbeat/missing: cannot read the secret.*"
-                                           "grant the heartbeat's identity READ on the secret scope 'heartbeat'"):
+    config = backend(
+        tmp_path, host=jobs_api.url, token_env="HEARTBEAT_IDENTITY_TOKEN", dbt_token_secret="heartbeat/missing"
+    ).config
+    with pytest.raises(
+        BackendError,
+        match="databricks.dbt_token_secret heartbeat/missing: cannot read the secret.*"
+        "grant the heartbeat's identity READ on the secret scope 'heartbeat'",
+    ):
         databricks_target.prepare(config)
 
 
@@ -358,21 +380,43 @@ def test_an_unreadable_dbt_token_secret_names_the_setting_and_the_grant(
 def large_range(job_id: str, token: str, upstreams: int = 5, events: int = MAX_EVENTS) -> dict[str, Any]:
     """The range of a job reading `upstreams` Delta tables, each with `events` commits in it, built with the
     project's own classes (as a run with many changes since its last success is handed)."""
-    rows = [TriggeredRow(RowKey("delta_table", f"main.sales.orders_{u}", job_id), dumps({"version": 10}),
-                         dumps({"version": 10 + events}), "NEW_EVENT_AVAILABLE", True) for u in range(upstreams)]
+    rows = [
+        TriggeredRow(
+            RowKey("delta_table", f"main.sales.orders_{u}", job_id),
+            dumps({"version": 10}),
+            dumps({"version": 10 + events}),
+            "NEW_EVENT_AVAILABLE",
+            True,
+        )
+        for u in range(upstreams)
+    ]
     change_events = {
-        row.key: {"events_complete": True, **described([
-            ChangeEvent(event_time=f"2026-01-05T10:{v % 60:02d}:00+00:00", table=row.key.sensor_id,
-                        table_format="delta", snapshot_id=10 + v, snapshot_time=f"2026-01-05T10:{v % 60:02d}:00+00:00",
-                        previous_snapshot_id=9 + v, operation="APPEND",
-                        partition_values=({"ds": f"2026-01-{1 + v % 28:02d}", "region": "emea"},))
-            for v in range(1, events + 1)])}
-        for row in rows}
+        row.key: {
+            "events_complete": True,
+            **described(
+                [
+                    ChangeEvent(
+                        event_time=f"2026-01-05T10:{v % 60:02d}:00+00:00",
+                        table=row.key.sensor_id,
+                        table_format="delta",
+                        snapshot_id=10 + v,
+                        snapshot_time=f"2026-01-05T10:{v % 60:02d}:00+00:00",
+                        previous_snapshot_id=9 + v,
+                        operation="APPEND",
+                        partition_values=({"ds": f"2026-01-{1 + v % 28:02d}", "region": "emea"},),
+                    )
+                    for v in range(1, events + 1)
+                ]
+            ),
+        }
+        for row in rows
+    }
     return change_range(job_id, token, rows, change_events)
 
 
 def test_a_range_too_large_for_a_job_parameter_is_handed_by_reference_and_read_whole(
-        jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     # GIVEN a job whose range holds 5 upstreams x 100 change events (far beyond 10,000 bytes as JSON)
     jobs_api.add_job(123)
     whole = large_range("123", TOKEN_A)

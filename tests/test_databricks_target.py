@@ -27,22 +27,43 @@ pytestmark = pytest.mark.scenario  # dbt compiles the project in-process
 
 def compile_for_databricks(tmp_path: Path, relations_exist: bool) -> tuple[dict[str, str], dict[str, Any]]:
     """Compiled SQL of every node (by unique id) and the manifest, as `dbt compile --target databricks`."""
-    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
-                    dbt_target="databricks", catalog="main", schema="heartbeat",
-                    dbt_target_dir=tmp_path / f"target_{relations_exist}")
+    config = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=tmp_path / "state",
+        dbt_target="databricks",
+        catalog="main",
+        schema="heartbeat",
+        dbt_target_dir=tmp_path / f"target_{relations_exist}",
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DATABRICKS_HOST", "127.0.0.1:9")  # a closed port: a connection attempt fails at once
         patch.setenv("DATABRICKS_TOKEN", "no-workspace")
         patch.setattr(DatabricksAdapter, "has_dbr_capability", lambda self, name: True)
         patch.setattr(DatabricksAdapter, "is_cluster", lambda self: False)
-        patch.setattr(DatabricksAdapter, "get_columns_in_relation", lambda self, relation: [
-            self.Column(name, "string") for name in (*USER_COLUMNS, *OPTIONAL_COLUMNS)])
-        patch.setattr(DatabricksAdapter, "get_relation",
-                      lambda self, database, schema, identifier, needs_information=False: (
-                          self.Relation.create(database=database, schema=schema, identifier=identifier,
-                                               type="table") if relations_exist else None))
-        result = dbtRunner().invoke(["--quiet", "--no-send-anonymous-usage-stats", *dbt_args(
-            config, ["compile", "--no-introspect", "--no-populate-cache", "--exclude", "resource_type:seed"])])
+        patch.setattr(
+            DatabricksAdapter,
+            "get_columns_in_relation",
+            lambda self, relation: [self.Column(name, "string") for name in (*USER_COLUMNS, *OPTIONAL_COLUMNS)],
+        )
+        patch.setattr(
+            DatabricksAdapter,
+            "get_relation",
+            lambda self, database, schema, identifier, needs_information=False: (
+                self.Relation.create(database=database, schema=schema, identifier=identifier, type="table")
+                if relations_exist
+                else None
+            ),
+        )
+        result = dbtRunner().invoke(
+            [
+                "--quiet",
+                "--no-send-anonymous-usage-stats",
+                *dbt_args(
+                    config, ["compile", "--no-introspect", "--no-populate-cache", "--exclude", "resource_type:seed"]
+                ),
+            ]
+        )
     assert result.success and result.exception is None, result.exception
     compiled = {r.node.unique_id: r.node.compiled_code for r in result.result}
     manifest = json.loads((config.dbt_target_path / "manifest.json").read_text())
@@ -57,7 +78,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[dict[
 
 @pytest.mark.parametrize("relations_exist", [False, True], ids=["first build", "incremental build"])
 def test_every_model_compiles_for_databricks_and_parses_as_databricks_sql(
-        compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]], relations_exist: bool) -> None:
+    compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]], relations_exist: bool
+) -> None:
     statements, manifest = compiled[relations_exist]
     models = {k for k, v in manifest["nodes"].items() if v["resource_type"] == "model"}
     # every model (and every data test) compiled ...
@@ -70,13 +92,15 @@ def test_every_model_compiles_for_databricks_and_parses_as_databricks_sql(
 
 
 def test_the_incremental_build_folds_only_recent_events(
-        compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]]) -> None:
+    compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]],
+) -> None:
     first, incremental = (compiled[e][0]["model.heartbeat.heartbeat_control_table"] for e in (False, True))
     assert first != incremental and "`main`.`heartbeat`.`heartbeat_control_table`" in incremental
 
 
 def test_the_heartbeat_adapters_macros_leave_dbt_databricks_its_own(
-        compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]]) -> None:
+    compiled: dict[bool, tuple[dict[str, str], dict[str, Any]]],
+) -> None:
     macros = compiled[True][1]["macros"]
     assert not [m for m in macros if m.startswith("macro.dbt_heartbeat.")]
     assert "macro.dbt_databricks.get_insert_overwrite_sql" in macros

@@ -10,13 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from harness.tick import inbox
 from tests.jobs_api_server import FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row, use_databricks
-
-
-
 
 
 def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
@@ -37,7 +33,8 @@ def to_ns(watermark: dict[str, Any] | None) -> int:
 
 
 def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_a_later_success(
-        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN four Databricks jobs fed by one trigger folder, and a file in it
     jobs = ["101", "102", "103", "104"]
     for job in jobs:
@@ -83,7 +80,8 @@ def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_
 
 
 def test_api_errors_become_events_naming_the_job_and_the_tick_stays_bounded(
-        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN a job unknown to the workspace, one the heartbeat may not run, and a rate-limit storm
     jobs_api.add_job(202)
     jobs_api.add_job(203)
@@ -120,7 +118,8 @@ def test_api_errors_become_events_naming_the_job_and_the_tick_stays_bounded(
 
 
 def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
-        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN a job fed by a trigger folder, with files landing throughout
     jobs_api.add_job(301)
     heartbeat.write_controls([control_row("trigger_file", "sales", "301")])
@@ -128,22 +127,22 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
     files = [heartbeat.drop_trigger_file("sales", "f1")]
 
     # WHEN its run fails, a retry fails again, and someone then runs it by hand successfully
-    heartbeat.tick()                                         # run A
+    heartbeat.tick()  # run A
     jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "FAILED", "A failed")
     files.append(heartbeat.drop_trigger_file("sales", "f2"))
-    failed = heartbeat.tick()                                # A -> FAILED; the job waits
+    failed = heartbeat.tick()  # A -> FAILED; the job waits
     assert failed.runs_failed == 1 and failed.started == [] and len(jobs_api.runs_of(301)) == 1
     inbox.submit(heartbeat.config.state_dir, inbox.new_request("retry", "301"))
-    heartbeat.tick()                                         # run B, handed the failed range
+    heartbeat.tick()  # run B, handed the failed range
     jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "TIMEDOUT", "B timed out")
     files.append(heartbeat.drop_trigger_file("sales", "f3"))
-    again = heartbeat.tick()                                 # B -> FAILED; the job waits
+    again = heartbeat.tick()  # B -> FAILED; the job waits
     assert again.started == [] and heartbeat.job_status("301") == {"FAILED"}
     hand = jobs_api.run_by_hand(301, "SUCCESS")
-    healed = heartbeat.tick()                                # hand success found; f2, f3 -> run C
+    healed = heartbeat.tick()  # hand success found; f2, f3 -> run C
     jobs_api.end_run(jobs_api.runs_of(301)[-1].run_id, "SUCCESS")
     files.append(heartbeat.drop_trigger_file("sales", "f4"))
-    heartbeat.tick()                                         # C -> COMPLETED; f4 -> run D
+    heartbeat.tick()  # C -> COMPLETED; f4 -> run D
 
     # THEN the runs are A, B (both failed, same range), C and D; the hand success consumed A's range
     assert healed.started == ["301"]
@@ -165,7 +164,8 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
 
 
 def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
-        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN a started run whose state the workspace refuses to give (runs/get answers 400 every time)
     jobs_api.add_job(401)
     heartbeat.write_controls([control_row("trigger_file", "orders", "401")])
@@ -192,20 +192,29 @@ def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
 
 
 def test_a_run_the_workspace_skipped_is_no_failure_and_its_range_is_started_again(
-        heartbeat: HeartbeatHarness, jobs_api: JobsApiServer) -> None:
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
     # GIVEN a job whose start the workspace skipped: a run of it started by hand was going
     # (max_concurrent_runs: 1; MAX_CONCURRENT_RUNS_EXCEEDED)
     jobs_api.add_job(501)
     heartbeat.write_controls([control_row("trigger_file", "orders", "501")])
     use_databricks(heartbeat)
-    heartbeat.with_sections(runs={"stuck_after_seconds": 3600.0, "refused_start_retry_seconds": 3600,
-                                  "refused_start_retry_max_seconds": 3600})
+    heartbeat.with_sections(
+        runs={
+            "stuck_after_seconds": 3600.0,
+            "refused_start_retry_seconds": 3600,
+            "refused_start_retry_max_seconds": 3600,
+        }
+    )
     heartbeat.drop_trigger_file("orders", "batch-1.done")
     assert heartbeat.tick().started == ["501"]
     (skipped_run,) = jobs_api.runs_of(501)
-    jobs_api.end_run(skipped_run.run_id, "MAXIMUM_CONCURRENT_RUNS_REACHED",
-                     "Skipping this run because the limit of 1 maximum concurrent runs has been reached.",
-                     life_cycle_state="SKIPPED")
+    jobs_api.end_run(
+        skipped_run.run_id,
+        "MAXIMUM_CONCURRENT_RUNS_REACHED",
+        "Skipping this run because the limit of 1 maximum concurrent runs has been reached.",
+        life_cycle_state="SKIPPED",
+    )
 
     # WHEN the next tick reads its end
     report = heartbeat.tick()
@@ -219,8 +228,9 @@ def test_a_run_the_workspace_skipped_is_no_failure_and_its_range_is_started_agai
     assert "skipped" in heartbeat.decisions()["501"].reason
 
     # WHEN the wait before starting it again is over (shortened here) and a later tick starts it
-    heartbeat.with_sections(runs={"stuck_after_seconds": 3600.0, "refused_start_retry_seconds": 1,
-                                  "refused_start_retry_max_seconds": 1})
+    heartbeat.with_sections(
+        runs={"stuck_after_seconds": 3600.0, "refused_start_retry_seconds": 1, "refused_start_retry_max_seconds": 1}
+    )
     time.sleep(1.5)
     assert heartbeat.tick().started == ["501"]
 

@@ -24,7 +24,8 @@ SCHEMA = "hb_cli_only_yml"
 
 
 def test_state_dir_and_schema_named_only_in_heartbeat_yml_are_what_dbt_and_the_heartbeat_use(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     # GIVEN a heartbeat.yml naming its state folder and schema, and no HEARTBEAT_* variable anywhere
     seeds = PROJECT_DIR / "state" / "test-seeds" / f"cli_{tmp_path.name}"
     seeds.mkdir(parents=True, exist_ok=True)
@@ -36,14 +37,25 @@ def test_state_dir_and_schema_named_only_in_heartbeat_yml_are_what_dbt_and_the_h
     (tmp_path / "triggers" / "in").mkdir(parents=True)
     state = tmp_path / "only-here"
     config = tmp_path / "heartbeat.yml"
-    config.write_text(yaml.safe_dump({
-        "state_dir": str(state), "schema": SCHEMA, "controls_csv": str(seeds / "heartbeat_controls.csv"),
-        "trigger_file": {"root": str(tmp_path / "triggers")},
-        "local_runner": {"jobs": {"j": {"command": RECORDING_JOB}}},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "state_dir": str(state),
+                "schema": SCHEMA,
+                "controls_csv": str(seeds / "heartbeat_controls.csv"),
+                "trigger_file": {"root": str(tmp_path / "triggers")},
+                "local_runner": {"jobs": {"j": {"command": RECORDING_JOB}}},
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEARTBEAT_", "DBT_"))}
-    env.update(HEARTBEAT_CONFIG=str(config), RUNS_DIR=str(tmp_path / "runs"), PYTHONPATH=str(PROJECT_DIR),
-               DBT_TARGET_PATH=str(tmp_path / "target"), DBT_LOG_PATH=str(tmp_path / "logs"))
+    env.update(
+        HEARTBEAT_CONFIG=str(config),
+        RUNS_DIR=str(tmp_path / "runs"),
+        PYTHONPATH=str(PROJECT_DIR),
+        DBT_TARGET_PATH=str(tmp_path / "target"),
+        DBT_LOG_PATH=str(tmp_path / "logs"),
+    )
     # The seed's folder, when it is not seeds/: the one thing a command-line dbt is told by a var.
     seed_vars = ["--vars", json.dumps({"heartbeat_seeds_dir": str(seeds.relative_to(PROJECT_DIR))})]
 

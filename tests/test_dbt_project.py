@@ -9,16 +9,21 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunner
 
-from harness.platform import dbt_runner
 from harness.config import PROJECT_DIR, config_from_mapping
+from harness.platform import dbt_runner
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process
 
 
 def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat: HeartbeatHarness) -> None:
-    heartbeat.write_controls([control_row("trigger_file", "in", "j"), control_row("trigger_file", "in", "k"),
-                              control_row("trigger_file", "other", "k", hard=False)])
+    heartbeat.write_controls(
+        [
+            control_row("trigger_file", "in", "j"),
+            control_row("trigger_file", "in", "k"),
+            control_row("trigger_file", "other", "k", hard=False),
+        ]
+    )
     heartbeat.define_jobs("j", "k")
     heartbeat.tick()  # the models must exist before their unit tests (incremental mode reads `this`)
     outcome = dbt_runner.invoke(heartbeat.config, ["test", "--select", "test_type:unit"])
@@ -35,8 +40,15 @@ def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat:
 
 def parse_for_databricks(tmp_path: Path) -> dict[str, Any]:
     """`dbt parse` on the databricks target, with the flags and vars the harness passes; no workspace."""
-    config = config_from_mapping({"backend": "databricks", "catalog": "lake", "state_dir": str(tmp_path / "state"),
-                                  "dbt_target_dir": str(tmp_path / "target")}, base=PROJECT_DIR)
+    config = config_from_mapping(
+        {
+            "backend": "databricks",
+            "catalog": "lake",
+            "state_dir": str(tmp_path / "state"),
+            "dbt_target_dir": str(tmp_path / "target"),
+        },
+        base=PROJECT_DIR,
+    )
     result = dbtRunner().invoke(["--quiet", *dbt_runner.dbt_args(config, ["parse"])])
     assert result.success, result.exception
     return dict(json.loads((tmp_path / "target" / "manifest.json").read_text()))
@@ -45,9 +57,15 @@ def parse_for_databricks(tmp_path: Path) -> dict[str, Any]:
 def test_databricks_target_parses_without_a_workspace(tmp_path: Path) -> None:
     manifest = parse_for_databricks(tmp_path)
     models = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
-    assert set(models) == {"stg_heartbeat__controls", "stg_heartbeat__events", "int_heartbeat__row_events",
-                           "heartbeat_control_table", "heartbeat_sensing_eligibility", "heartbeat_trigger_set",
-                           "heartbeat_open_runs"}
+    assert set(models) == {
+        "stg_heartbeat__controls",
+        "stg_heartbeat__events",
+        "int_heartbeat__row_events",
+        "heartbeat_control_table",
+        "heartbeat_sensing_eligibility",
+        "heartbeat_trigger_set",
+        "heartbeat_open_runs",
+    }
     assert models["heartbeat_control_table"]["config"]["incremental_strategy"] == "merge"
 
 
@@ -55,7 +73,8 @@ def test_every_model_and_column_has_a_description_for_the_docs_site(tmp_path: Pa
     manifest = parse_for_databricks(tmp_path)
     undocumented = [
         f"{n['name']}.{column}" if column else n["name"]
-        for n in manifest["nodes"].values() if n["resource_type"] in ("model", "seed")
+        for n in manifest["nodes"].values()
+        if n["resource_type"] in ("model", "seed")
         for column, description in [(None, n["description"])] + [(c, v["description"]) for c, v in n["columns"].items()]
         if not description.strip()
     ]

@@ -12,30 +12,42 @@ from typing import Any
 
 import pytest
 
-from harness.views import dependency_graph
-from harness.views import report
+from harness.views import dependency_graph, report
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 
 
-def _row(job: str, source: str, sensor_id: str, *, hard: bool = True, status: str | None = None,
-         paused: bool = False) -> dict[str, Any]:
-    return {"trigger_job_id": job, "sensor_source": source, "sensor_id": sensor_id, "is_hard_dependency": hard,
-            "status": status, "job_state": "PAUSED" if paused else "UNPAUSED"}
+def _row(
+    job: str, source: str, sensor_id: str, *, hard: bool = True, status: str | None = None, paused: bool = False
+) -> dict[str, Any]:
+    return {
+        "trigger_job_id": job,
+        "sensor_source": source,
+        "sensor_id": sensor_id,
+        "is_hard_dependency": hard,
+        "status": status,
+        "job_state": "PAUSED" if paused else "UNPAUSED",
+    }
 
 
 def _snapshot(rows: list[dict[str, Any]]) -> dict[str, Any]:
     jobs = sorted({r["trigger_job_id"] for r in rows})
-    return {"written_at": T0.isoformat(), "tick_id": "t1", "rows": rows,
-            "jobs": [{"job_id": j, "job_name": j, "should_start": False, "reason": "waiting"} for j in jobs]}
+    return {
+        "written_at": T0.isoformat(),
+        "tick_id": "t1",
+        "rows": rows,
+        "jobs": [{"job_id": j, "job_name": j, "should_start": False, "reason": "waiting"} for j in jobs],
+    }
 
 
 # orders (failed) publishes lake.orders, which daily reads (soft on a shared topic); many jobs read one topic
-ROWS = ([_row("orders", "trigger_file", "landing/orders", status="FAILED"),
-         _row("orders", "kafka", "shared_topic"),
-         _row("daily", "published", "lake.orders"), _row("daily", "kafka", "shared_topic", hard=False),
-         _row("paused_job", "trigger_file", "landing/p", paused=True)]
-        + [_row(f"fan_{i:02d}", "kafka", "everyone") for i in range(dependency_graph.COLLAPSE_AFTER + 1)])
+ROWS = [
+    _row("orders", "trigger_file", "landing/orders", status="FAILED"),
+    _row("orders", "kafka", "shared_topic"),
+    _row("daily", "published", "lake.orders"),
+    _row("daily", "kafka", "shared_topic", hard=False),
+    _row("paused_job", "trigger_file", "landing/p", paused=True),
+] + [_row(f"fan_{i:02d}", "kafka", "everyone") for i in range(dependency_graph.COLLAPSE_AFTER + 1)]
 PUBLISHES = {"orders": ["lake.orders"]}
 
 
@@ -68,12 +80,28 @@ def _chromium() -> str | None:
 def test_the_report_with_its_graph_opens_in_headless_chromium_without_errors(tmp_path: Path) -> None:
     """A process of its own: a real browser runs the page's script (the point is what a person opens)."""
     page = tmp_path / "report.html"
-    page.write_text(report.render_report([], [], {}, T0, T0, graph=dependency_graph.render(
-        dependency_graph.build(_snapshot(ROWS), PUBLISHES))))
+    page.write_text(
+        report.render_report(
+            [], [], {}, T0, T0, graph=dependency_graph.render(dependency_graph.build(_snapshot(ROWS), PUBLISHES))
+        )
+    )
     browser = _chromium()
     assert browser is not None
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                           "--v=0", "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     graph = dependency_graph.build(_snapshot(ROWS), PUBLISHES)
     nodes = len(graph.jobs) + len(graph.shared)
     assert f'data-graph="ready {nodes}"' in done.stdout  # the graph's script ran to its end

@@ -7,12 +7,18 @@ from tests.support import HeartbeatHarness, control_row
 
 def test_mixed_hard_soft_and_paused_jobs_start_exactly_when_their_rules_hold(heartbeat: HeartbeatHarness) -> None:
     # GIVEN four jobs: hard+hard, hard+soft, soft+soft, and hard+hard with one hard row PAUSED
-    heartbeat.write_controls([
-        control_row("trigger_file", "a1", "hh"), control_row("trigger_file", "a2", "hh"),
-        control_row("trigger_file", "b1", "hs"), control_row("trigger_file", "b2", "hs", hard=False),
-        control_row("trigger_file", "c1", "ss", hard=False), control_row("trigger_file", "c2", "ss", hard=False),
-        control_row("trigger_file", "d1", "hp", paused=True), control_row("trigger_file", "d2", "hp"),
-    ])
+    heartbeat.write_controls(
+        [
+            control_row("trigger_file", "a1", "hh"),
+            control_row("trigger_file", "a2", "hh"),
+            control_row("trigger_file", "b1", "hs"),
+            control_row("trigger_file", "b2", "hs", hard=False),
+            control_row("trigger_file", "c1", "ss", hard=False),
+            control_row("trigger_file", "c2", "ss", hard=False),
+            control_row("trigger_file", "d1", "hp", paused=True),
+            control_row("trigger_file", "d2", "hp"),
+        ]
+    )
     heartbeat.define_jobs("hh", "hs", "ss", "hp")
     for folder in ("a1", "a2", "b1", "b2", "c1", "c2", "d1", "d2"):
         (heartbeat.config.trigger_root / folder).mkdir()  # type: ignore[operator]
@@ -51,9 +57,7 @@ def test_mixed_hard_soft_and_paused_jobs_start_exactly_when_their_rules_hold(hea
     # THEN every job ran once per batch, the paused one never, and hh's second range starts where the first ended
     runs = {job: heartbeat.job_runs(job) for job in ("hh", "hs", "ss", "hp")}
     assert {job: len(r) for job, r in runs.items()} == {"hh": 2, "hs": 1, "ss": 1, "hp": 0}
-    first_hh, second_hh = (
-        {u["sensor_id"]: u for u in run["range"]["upstreams"]} for run in runs["hh"]
-    )
+    first_hh, second_hh = ({u["sensor_id"]: u for u in run["range"]["upstreams"]} for run in runs["hh"])
     for upstream in ("a1", "a2"):
         assert first_hh[upstream]["from"] is None
         assert second_hh[upstream]["from"] == first_hh[upstream]["to"]

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from harness.tick import fold
-from harness.tick import retention
 from harness.config import ConfigError, EventsSettings, config_from_mapping
 from harness.state.event_log import EVENT_SCHEMA, EventLog
 from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
 from harness.state.tables import CONTROL_TABLE
+from harness.tick import fold, retention
 from tests.support import HeartbeatHarness, control_row
 
 
@@ -41,8 +40,7 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     assert heartbeat.job_status("good") == {"COMPLETED"} and heartbeat.job_status("failing") == {"FAILED"}
     before = _state(heartbeat)
     total = _count(heartbeat, EVENTS_TABLE)
-    days = {r[0] for r in heartbeat.spark.sql(
-        f"SHOW PARTITIONS {heartbeat.config.table(EVENTS_TABLE)}").collect()}
+    days = {r[0] for r in heartbeat.spark.sql(f"SHOW PARTITIONS {heartbeat.config.table(EVENTS_TABLE)}").collect()}
     assert days == {f"{PARTITION_COLUMN}={datetime.now(timezone.utc).date()}"}
 
     # WHEN the log is compacted as if 40 days had passed (every event is past the limit)
@@ -82,17 +80,22 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
 
 
 def test_an_event_log_written_before_partitioning_is_moved_into_the_partitioned_table(
-        heartbeat: HeartbeatHarness) -> None:
+    heartbeat: HeartbeatHarness,
+) -> None:
     # GIVEN an event table in the earlier layout (no event_date), holding two events
     table = heartbeat.config.table(EVENTS_TABLE)
     spark = heartbeat.spark
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {heartbeat.config.catalog}.{heartbeat.config.schema}")
     old_columns = [f for f in EVENT_SCHEMA.fields if f.name != PARTITION_COLUMN]
-    spark.sql(f"CREATE TABLE {table} ({', '.join(f'{f.name} {f.dataType.simpleString()}' for f in old_columns)}) "
-              "USING parquet")
-    spark.sql(f"INSERT INTO {table} (event_id, event_time, event_type) VALUES "
-              "('a', TIMESTAMP'2026-01-01 10:00:00', 'CONFIG_REJECTED'), "
-              "('b', TIMESTAMP'2026-02-01 10:00:00', 'CONFIG_REJECTED')")
+    spark.sql(
+        f"CREATE TABLE {table} ({', '.join(f'{f.name} {f.dataType.simpleString()}' for f in old_columns)}) "
+        "USING parquet"
+    )
+    spark.sql(
+        f"INSERT INTO {table} (event_id, event_time, event_type) VALUES "
+        "('a', TIMESTAMP'2026-01-01 10:00:00', 'CONFIG_REJECTED'), "
+        "('b', TIMESTAMP'2026-02-01 10:00:00', 'CONFIG_REJECTED')"
+    )
 
     # WHEN the log is opened
     log = EventLog(spark, heartbeat.config)

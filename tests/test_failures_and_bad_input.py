@@ -69,8 +69,7 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(heartbe
     heartbeat.tick()
 
     # WHEN the CSV is edited into a bad one and data arrives
-    heartbeat.write_controls([control_row("trigger_file", "in", "ok"),
-                              control_row("trigger_fil", "other", "new_job")])
+    heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_fil", "other", "new_job")])
     heartbeat.drop_trigger_file("in", "batch1")
     refused = heartbeat.tick()
     again = heartbeat.tick()
@@ -84,7 +83,9 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(heartbe
     assert set(heartbeat.decisions()) == {"ok"}
 
 
-def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries_on(heartbeat: HeartbeatHarness) -> None:
+def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries_on(
+    heartbeat: HeartbeatHarness,
+) -> None:
     # GIVEN a job that is not defined for the local runner, and a trigger root that does not exist
     heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
     heartbeat.drop_trigger_file("in", "batch1")
@@ -109,7 +110,8 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
 
 
 def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_every_tick(
-        heartbeat: HeartbeatHarness) -> None:
+    heartbeat: HeartbeatHarness,
+) -> None:
     # GIVEN a job the local runner does not know, refused at its first start; refusals retried after 12 s
     heartbeat.with_sections(runs={"refused_start_retry_seconds": 12, "refused_start_retry_max_seconds": 12})
     heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
@@ -124,7 +126,10 @@ def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_ev
     decision = heartbeat.decisions()["ghost"]
     assert not decision.should_start
     assert decision.reason.startswith("start refused at ")
-    assert "job ghost is not defined in local_runner.jobs" in decision.reason and "; next attempt after " in decision.reason
+    assert (
+        "job ghost is not defined in local_runner.jobs" in decision.reason
+        and "; next attempt after " in decision.reason
+    )
     assert len(heartbeat.events(EventType.RUN_START_FAILED.value)) == 1
 
     # WHEN the cause is fixed and the wait has passed

@@ -58,9 +58,24 @@ def receiver() -> Iterator[Receiver]:
 
 
 def _row(expected: str | None, last_change: datetime | None, missed_at: datetime | None = None) -> ControlRow:
-    return ControlRow(RowKey("trigger_file", "orders", "j"), None, None, None, True, "UNPAUSED", "COMPLETED",
-                      '{"changed_ns": 1}', None, None, None, None, None, latest_event_fetched_timestamp=last_change,
-                      expected_within=expected, freshness_missed_at=missed_at)
+    return ControlRow(
+        RowKey("trigger_file", "orders", "j"),
+        None,
+        None,
+        None,
+        True,
+        "UNPAUSED",
+        "COMPLETED",
+        '{"changed_ns": 1}',
+        None,
+        None,
+        None,
+        None,
+        None,
+        latest_event_fetched_timestamp=last_change,
+        expected_within=expected,
+        freshness_missed_at=missed_at,
+    )
 
 
 def test_expected_within_must_be_a_positive_duration_and_the_column_is_optional(tmp_path: Path) -> None:
@@ -69,24 +84,35 @@ def test_expected_within_must_be_a_positive_duration_and_the_column_is_optional(
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])
         writer.writeheader()
-        writer.writerows([row | {"expected_within": "26x"}, {**row, "sensor_id": "b", "expected_within": "0h"},
-                          {**row, "sensor_id": "c", "expected_within": "90m"}])
+        writer.writerows(
+            [
+                row | {"expected_within": "26x"},
+                {**row, "sensor_id": "b", "expected_within": "0h"},
+                {**row, "sensor_id": "c", "expected_within": "90m"},
+            ]
+        )
     with pytest.raises(ControlsError) as refused:
         read_controls(path)
-    assert "line 2 (trigger_file 'orders' -> job j): expected_within '26x' is not a positive duration" in str(refused.value)
+    assert "line 2 (trigger_file 'orders' -> job j): expected_within '26x' is not a positive duration" in str(
+        refused.value
+    )
     assert "line 3" in str(refused.value) and "line 4" not in str(refused.value)
 
 
-def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse(tmp_path: Path,
-                                                                                 receiver: Receiver) -> None:
+def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse(
+    tmp_path: Path, receiver: Receiver
+) -> None:
     settings = FreshnessSettings(webhook_url=receiver.url)
     # GIVEN a row expected within 26h whose last new data is 27h old
     (event,) = freshness_events([_row("26h", T0)], [], settings, tmp_path, at=T0 + timedelta(hours=27))
     assert event.event_type is EventType.FRESHNESS_MISSED
-    assert event.message == ("trigger_file:orders: no new data for 27.0h, expected within 26h "
-                             "(last new data 2026-11-22 06:00:00 UTC)")
+    assert event.message == (
+        "trigger_file:orders: no new data for 27.0h, expected within 26h (last new data 2026-11-22 06:00:00 UTC)"
+    )
     assert event.details["notification"] == {"webhook": "delivered: HTTP 200"}
-    assert receiver.received[0]["upstream"] == "trigger_file:orders" and receiver.received[0]["expected_within"] == "26h"
+    assert (
+        receiver.received[0]["upstream"] == "trigger_file:orders" and receiver.received[0]["expected_within"] == "26h"
+    )
     # WHEN the lapse is recorded: no second event; a fresh row, a failed check or no expectation: none
     recorded = T0 + timedelta(hours=27)
     assert freshness_events([_row("26h", T0, recorded)], [], settings, tmp_path, at=T0 + timedelta(hours=40)) == []
@@ -96,8 +122,12 @@ def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse
     assert freshness_events([_row(None, T0)], [], settings, tmp_path, at=recorded) == []
     # THEN a change after the recorded lapse starts a new one
     changed = T0 + timedelta(hours=30)
-    assert len(freshness_events([_row("26h", changed, recorded)], [], settings, tmp_path,
-                                at=changed + timedelta(hours=27))) == 1
+    assert (
+        len(
+            freshness_events([_row("26h", changed, recorded)], [], settings, tmp_path, at=changed + timedelta(hours=27))
+        )
+        == 1
+    )
     assert len(receiver.received) == 2
 
 
@@ -109,14 +139,17 @@ def test_a_failing_notification_is_recorded_in_the_event_and_not_retried(tmp_pat
         (event,) = freshness_events([_row("1h", T0)], [], settings, tmp_path, at=T0 + timedelta(hours=2))
     finally:
         broken.server.shutdown()
-    assert event.details["notification"] == {"command": "failed: exit code 3: (no output)",
-                                             "webhook": "failed: HTTP 500 Internal Server Error"}
+    assert event.details["notification"] == {
+        "command": "failed: exit code 3: (no output)",
+        "webhook": "failed: HTTP 500 Internal Server Error",
+    }
     assert json.loads((tmp_path / "notified.json").read_text())["event_type"] == "FRESHNESS_MISSED"
     assert len(broken.received) == 1
 
 
 def test_a_tick_records_freshness_missed_once_notifies_and_status_shows_the_row_stale(
-        heartbeat: HeartbeatHarness, receiver: Receiver, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat: HeartbeatHarness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a row expecting new data every second, whose data came once
     with heartbeat.config.controls_csv.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])

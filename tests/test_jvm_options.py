@@ -31,7 +31,8 @@ def test_an_archive_of_this_installation_is_mapped_quietly(tmp_path: Path, monke
 
 
 def test_a_process_that_loops_until_stopped_compiles_for_the_long_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(DUMP_ENV, raising=False)
     monkeypatch.setattr(jvm_options, "archive_path", lambda: tmp_path / "none.jsa")
     jvm_options.expect_long_life()
@@ -39,7 +40,8 @@ def test_a_process_that_loops_until_stopped_compiles_for_the_long_run(
 
 
 def test_the_process_that_makes_the_archive_has_its_jvm_write_one_at_exit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(DUMP_ENV, str(tmp_path / "new.jsa"))
     assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in java_options()
 

@@ -18,9 +18,12 @@ pytestmark = pytest.mark.scenario  # the local runner starts each run as a proce
 
 
 def backend(tmp_path: Path, **jobs: tuple[str, float | None]) -> LocalBackend:
-    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path / "state",
-                    local_jobs={k: LocalJob(name=k, command=cmd, timeout_seconds=timeout)
-                                for k, (cmd, timeout) in jobs.items()})
+    config = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=tmp_path / "state",
+        local_jobs={k: LocalJob(name=k, command=cmd, timeout_seconds=timeout) for k, (cmd, timeout) in jobs.items()},
+    )
     return LocalBackend(config)
 
 

@@ -5,15 +5,28 @@ is a `process` test: one `python -c` that runs the three commands and prints wha
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-HEAVY = ("pyspark", "py4j", "dbt", "pandas", "pyiceberg", "deltalake", "sqlglot", "confluent_kafka",
-         "harness.sensors", "harness.state.event_log", "harness.tick.triggering", "harness.state.tables", "harness.runtime")
+HEAVY = (
+    "pyspark",
+    "py4j",
+    "dbt",
+    "pandas",
+    "pyiceberg",
+    "deltalake",
+    "sqlglot",
+    "confluent_kafka",
+    "harness.sensors",
+    "harness.state.event_log",
+    "harness.tick.triggering",
+    "harness.state.tables",
+    "harness.runtime",
+)
 
 SCRIPT = """
 import contextlib, io, json, sys
@@ -37,14 +50,20 @@ def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: P
     state.mkdir()
     write_event_file(tmp_path / "events")
     (state / "events.location").write_text(str(tmp_path / "events"))
-    (state / "status.json").write_text(json.dumps({"written_at": "2026-11-22T12:00:00+00:00", "tick_id": "t1",
-                                                   "jobs": [], "rows": []}))
+    (state / "status.json").write_text(
+        json.dumps({"written_at": "2026-11-22T12:00:00+00:00", "tick_id": "t1", "jobs": [], "rows": []})
+    )
     (state / "health.json").write_text(json.dumps({"last_tick": {"ended_at": "2026-11-22T12:00:00+00:00"}}))
     config = tmp_path / "heartbeat.yml"
     config.write_text(f"state_dir: {state}\n")
     # WHEN status, why and events run in one fresh interpreter
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(config)], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(config)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
     # THEN the events were read and none of the heavy modules was imported
     assert "RUN_STARTED" in out
     assert json.loads(out.splitlines()[-1]) == []
@@ -57,8 +76,17 @@ def write_event_file(folder: Path) -> None:
 
     day = folder / f"event_date={datetime.now(timezone.utc).date()}"
     day.mkdir(parents=True)
-    pq.write_table(pa.table({
-        "event_time": pa.array([datetime.now(timezone.utc)], pa.timestamp("us", tz="UTC")),
-        "event_type": ["RUN_STARTED"], "sensor_source": ["trigger_file"], "sensor_id": ["u"],
-        "trigger_job_id": ["j"], "message": ["started"], "details": ["{}"],
-    }), day / "part-0.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "event_time": pa.array([datetime.now(timezone.utc)], pa.timestamp("us", tz="UTC")),
+                "event_type": ["RUN_STARTED"],
+                "sensor_source": ["trigger_file"],
+                "sensor_id": ["u"],
+                "trigger_job_id": ["j"],
+                "message": ["started"],
+                "details": ["{}"],
+            }
+        ),
+        day / "part-0.parquet",
+    )

@@ -14,28 +14,35 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.state import event_reader
-from harness.views import report
-from harness.config import PROJECT_DIR
 from harness.commands.cli import setup_logging
+from harness.config import PROJECT_DIR
+from harness.state import event_reader
 from harness.tick.steps import Step, TickReport
+from harness.views import report
 from harness.views.watermarks import describe, fit
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 FACETS = report.event_facets(PROJECT_DIR)
 
 
-@pytest.mark.parametrize("watermark, words", [
-    ({"version": 12}, "version 12"),
-    ({"version": 3, "key": "updated_at", "max": {"type": "timestamp", "value": "2026-11-22T10:00:00+00:00"}},
-     "version 3, max(updated_at) = 2026-11-22 10:00:00"),
-    ({"offsets": {"1": 98, "0": 120}}, "offsets p0=120 p1=98"),
-    ({"changed_ns": 1795241417889429472, "recent": ["a.done", "b.done", "c.done"]},
-     "file 2026-11-21 06:10:17 a.done, b.done +1 more"),
-    ({"sap_time": "20261122214007"}, "2026-11-22 21:40:07 (SAP time)"),
-    ({"key": "id", "max": {"type": "int", "value": 41}}, "max(id) = 41"),
-    ({"status_change_timestamp": "2026-11-22T08:00:00+00:00"}, "load 2026-11-22 08:00:00"),
-])
+@pytest.mark.parametrize(
+    "watermark, words",
+    [
+        ({"version": 12}, "version 12"),
+        (
+            {"version": 3, "key": "updated_at", "max": {"type": "timestamp", "value": "2026-11-22T10:00:00+00:00"}},
+            "version 3, max(updated_at) = 2026-11-22 10:00:00",
+        ),
+        ({"offsets": {"1": 98, "0": 120}}, "offsets p0=120 p1=98"),
+        (
+            {"changed_ns": 1795241417889429472, "recent": ["a.done", "b.done", "c.done"]},
+            "file 2026-11-21 06:10:17 a.done, b.done +1 more",
+        ),
+        ({"sap_time": "20261122214007"}, "2026-11-22 21:40:07 (SAP time)"),
+        ({"key": "id", "max": {"type": "int", "value": 41}}, "max(id) = 41"),
+        ({"status_change_timestamp": "2026-11-22T08:00:00+00:00"}, "load 2026-11-22 08:00:00"),
+    ],
+)
 def test_watermarks_read_as_versions_offsets_times_and_file_names(watermark: dict[str, Any], words: str) -> None:
     assert describe(json.dumps(watermark)) == words
 
@@ -46,12 +53,19 @@ def test_a_long_label_keeps_its_start_and_its_end() -> None:
 
 
 def _event_file(path: Path, times: list[datetime], written: datetime) -> None:
-    pq.write_table(pa.table({
-        "event_id": [f"{path.name}-{i}" for i in range(len(times))],
-        "event_time": pa.array([t.replace(tzinfo=None) for t in times], pa.timestamp("us")),
-        "event_type": ["DATA_CHANGED"] * len(times), "trigger_job_id": ["j"] * len(times),
-        "sensor_source": ["kafka"] * len(times), "sensor_id": ["t"] * len(times),
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "event_id": [f"{path.name}-{i}" for i in range(len(times))],
+                "event_time": pa.array([t.replace(tzinfo=None) for t in times], pa.timestamp("us")),
+                "event_type": ["DATA_CHANGED"] * len(times),
+                "trigger_job_id": ["j"] * len(times),
+                "sensor_source": ["kafka"] * len(times),
+                "sensor_id": ["t"] * len(times),
+            }
+        ),
+        path,
+    )
     os.utime(path, (written.timestamp(), written.timestamp()))
 
 
@@ -70,8 +84,10 @@ def test_the_event_log_reader_takes_only_whole_files_written_in_the_window(tmp_p
     # THEN only the recent file's events, oldest first, in UTC
     assert [e["event_id"] for e in events] == ["part-new.parquet-0", "part-new.parquet-1"]
     assert events[0]["event_time"].tzinfo is timezone.utc
-    assert [e["event_id"] for e in event_reader.read_events(
-        tmp_path, event_reader.EventQuery(now - timedelta(hours=1), limit=1))] == ["part-new.parquet-1"]
+    assert [
+        e["event_id"]
+        for e in event_reader.read_events(tmp_path, event_reader.EventQuery(now - timedelta(hours=1), limit=1))
+    ] == ["part-new.parquet-1"]
 
 
 def test_since_takes_durations_and_times() -> None:
@@ -82,16 +98,30 @@ def test_since_takes_durations_and_times() -> None:
 
 
 def _e(minutes: float, kind: str, job: str, run_id: str | None = None, sensor_id: str = "in") -> dict[str, Any]:
-    return {"event_time": T0 + timedelta(minutes=minutes), "event_type": kind, "trigger_job_id": job,
-            "run_id": run_id, "sensor_source": "trigger_file", "sensor_id": sensor_id, "message": None}
+    return {
+        "event_time": T0 + timedelta(minutes=minutes),
+        "event_type": kind,
+        "trigger_job_id": job,
+        "run_id": run_id,
+        "sensor_source": "trigger_file",
+        "sensor_id": sensor_id,
+        "message": None,
+    }
 
 
 KNOWN_HISTORY = [
-    _e(0, "DATA_CHANGED", "j1"), _e(2, "DATA_CHANGED", "j1", sensor_id="other"),
-    _e(5, "TRIGGER_REQUESTED", "j1"), _e(5, "RUN_STARTED", "j1", "r1"), _e(5, "RUN_STARTED", "j1", "r1", "other"),
-    _e(15, "RUN_SUCCEEDED", "j1", "r1"), _e(15, "RUN_SUCCEEDED", "j1", "r1", "other"),
-    _e(20, "DATA_CHANGED", "j1"), _e(21, "RUN_STARTED", "j1", "r2"), _e(24, "RUN_FAILED", "j1", "r2"),
-    _e(30, "DATA_CHANGED", "j2"), _e(31, "RUN_STARTED", "j2", "r3"),
+    _e(0, "DATA_CHANGED", "j1"),
+    _e(2, "DATA_CHANGED", "j1", sensor_id="other"),
+    _e(5, "TRIGGER_REQUESTED", "j1"),
+    _e(5, "RUN_STARTED", "j1", "r1"),
+    _e(5, "RUN_STARTED", "j1", "r1", "other"),
+    _e(15, "RUN_SUCCEEDED", "j1", "r1"),
+    _e(15, "RUN_SUCCEEDED", "j1", "r1", "other"),
+    _e(20, "DATA_CHANGED", "j1"),
+    _e(21, "RUN_STARTED", "j1", "r2"),
+    _e(24, "RUN_FAILED", "j1", "r2"),
+    _e(30, "DATA_CHANGED", "j2"),
+    _e(31, "RUN_STARTED", "j2", "r3"),
     _e(32, "CHECK_FAILED", "j3") | {"message": "kafka: brokers unreachable"},
 ]
 
@@ -99,15 +129,25 @@ KNOWN_HISTORY = [
 def test_the_report_derives_runs_durations_outcomes_and_waits_from_a_known_history() -> None:
     jobs = report.job_histories(KNOWN_HISTORY, FACETS)
     assert [(r.run_id, r.outcome, r.seconds, r.wait_seconds) for r in jobs["j1"].runs] == [
-        ("r1", "succeeded", 600.0, 300.0), ("r2", "failed", 180.0, 60.0)]
+        ("r1", "succeeded", 600.0, 300.0),
+        ("r2", "failed", 180.0, 60.0),
+    ]
     assert [(r.run_id, r.outcome, r.seconds) for r in jobs["j2"].runs] == [("r3", "running", None)]
     assert len(jobs["j1"].detections) == 3
     assert jobs["j3"].errors[0][1:] == ("CHECK_FAILED", "kafka: brokers unreachable")
 
 
 def test_the_report_page_plots_the_known_history_and_the_ticks() -> None:
-    ticks = [{"tick_id": f"t{i}", "started_at": (T0 + timedelta(minutes=i)).isoformat(), "seconds": 2.0 + i,
-              "steps": {"sense": 1.0, "fold": 1.0 + i}, "error": "dbt failed" if i == 2 else None} for i in range(3)]
+    ticks = [
+        {
+            "tick_id": f"t{i}",
+            "started_at": (T0 + timedelta(minutes=i)).isoformat(),
+            "seconds": 2.0 + i,
+            "steps": {"sense": 1.0, "fold": 1.0 + i},
+            "error": "dbt failed" if i == 2 else None,
+        }
+        for i in range(3)
+    ]
     page = report.render_report(KNOWN_HISTORY, ticks, FACETS, T0, T0 + timedelta(hours=1))
     jobs = list(report.job_histories(KNOWN_HISTORY, FACETS).values())
     figures = [report.timeline_figure(jobs, T0 + timedelta(hours=1)), report.ticks_figure(ticks)]
@@ -123,11 +163,17 @@ def test_a_step_line_carries_its_fields_in_json(capsys: pytest.CaptureFixture[st
     setup_logging("json", False)
     try:
         Step(TickReport(tick_id="abc123"), "start jobs").__enter__().done(
-            "2 jobs, 2 ready: 1 started (j1), 1 refused (j2)", started=["j1"], refused=["j2"])
+            "2 jobs, 2 ready: 1 started (j1), 1 refused (j2)", started=["j1"], refused=["j2"]
+        )
     finally:
         logging.getLogger("harness").handlers.clear()
     line = json.loads(capsys.readouterr().err)
     assert (line["tick_id"], line["step"], line["started"], line["refused"], line["level"]) == (
-        "abc123", "start jobs", ["j1"], ["j2"], "INFO")
+        "abc123",
+        "start jobs",
+        ["j1"],
+        ["j2"],
+        "INFO",
+    )
     assert datetime.fromisoformat(line["time"]).utcoffset() == timedelta(0)
     assert isinstance(line["seconds"], float) and "(j1)" in line["message"]

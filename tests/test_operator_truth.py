@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from harness.commands import cli
+from harness.config import load_config
+from harness.errors import HeartbeatError, root_cause
 from harness.jobs import publish
 from harness.state import status
 from harness.state.layout import StateLayout
-from harness.config import load_config
-from harness.errors import HeartbeatError, root_cause
 from harness.tick.steps import Step, TickReport
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -24,17 +24,37 @@ REFUSAL = "controls.csv: 1 bad row\n  line 3 (trigger_fil 'other' -> job new_job
 
 
 def row(job: str, sensor_id: str = "t", **values: Any) -> dict[str, Any]:
-    return {"sensor_source": "trigger_file", "sensor_id": sensor_id, "trigger_job_id": job, "status": None,
-            "is_hard_dependency": True, "job_state": "UNPAUSED", "watermark": None, "last_success_watermark": None,
-            "status_change_timestamp": None, "latest_event_fetched_timestamp": None, "latest_run_id": None,
-            "job_start_timestamp": None, "job_end_timestamp": None, "upstream_key": None, "preprocess_query": None,
-            "trigger_job_name": None, "trigger_watermark": None, "latest_trigger_token": None, **values}
+    return {
+        "sensor_source": "trigger_file",
+        "sensor_id": sensor_id,
+        "trigger_job_id": job,
+        "status": None,
+        "is_hard_dependency": True,
+        "job_state": "UNPAUSED",
+        "watermark": None,
+        "last_success_watermark": None,
+        "status_change_timestamp": None,
+        "latest_event_fetched_timestamp": None,
+        "latest_run_id": None,
+        "job_start_timestamp": None,
+        "job_end_timestamp": None,
+        "upstream_key": None,
+        "preprocess_query": None,
+        "trigger_job_name": None,
+        "trigger_watermark": None,
+        "latest_trigger_token": None,
+        **values,
+    }
 
 
 def snapshot(*rows: dict[str, Any], reason: str = "waiting for hard dependency trigger_file:t") -> dict[str, Any]:
     jobs = sorted({r["trigger_job_id"] for r in rows})
-    return {"written_at": T0.isoformat(), "tick_id": "t1", "rows": list(rows),
-            "jobs": [{"job_id": j, "job_name": None, "should_start": False, "reason": reason} for j in jobs]}
+    return {
+        "written_at": T0.isoformat(),
+        "tick_id": "t1",
+        "rows": list(rows),
+        "jobs": [{"job_id": j, "job_name": None, "should_start": False, "reason": reason} for j in jobs],
+    }
 
 
 def ticked(tmp_path: Path, report: TickReport) -> dict[str, Any]:
@@ -42,6 +62,7 @@ def ticked(tmp_path: Path, report: TickReport) -> dict[str, Any]:
 
 
 # --- a refused controls CSV -------------------------------------------------------------------------
+
 
 def test_a_refused_controls_csv_reaches_the_health_record_and_the_top_of_status(tmp_path: Path) -> None:
     # GIVEN a tick that refused the controls CSV (and otherwise went well)
@@ -70,16 +91,20 @@ def test_a_fixed_csv_clears_the_warning(tmp_path: Path) -> None:
 
 # --- a failed tick ------------------------------------------------------------------------------------
 
+
 class Py4JJavaError(Exception):
     """Stands for py4j's exception (its text is Java's: the call, then the trace with `Caused by:`)."""
 
 
-JAVA_TEXT = ("An error occurred while calling o70.collectToPython.\n"
-             ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
-             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
-             + "\tat somewhere.Else(X.java:1)\n" * 200
-             + "Caused by: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file. "
-               "Expected magic number at tail, but found [65, 66, 67, 10]\n\tat org.apache.parquet.Reader(R.java:1)\n")
+JAVA_TEXT = (
+    "An error occurred while calling o70.collectToPython.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
+    "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2856)\n"
+    + "\tat somewhere.Else(X.java:1)\n"
+    * 200
+    + "Caused by: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file. "
+    "Expected magic number at tail, but found [65, 66, 67, 10]\n\tat org.apache.parquet.Reader(R.java:1)\n"
+)
 
 
 def test_the_root_cause_of_a_java_failure_is_one_line() -> None:
@@ -97,8 +122,9 @@ def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
             raise RuntimeError("cannot read the control table\nmore") from inner
     except RuntimeError as exc:
         line = root_cause(exc)
-    assert line == ("RuntimeError: cannot read the control table - cause: FileNotFoundError: "
-                    "/state/warehouse/x: no such file")
+    assert line == (
+        "RuntimeError: cannot read the control table - cause: FileNotFoundError: /state/warehouse/x: no such file"
+    )
 
 
 def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -> None:
@@ -124,8 +150,9 @@ class FailingEventLog:
     append = existing_ids
 
 
-def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from harness.tick.run import run_tick
 
     # GIVEN JSON logs and a tick whose first step fails
@@ -143,11 +170,18 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(tmp_path: Pa
 
 # --- run times ----------------------------------------------------------------------------------------
 
+
 def test_a_runs_duration_is_from_its_own_start_to_its_own_end() -> None:
     # GIVEN a run that started at 12:00:00, ended at 12:00:03.1, and whose end a tick recorded 18 s later
-    r = row("j", status="COMPLETED", latest_run_id="run-1", job_start_timestamp="2026-11-22T11:59:59+00:00",
-            run_started_timestamp="2026-11-22T12:00:00+00:00", run_ended_at="2026-11-22T12:00:03.100000+00:00",
-            job_end_timestamp="2026-11-22T12:00:21+00:00")
+    r = row(
+        "j",
+        status="COMPLETED",
+        latest_run_id="run-1",
+        job_start_timestamp="2026-11-22T11:59:59+00:00",
+        run_started_timestamp="2026-11-22T12:00:00+00:00",
+        run_ended_at="2026-11-22T12:00:03.100000+00:00",
+        job_end_timestamp="2026-11-22T12:00:21+00:00",
+    )
     # THEN status and why say 3.1 s, ending at the run's own end
     assert status.run_line(r) == "run run-1 started 2026-11-22 12:00:00, ended 2026-11-22 12:00:03 (3.1 s)"
     assert "(3.1 s)" in status.render_why(snapshot(r), "j", [], T0)
@@ -155,36 +189,61 @@ def test_a_runs_duration_is_from_its_own_start_to_its_own_end() -> None:
 
 def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
     # GIVEN a run going, whose row still holds the previous run's end (earlier than this run's start)
-    r = row("j", status="IN_PROGRESS", latest_run_id="run-2", job_start_timestamp="2026-11-22T13:19:47+00:00",
-            run_started_timestamp="2026-11-22T13:19:48+00:00", run_ended_at="2026-11-22T13:19:02+00:00",
-            job_end_timestamp="2026-11-22T13:19:02+00:00")
+    r = row(
+        "j",
+        status="IN_PROGRESS",
+        latest_run_id="run-2",
+        job_start_timestamp="2026-11-22T13:19:47+00:00",
+        run_started_timestamp="2026-11-22T13:19:48+00:00",
+        run_ended_at="2026-11-22T13:19:02+00:00",
+        job_end_timestamp="2026-11-22T13:19:02+00:00",
+    )
     assert status.run_line(r) == "run run-2 started 2026-11-22 13:19:48, still running"
     assert "ended" not in status.render(snapshot(r), None, None, now=T0)
 
 
 def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
-    from harness.views import report
     from harness.config import PROJECT_DIR
+    from harness.views import report
 
-    events = [{"event_time": T0, "event_type": "RUN_STARTED", "trigger_job_id": "j", "run_id": "r1",
-               "sensor_source": "trigger_file", "sensor_id": "t"},
-              {"event_time": T0.replace(second=21), "event_type": "RUN_SUCCEEDED", "trigger_job_id": "j",
-               "run_id": "r1", "sensor_source": "trigger_file", "sensor_id": "t",
-               "details": json.dumps({"run_ended_at": "2026-11-22T12:00:03.100000+00:00"})}]
+    events = [
+        {
+            "event_time": T0,
+            "event_type": "RUN_STARTED",
+            "trigger_job_id": "j",
+            "run_id": "r1",
+            "sensor_source": "trigger_file",
+            "sensor_id": "t",
+        },
+        {
+            "event_time": T0.replace(second=21),
+            "event_type": "RUN_SUCCEEDED",
+            "trigger_job_id": "j",
+            "run_id": "r1",
+            "sensor_source": "trigger_file",
+            "sensor_id": "t",
+            "details": json.dumps({"run_ended_at": "2026-11-22T12:00:03.100000+00:00"}),
+        },
+    ]
     (run,) = report.job_histories(events, report.event_facets(PROJECT_DIR))["j"].runs
     assert run.seconds == pytest.approx(3.1)
 
 
 # --- each row's waiting reason ----------------------------------------------------------------------------
 
+
 def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) -> None:
     from harness.vocabulary import RowKey
 
     # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
     a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
-    status.record_waiting(tmp_path, {
-        RowKey("delta_table", "/lake/orders", "daily").ref: "waiting for partition ds=2026-11-22 (no data yet)",
-        RowKey("delta_table", "/lake/orders", "hourly").ref: "partition ds=2026-11-22/hour=11 already acted on"})
+    status.record_waiting(
+        tmp_path,
+        {
+            RowKey("delta_table", "/lake/orders", "daily").ref: "waiting for partition ds=2026-11-22 (no data yet)",
+            RowKey("delta_table", "/lake/orders", "hourly").ref: "partition ds=2026-11-22/hour=11 already acted on",
+        },
+    )
     waiting = status.waiting_reasons(tmp_path)
     # WHEN status and why render
     out = status.render(snapshot(a, b), None, None, now=T0, waiting=waiting)
@@ -195,10 +254,13 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
     assert "already acted on" not in status.render_why(snapshot(a, b), "daily", [], T0, None, waiting)
     body = json.loads(status.render_json(snapshot(a, b), None, None, now=T0, waiting=waiting))
     assert [r["waiting_reason"][:12] for j in body["snapshot"]["jobs"] for r in j["rows"]] == [
-        "waiting for ", "partition ds"]
+        "waiting for ",
+        "partition ds",
+    ]
 
 
 # --- publish ------------------------------------------------------------------------------------------
+
 
 def _state_with_rows(tmp_path: Path, *rows: dict[str, Any]) -> str:
     state = tmp_path / "state"
@@ -213,8 +275,9 @@ def _queued(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in (tmp_path / "state" / "inbox" / "published").glob("*.json")]
 
 
-def test_publish_refuses_a_partition_the_filters_would_refuse(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_publish_refuses_a_partition_the_filters_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
     code = cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour"])
     assert code == 2 and _queued(tmp_path) == []
@@ -224,20 +287,26 @@ def test_publish_refuses_a_partition_the_filters_would_refuse(tmp_path: Path,
 
 
 def test_publish_reads_several_columns_in_the_folder_form_and_names_the_rows_watching(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
-    assert cli.main(["--config", config, "publish", "--table", "sales.orders",
-                     "--partition", "ds=2026-01-01/hour=03"]) == 0
+    assert (
+        cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour=03"])
+        == 0
+    )
     assert [q["partition_values"] for q in _queued(tmp_path)] == [{"ds": "2026-01-01", "hour": "03"}]
     assert "watched by 1 row(s): j" in capsys.readouterr().out
 
 
-def test_publish_of_a_table_no_row_watches_says_so_and_records_it(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_publish_of_a_table_no_row_watches_says_so_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
     assert cli.main(["--config", config, "publish", "--table", "nobody.watches"]) == 0
-    assert "note: no row of the control table (as of the last tick) has sensor_source published and sensor_id " \
-           "'nobody.watches'" in capsys.readouterr().out
+    assert (
+        "note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "
+        "'nobody.watches'" in capsys.readouterr().out
+    )
     assert [q["table"] for q in _queued(tmp_path)] == ["nobody.watches"]
 
 
@@ -251,6 +320,7 @@ def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureF
 
 # --- exit codes and unreadable state ----------------------------------------------------------------------
 
+
 def test_an_unknown_event_type_is_refused_with_the_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _state_with_rows(tmp_path, row("j"))
     assert cli.main(["--config", config, "events", "--type", "BOGUS"]) == 2
@@ -258,13 +328,15 @@ def test_an_unknown_event_type_is_refused_with_the_list(tmp_path: Path, capsys: 
     assert "--type BOGUS: not an event type; choose from " in err and "RUN_SUCCEEDED" in err
 
 
-def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _state_with_rows(tmp_path, row("j"))
     (log := tmp_path / "events").mkdir()  # an event log with no event yet
     (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
-    assert [cli.main(["--config", config, *args, "--job", "nope"]) for args in (["status"], ["why"], ["events"])] \
-        == [1, 1, 1]
+    assert [cli.main(["--config", config, *args, "--job", "nope"]) for args in (["status"], ["why"], ["events"])] == [
+        1,
+        1,
+        1,
+    ]
     assert cli.main(["--config", config, "status", "--job", "j"]) == 0
     assert "job nope is not in the control table" in capsys.readouterr().out
 
@@ -280,14 +352,18 @@ def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.
 
 # --- the report page ------------------------------------------------------------------------------------
 
+
 def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_that_it_is_stale() -> None:
     from datetime import timedelta
 
     from harness.views import report
 
     snap = snapshot(row("j"))
-    failing = {"failures_in_a_row": 3, "first_failure_at": T0.isoformat(),
-               "last_tick": {"error": "Py4JJavaError: boom", "controls_error": None}}
+    failing = {
+        "failures_in_a_row": 3,
+        "first_failure_at": T0.isoformat(),
+        "last_tick": {"error": "Py4JJavaError: boom", "controls_error": None},
+    }
     (warning,) = report.state_warnings(snap, failing, [], T0 + timedelta(minutes=3))
     assert warning.startswith("The last 3 ticks failed") and "Py4JJavaError: boom" in warning
     ticks = [{"started_at": (T0 - timedelta(minutes=m)).isoformat()} for m in (3, 2, 1, 0)]
@@ -299,13 +375,24 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
 
 
 def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
-    from harness.views import report
     from harness.config import PROJECT_DIR
+    from harness.views import report
 
-    events = [{"event_time": T0.replace(minute=m), "event_type": kind, "trigger_job_id": "j", "run_id": run,
-               "sensor_source": "kafka", "sensor_id": topic}
-              for m, kind, run, topic in ((0, "DATA_CHANGED", None, "orders"), (1, "DATA_CHANGED", None, "lines"),
-                                          (2, "RUN_STARTED", "r1", "orders"))]
+    events = [
+        {
+            "event_time": T0.replace(minute=m),
+            "event_type": kind,
+            "trigger_job_id": "j",
+            "run_id": run,
+            "sensor_source": "kafka",
+            "sensor_id": topic,
+        }
+        for m, kind, run, topic in (
+            (0, "DATA_CHANGED", None, "orders"),
+            (1, "DATA_CHANGED", None, "lines"),
+            (2, "RUN_STARTED", "r1", "orders"),
+        )
+    ]
     jobs = list(report.job_histories(events, report.event_facets(PROJECT_DIR)).values())
     assert report.trigger_text(jobs[0].runs[0]) == "kafka:orders, kafka:lines"
     (start,) = [t for t in report.timeline_figure(jobs, T0).data if t.name.startswith("start")]
@@ -331,15 +418,23 @@ def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
 def test_refused_starts_and_failed_checks_of_the_last_tick_are_in_the_top_lines(tmp_path: Path) -> None:
     health = ticked(tmp_path, TickReport("t1", start_refused=["daily"], check_errors=2))
     top = status.render(snapshot(row("daily")), health, None, now=T0).splitlines()[:6]
-    assert any(line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`")
-               for line in top)
-    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" \
-        in "\n".join(top)
+    assert any(
+        line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`") for line in top
+    )
+    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" in "\n".join(
+        top
+    )
 
 
 def test_why_says_why_the_latest_start_was_refused() -> None:
-    r = row("daily", status="NEW_EVENT_AVAILABLE", status_change_timestamp="2026-11-22T11:00:00+00:00",
-            last_start_refused_at="2026-11-22T11:59:00+00:00",
-            last_start_refusal="job daily: the local runner has no job daily (define it in local_runner.jobs)")
-    assert ("        start refused 2026-11-22 11:59:00: job daily: the local runner has no job daily"
-            in status.render_why(snapshot(r), "daily", [], T0))
+    r = row(
+        "daily",
+        status="NEW_EVENT_AVAILABLE",
+        status_change_timestamp="2026-11-22T11:00:00+00:00",
+        last_start_refused_at="2026-11-22T11:59:00+00:00",
+        last_start_refusal="job daily: the local runner has no job daily (define it in local_runner.jobs)",
+    )
+    assert (
+        "        start refused 2026-11-22 11:59:00: job daily: the local runner has no job daily"
+        in status.render_why(snapshot(r), "daily", [], T0)
+    )

@@ -39,8 +39,8 @@ def _guarded(tree: ast.AST) -> set[ast.AST]:
     guarded: set[ast.AST] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(
-                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
-                for h in node.handlers):
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers
+        ):
             guarded.update(n for statement in node.body for n in ast.walk(statement))
     return guarded
 
@@ -97,14 +97,20 @@ def distributions_of(module: str) -> set[str]:
         return set()
     origins = [spec.origin] if spec.origin not in (None, "namespace") else []
     origins += [str(Path(p) / "__init__.py") for p in (spec.submodule_search_locations or [])]
-    return {_canonical(name) for name in _top_level().get(module.split(".")[0], [])
-            if any(origin in _files_of(name) for origin in origins if origin)}
+    return {
+        _canonical(name)
+        for name in _top_level().get(module.split(".")[0], [])
+        if any(origin in _files_of(name) for origin in origins if origin)
+    }
 
 
 def test_every_import_of_the_package_is_declared_by_the_wheel_or_provided_by_the_runtime() -> None:
     allowed = declared() | RUNTIME_PROVIDED
-    undeclared = {module: (sorted(distributions_of(module)), sorted(files))
-                  for module, files in imported_modules().items() if not distributions_of(module) & allowed}
+    undeclared = {
+        module: (sorted(distributions_of(module)), sorted(files))
+        for module, files in imported_modules().items()
+        if not distributions_of(module) & allowed
+    }
     assert undeclared == {}
 
 

@@ -13,11 +13,11 @@ from deltalake import CommitProperties, write_deltalake
 
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError
-from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter, parse_tags
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.partition_trigger import detect_partitions
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 from tests.support import control_row
 
@@ -29,28 +29,36 @@ def at_day(day: int) -> datetime:
 
 
 # --- the language ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("ds={{ yesterday }}", [(("ds", "2026-01-05"),)]),
-    ("ds={{ today - 1d }}/hour={{ now - 1h | %H }}", [(("ds", "2026-01-05"), ("hour", "02"))]),
-    ("ds={{today+1w|%Y%m%d}}", [(("ds", "20260113"),)]),
-    ("day={{ now - 90m | %Y-%m-%dT%H:%M }}", [(("day", "2026-01-06T02:00"),)]),
-    ("region=eu;region=us", [(("region", "eu"),), (("region", "us"),)]),
-    ("ds=d{{ yesterday | %d }}x", [(("ds", "d05x"),)]),
-])
-def test_partition_filter_renders_relative_to_the_tick_time(text: str, expected: list[tuple[tuple[str, str], ...]]) -> None:
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("ds={{ yesterday }}", [(("ds", "2026-01-05"),)]),
+        ("ds={{ today - 1d }}/hour={{ now - 1h | %H }}", [(("ds", "2026-01-05"), ("hour", "02"))]),
+        ("ds={{today+1w|%Y%m%d}}", [(("ds", "20260113"),)]),
+        ("day={{ now - 90m | %Y-%m-%dT%H:%M }}", [(("day", "2026-01-06T02:00"),)]),
+        ("region=eu;region=us", [(("region", "eu"),), (("region", "us"),)]),
+        ("ds=d{{ yesterday | %d }}x", [(("ds", "d05x"),)]),
+    ],
+)
+def test_partition_filter_renders_relative_to_the_tick_time(
+    text: str, expected: list[tuple[tuple[str, str], ...]]
+) -> None:
     assert parse_filter(text).render(TICK) == expected
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("ds={{ tomorrow }}", "expected now, today or yesterday"),
-    ("ds={{ today - 1y }}", "cannot read '- 1y'"),
-    ("ds={{ today - 1d | %s }}", "format '%s' may use only"),
-    ("ds={{ today | }}", "empty format"),
-    ("ds={{ __import__('os') }}", "expected now, today or yesterday"),
-    ("ds={{ today", "unbalanced"),
-    ("{{ today }}", "expected column=value"),
-    ("ds=a;;ds=b", "an empty partition"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("ds={{ tomorrow }}", "expected now, today or yesterday"),
+        ("ds={{ today - 1y }}", "cannot read '- 1y'"),
+        ("ds={{ today - 1d | %s }}", "format '%s' may use only"),
+        ("ds={{ today | }}", "empty format"),
+        ("ds={{ __import__('os') }}", "expected now, today or yesterday"),
+        ("ds={{ today", "unbalanced"),
+        ("{{ today }}", "expected column=value"),
+        ("ds=a;;ds=b", "an empty partition"),
+    ],
+)
 def test_partition_filter_refuses_what_is_not_the_language(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem.replace("(", r"\(").replace("|", r"\|")):
         parse_filter(text)
@@ -72,9 +80,12 @@ def write_csv(path: Path, rows: list[dict[str, str]], extra: tuple[str, ...] = (
 
 
 def test_csv_with_partition_filter_and_tags_loads_them_and_one_without_the_columns_loads_unchanged(
-        tmp_path: Path) -> None:
-    row = control_row("delta_table", "/lake/orders", "daily") | {"partition_filter": "ds={{ yesterday }}",
-                                                                 "tags": "quality=checked"}
+    tmp_path: Path,
+) -> None:
+    row = control_row("delta_table", "/lake/orders", "daily") | {
+        "partition_filter": "ds={{ yesterday }}",
+        "tags": "quality=checked",
+    }
     (spec,) = read_controls(write_csv(tmp_path / "with.csv", [row], ("partition_filter", "tags")))
     assert (spec.partition_filter, spec.tags) == ("ds={{ yesterday }}", "quality=checked")
     (plain,) = read_controls(write_csv(tmp_path / "without.csv", [control_row("delta_table", "/lake/orders", "daily")]))
@@ -83,15 +94,18 @@ def test_csv_with_partition_filter_and_tags_loads_them_and_one_without_the_colum
 
 def test_csv_with_a_bad_partition_filter_is_refused_naming_the_row_and_the_expression(tmp_path: Path) -> None:
     rows = [
-        control_row("delta_table", "/lake/orders", "daily") | {"partition_filter": "ds={{ today - 1 day }}", "tags": ""},
+        control_row("delta_table", "/lake/orders", "daily")
+        | {"partition_filter": "ds={{ today - 1 day }}", "tags": ""},
         control_row("kafka", "orders", "daily") | {"partition_filter": "ds={{ today }}", "tags": ""},
         control_row("hive_table", "db.t", "daily") | {"partition_filter": "ds={{ today }}", "tags": "a=b"},
     ]
     with pytest.raises(ControlsError) as refused:
         read_controls(write_csv(tmp_path / "bad.csv", rows, ("partition_filter", "tags")))
     message = str(refused.value)
-    assert ("line 2 (delta_table '/lake/orders' -> job daily): partition_filter 'ds={{ today - 1 day }}' refused: "
-            "{{ today - 1 day }}: cannot read '- 1 day'") in message
+    assert (
+        "line 2 (delta_table '/lake/orders' -> job daily): partition_filter 'ds={{ today - 1 day }}' refused: "
+        "{{ today - 1 day }}: cannot read '- 1 day'"
+    ) in message
     assert "line 3 (kafka 'orders' -> job daily): partition_filter is for partitioned tables" in message
     assert "line 4 (hive_table 'db.t' -> job daily): tags need a table format whose changes carry them" in message
 
@@ -108,9 +122,14 @@ class DailyTable:
 
     def write(self, ds: str, *ids: int, overwrite: bool = False, tags: dict[str, str] | None = None) -> None:
         data = pa.table({"id": pa.array(ids, pa.int64()), "ds": [ds] * len(ids)})
-        write_deltalake(self.path, data, partition_by=["ds"], mode="overwrite" if overwrite else "append",
-                        predicate=f"ds = '{ds}'" if overwrite else None,
-                        commit_properties=CommitProperties(custom_metadata=tags) if tags else None)
+        write_deltalake(
+            self.path,
+            data,
+            partition_by=["ds"],
+            mode="overwrite" if overwrite else "append",
+            predicate=f"ds = '{ds}'" if overwrite else None,
+            commit_properties=CommitProperties(custom_metadata=tags) if tags else None,
+        )
 
     def tick(self, at: datetime) -> NewData | NothingNew:
         """One check of the row at `at`; its watermark moves on new data, as the event log would move it."""
@@ -137,7 +156,9 @@ def test_delta_daily_trigger_waits_for_a_late_partition_then_fires_once(tmp_path
     fired = table.tick(at_day(6))
     assert isinstance(fired, NewData)
     assert [(e["snapshot_id"], e["previous_snapshot_id"], e["partition_values"]) for e in fired.changes["events"]] == [
-        (1, 0, [{"ds": "2026-01-05"}]), (2, 1, [{"ds": "2026-01-05"}])]
+        (1, 0, [{"ds": "2026-01-05"}]),
+        (2, 1, [{"ds": "2026-01-05"}]),
+    ]
     assert fired.watermark["version"] == 2 and list(fired.watermark["partitions"]) == ["ds=2026-01-05"]
 
     # AND not again while the partition is unchanged, even when other partitions are written
@@ -190,13 +211,20 @@ def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Pat
     table = DailyTable(tmp_path / "sales", "ds={{ yesterday }}/region=eu;ds={{ yesterday }}/region=us")
 
     def write(region: str) -> None:
-        write_deltalake(path, pa.table({"id": [1], "ds": ["2026-01-05"], "region": [region]}),
-                        partition_by=["ds", "region"], mode="append")
+        write_deltalake(
+            path,
+            pa.table({"id": [1], "ds": ["2026-01-05"], "region": [region]}),
+            partition_by=["ds", "region"],
+            mode="append",
+        )
 
     # WHEN only eu has landed, THEN the row waits for us; WHEN us lands, THEN it fires
     write("eu")
     waiting = table.tick(at_day(6))
-    assert isinstance(waiting, NothingNew) and waiting.reason == "waiting for partition ds=2026-01-05/region=us (no data yet)"
+    assert (
+        isinstance(waiting, NothingNew)
+        and waiting.reason == "waiting for partition ds=2026-01-05/region=us (no data yet)"
+    )
     write("us")
     fired = table.tick(at_day(6))
     assert isinstance(fired, NewData)
@@ -206,21 +234,35 @@ def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Pat
 def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from harness.vocabulary import ControlRow, RowKey
     from harness.tick.sensing import sense
+    from harness.vocabulary import ControlRow, RowKey
     from tests.fixtures_sources import sensor_config
 
     # GIVEN a table holding 2026-01-04 and two jobs' rows on it: one waits for the 5th, one for the 6th
     table = DailyTable(tmp_path / "orders")
     table.write("2026-01-04", 1)
-    base = ControlRow(key=RowKey("delta_table", table.path, "a"), upstream_key=None, preprocess_query=None,
-                      trigger_job_name="a", is_hard_dependency=True, job_state="UNPAUSED", status=None,
-                      watermark=None, last_success_watermark=None, trigger_watermark=None, latest_trigger_token=None,
-                      latest_run_id=None, job_start_timestamp=None, partition_filter="ds={{ yesterday }}")
+    base = ControlRow(
+        key=RowKey("delta_table", table.path, "a"),
+        upstream_key=None,
+        preprocess_query=None,
+        trigger_job_name="a",
+        is_hard_dependency=True,
+        job_state="UNPAUSED",
+        status=None,
+        watermark=None,
+        last_success_watermark=None,
+        trigger_watermark=None,
+        latest_trigger_token=None,
+        latest_run_id=None,
+        job_start_timestamp=None,
+        partition_filter="ds={{ yesterday }}",
+    )
     rows = [base, replace(base, key=RowKey("delta_table", table.path, "b"), partition_filter="ds={{ today }}")]
     config = sensor_config(tmp_path)
     # WHEN they are sensed in one check of the table (Delta read without Spark)
     outcome = sense(rows, {SensorSource.DELTA_TABLE: table.sensor}, None, config, at=at_day(6))
     # THEN each row has its own reason, by row (not one per table)
-    assert outcome.nothing_new == {rows[0].key.ref: "waiting for partition ds=2026-01-05 (no data yet)",
-                                   rows[1].key.ref: "waiting for partition ds=2026-01-06 (no data yet)"}
+    assert outcome.nothing_new == {
+        rows[0].key.ref: "waiting for partition ds=2026-01-05 (no data yet)",
+        rows[1].key.ref: "waiting for partition ds=2026-01-06 (no data yet)",
+    }

@@ -9,12 +9,15 @@ from harness.errors import PreprocessQueryError
 from harness.sensors.preprocess import check_query, render
 
 
-@pytest.mark.parametrize("query, reason", [
-    ("DROP TABLE sales.orders", "must be a SELECT, found DROP"),
-    ("SELECT * FROM sensor_new_data; DROP TABLE sales.orders", "exactly one SELECT statement, found 2"),
-    ("INSERT INTO t SELECT * FROM sensor_new_data", "must be a SELECT, found INSERT"),
-    ("WITH x AS (SELECT 1) DELETE FROM t", "must"),
-])
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("DROP TABLE sales.orders", "must be a SELECT, found DROP"),
+        ("SELECT * FROM sensor_new_data; DROP TABLE sales.orders", "exactly one SELECT statement, found 2"),
+        ("INSERT INTO t SELECT * FROM sensor_new_data", "must be a SELECT, found INSERT"),
+        ("WITH x AS (SELECT 1) DELETE FROM t", "must"),
+    ],
+)
 def test_preprocess_query_that_is_not_one_select_is_refused_with_a_reason(query: str, reason: str) -> None:
     # GIVEN a query that would change data or run two statements, WHEN it is checked, THEN it is refused
     problem = check_query(query)

@@ -76,9 +76,24 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     # folder (the editable install's among them) are not processed, so the source tree stays unreachable.
     shared = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (site / "shared_dependencies.pth").write_text("".join(f"{p}\n" for p in shared))
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-                    "--no-index", "--quiet", "--disable-pip-version-check", str(dists.wheel)],
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(dists.wheel),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     return Installed(venv, dists.wheel, dists.seconds)
 
 
@@ -92,9 +107,19 @@ class ConnectServer:
         env = {**os.environ, "SPARK_CONNECT_AUTHENTICATE_TOKEN": CONNECT_TOKEN, "SPARK_LOCAL_IP": "127.0.0.1"}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(PROJECT_DIR / "tests" / "connect_server.py"), str(self.port), str(root / "server")],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
-                start_new_session=True)
+                [
+                    sys.executable,
+                    str(PROJECT_DIR / "tests" / "connect_server.py"),
+                    str(self.port),
+                    str(root / "server"),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
         self._expect("READY", SERVER_START_SECONDS)
 
     @property
@@ -162,8 +187,9 @@ class Workspace:
                     shutil.copy2(source, target)
 
     def localize(self, parameter: str) -> str:
-        return (parameter.replace(self.bundle.workspace["file_path"], str(self.files))
-                .replace("/Volumes/", f"{self.volumes}/"))
+        return parameter.replace(self.bundle.workspace["file_path"], str(self.files)).replace(
+            "/Volumes/", f"{self.volumes}/"
+        )
 
     def command(self, job: str, task_key: str, **dynamic: str) -> list[str]:
         """The wheel task's command line: its entry point from the installed wheel, its parameters as the
@@ -181,17 +207,26 @@ class Workspace:
         databricks-sdk's authentication (here: the Jobs API test server), no project paths."""
         home = self.root / "home"
         home.mkdir(exist_ok=True)
-        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-                "DATABRICKS_RUNTIME_VERSION": "client.rehearsal", "SPARK_REMOTE": self.server.url,
-                "SPARK_CONNECT_AUTHENTICATE_TOKEN": CONNECT_TOKEN, "SPARK_LOCAL_IP": "127.0.0.1",
-                "DATABRICKS_HOST": self.jobs_api.url, "DATABRICKS_TOKEN": self.jobs_api.token,
-                "DATABRICKS_CONFIG_FILE": str(home / ".databrickscfg"),
-                "HEARTBEAT_TRIGGER_ROOT": str(self.root / "triggers"),
-                "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "NO_PROXY": "127.0.0.1,localhost"}
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "DATABRICKS_RUNTIME_VERSION": "client.rehearsal",
+            "SPARK_REMOTE": self.server.url,
+            "SPARK_CONNECT_AUTHENTICATE_TOKEN": CONNECT_TOKEN,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "DATABRICKS_HOST": self.jobs_api.url,
+            "DATABRICKS_TOKEN": self.jobs_api.token,
+            "DATABRICKS_CONFIG_FILE": str(home / ".databrickscfg"),
+            "HEARTBEAT_TRIGGER_ROOT": str(self.root / "triggers"),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
 
     def run(self, command: list[str]) -> str:
-        done = subprocess.run(command, cwd=self.root, env=self.env(), capture_output=True, text=True,
-                              timeout=COMMAND_TIMEOUT_SECONDS)
+        done = subprocess.run(
+            command, cwd=self.root, env=self.env(), capture_output=True, text=True, timeout=COMMAND_TIMEOUT_SECONDS
+        )
         output = done.stdout + done.stderr
         assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output[-6000:]}"
         return output
@@ -215,7 +250,8 @@ print("COUNTS " + json.dumps({"counts": counts, "session": type(spark).__module_
 
 
 def test_the_shipped_wheel_runs_the_bundles_tasks_on_spark_connect(
-        installed: Installed, connect_server: ConnectServer, jobs_api: JobsApiServer, tmp_path: Path) -> None:
+    installed: Installed, connect_server: ConnectServer, jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
     started = time.monotonic()
     # GIVEN the wheel installed alone: `harness` comes from the new virtualenv, never from the source tree
     root = tmp_path
@@ -223,9 +259,11 @@ def test_the_shipped_wheel_runs_the_bundles_tasks_on_spark_connect(
     where = ws.python("import harness, sys; print(harness.__file__)")
     assert where.strip().startswith(str(installed.venv)), where
     assert not where.strip().startswith(str(PROJECT_DIR))
-    ws.python("import importlib, pkgutil, harness\n"
-              "[importlib.import_module(m.name) for m in pkgutil.walk_packages(harness.__path__, 'harness.')\n"
-              " if not m.name.endswith('__main__')]")
+    ws.python(
+        "import importlib, pkgutil, harness\n"
+        "[importlib.import_module(m.name) for m in pkgutil.walk_packages(harness.__path__, 'harness.')\n"
+        " if not m.name.endswith('__main__')]"
+    )
     assert "tick" in ws.run([str(installed.entry_point("heartbeat")), "--help"])
 
     # ... the bundle's files synced, a controls CSV of three upstreams of one downstream job, all hard:
@@ -242,9 +280,13 @@ def test_the_shipped_wheel_runs_the_bundles_tasks_on_spark_connect(
     with (ws.files / "seeds" / "heartbeat_controls.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
         writer.writeheader()
-        writer.writerows([control_row("trigger_file", "orders", str(JOB)),
-                          control_row("delta_table", str(delta), str(JOB)),
-                          control_row("hive_table", HIVE_TABLE, str(JOB))])
+        writer.writerows(
+            [
+                control_row("trigger_file", "orders", str(JOB)),
+                control_row("delta_table", str(delta), str(JOB)),
+                control_row("hive_table", HIVE_TABLE, str(JOB)),
+            ]
+        )
     jobs_api.add_job(JOB, "example-downstream", parameters=["heartbeat_run_context_id", "heartbeat_change_range"])
     tick = ws.command("heartbeat", "tick")
     state = ws.volumes / "spark_catalog" / "heartbeat" / "state"
@@ -264,8 +306,14 @@ def test_the_shipped_wheel_runs_the_bundles_tasks_on_spark_connect(
 
     # WHEN the downstream job runs: it reads its range with harness.consume from the same wheel, on its
     # own Spark Connect session, and its last task reports its end to the heartbeat
-    consumed = ws.python(CONSUME, str(ws.files / "deploy" / "heartbeat.yml"), first.job_parameters["heartbeat_change_range"],
-                         "dbt_target=local", "catalog=spark_catalog", f"state_dir={state}")
+    consumed = ws.python(
+        CONSUME,
+        str(ws.files / "deploy" / "heartbeat.yml"),
+        first.job_parameters["heartbeat_change_range"],
+        "dbt_target=local",
+        "catalog=spark_catalog",
+        f"state_dir={state}",
+    )
     report = json.loads(consumed.split("COUNTS ", 1)[1].splitlines()[0])
     jobs_api.end_run(first.run_id, "SUCCESS")
     ws.run(ws.command("example_downstream", "report_to_heartbeat", **{"job.id": str(JOB)}))

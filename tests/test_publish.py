@@ -8,13 +8,13 @@ import json
 import pytest
 
 from harness.commands import cli
-from harness.jobs import publish
 from harness.consume import read_range
 from harness.errors import HeartbeatError
+from harness.jobs import publish
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.published import Published, PublishedSensor
-from harness.vocabulary import SensorSource
 from harness.state.lock import StateLock
+from harness.vocabulary import SensorSource
 from tests.support import HeartbeatHarness, control_row
 
 
@@ -26,8 +26,14 @@ def _record(table: str, snapshot: str | None, minute: int) -> dict[str, object]:
 
 
 def test_the_same_table_and_snapshot_is_one_publication_and_other_snapshots_are_new() -> None:
-    assert publish.Publication("sales.orders", "7").publication_id == publish.Publication("sales.orders", "7").publication_id
-    assert publish.Publication("sales.orders", "7").publication_id != publish.Publication("sales.orders", "8").publication_id
+    assert (
+        publish.Publication("sales.orders", "7").publication_id
+        == publish.Publication("sales.orders", "7").publication_id
+    )
+    assert (
+        publish.Publication("sales.orders", "7").publication_id
+        != publish.Publication("sales.orders", "8").publication_id
+    )
     assert publish.Publication("sales.orders").publication_id != publish.Publication("sales.orders").publication_id
 
 
@@ -50,18 +56,31 @@ def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None
 
 
 def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_what_its_job_writes(
-        heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> None:
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN job producer writes lake.orders (publish.on_success) and job consumer is fed by lake.orders
-    heartbeat.write_controls([control_row("trigger_file", "in", "producer"),
-                              control_row("published", "lake.orders", "consumer")])
+    heartbeat.write_controls(
+        [control_row("trigger_file", "in", "producer"), control_row("published", "lake.orders", "consumer")]
+    )
     heartbeat.define_jobs("producer", "consumer")
     heartbeat.with_sections(publish={"on_success": {"producer": "lake.orders"}})
     config_file = str(heartbeat.write_config_file())
 
     # WHEN an outside producer publishes snapshot 7 twice while a heartbeat holds the state (once from
     # Python), and the producer job's input lands
-    args = ["--config", config_file, "publish", "--table", "lake.orders", "--snapshot", "7",
-            "--partition", "ds=2026-11-22", "--tag", "source=crm"]
+    args = [
+        "--config",
+        config_file,
+        "publish",
+        "--table",
+        "lake.orders",
+        "--snapshot",
+        "7",
+        "--partition",
+        "ds=2026-11-22",
+        "--tag",
+        "source=crm",
+    ]
     with StateLock(heartbeat.config.state_dir):
         assert cli.main(args) == 0
         publish.publish("lake.orders", snapshot=7, partition={"ds": "2026-11-22"}, config=heartbeat.config)

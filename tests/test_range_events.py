@@ -11,20 +11,28 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from harness.vocabulary import RowKey
 from harness.tick.range_events import range_events
+from harness.vocabulary import RowKey
 from tests.support import HeartbeatHarness, control_row
 
 ROW = RowKey("delta_table", "/lake/orders", "daily")
 T0 = datetime(2026, 1, 6, tzinfo=timezone.utc)
 
 
-def detection(n: int, before: str | None, after: str, events: list[dict[str, Any]] | None = None,
-              key: RowKey = ROW) -> dict[str, Any]:
+def detection(
+    n: int, before: str | None, after: str, events: list[dict[str, Any]] | None = None, key: RowKey = ROW
+) -> dict[str, Any]:
     details = {"events": events} if events is not None else {"message_count": 1}
-    return {"event_id": f"e{n}", "event_time": T0 + timedelta(minutes=n), "sensor_source": key.sensor_source,
-            "sensor_id": key.sensor_id, "trigger_job_id": key.trigger_job_id, "watermark_before": before,
-            "watermark_after": after, "details": json.dumps(details)}
+    return {
+        "event_id": f"e{n}",
+        "event_time": T0 + timedelta(minutes=n),
+        "sensor_source": key.sensor_source,
+        "sensor_id": key.sensor_id,
+        "trigger_job_id": key.trigger_job_id,
+        "watermark_before": before,
+        "watermark_after": after,
+        "details": json.dumps(details),
+    }
 
 
 def event(version: int) -> dict[str, Any]:
@@ -33,8 +41,11 @@ def event(version: int) -> dict[str, Any]:
 
 def test_range_lists_the_events_of_the_detections_between_its_watermarks_oldest_first() -> None:
     # GIVEN detections v0 -> v1 (consumed by the last successful run), v1 -> v3, v3 -> v4
-    detections = [detection(1, None, "v1", [event(1)]), detection(2, "v1", "v3", [event(2), event(3)]),
-                  detection(3, "v3", "v4", [event(4)])]
+    detections = [
+        detection(1, None, "v1", [event(1)]),
+        detection(2, "v1", "v3", [event(2), event(3)]),
+        detection(3, "v3", "v4", [event(4)]),
+    ]
     # WHEN the range from v1 to v4 is described, THEN it holds versions 2-4 only, complete
     described = range_events(detections, [(ROW, "v1", "v4")])
     assert described[ROW] == {"events": [event(2), event(3), event(4)], "events_complete": True}
@@ -55,15 +66,17 @@ def test_range_of_a_source_without_change_events_has_no_events() -> None:
     assert range_events([detection(1, None, "o1", key=kafka)], [(kafka, None, "o1")]) == {}
 
 
-def test_delta_partition_trigger_run_receives_the_change_events_of_its_range(heartbeat: HeartbeatHarness,
-                                                                              tmp_path: Path) -> None:
+def test_delta_partition_trigger_run_receives_the_change_events_of_its_range(
+    heartbeat: HeartbeatHarness, tmp_path: Path
+) -> None:
     # GIVEN a job triggered by today's partition of a Delta table (a CSV with the partition_filter column)
     path = str(tmp_path / "orders")
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
 
     def write(ds: str, *ids: int) -> None:
-        write_deltalake(path, pa.table({"id": pa.array(ids, pa.int64()), "ds": [ds] * len(ids)}),
-                        partition_by=["ds"], mode="append")
+        write_deltalake(
+            path, pa.table({"id": pa.array(ids, pa.int64()), "ds": [ds] * len(ids)}), partition_by=["ds"], mode="append"
+        )
 
     write("2000-01-01", 1)
     heartbeat.write_controls([control_row("delta_table", path, "daily") | {"partition_filter": "ds={{ today }}"}])
@@ -77,6 +90,7 @@ def test_delta_partition_trigger_run_receives_the_change_events_of_its_range(hea
     (run,) = heartbeat.job_runs("daily")
     (upstream,) = run["range"]["upstreams"]
     assert upstream["to"]["partitions"].keys() == {f"ds={today}"} and upstream["events_complete"] is True
-    assert [(e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"])
-            for e in upstream["events"]] == [(1, 0, "APPEND", [{"ds": today}]), (2, 1, "APPEND", [{"ds": today}])]
+    assert [
+        (e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"]) for e in upstream["events"]
+    ] == [(1, 0, "APPEND", [{"ds": today}]), (2, 1, "APPEND", [{"ds": today}])]
     assert heartbeat.job_status("daily") == {"COMPLETED"}

@@ -43,8 +43,19 @@ AFTER_K1 = [(1, "new", 10.0, "k1"), (2, "new", 20.0, "k1")]
 AFTER_K2 = [(1, "paid", 10.0, "k2"), (2, "new", 20.0, "k1"), (3, "new", 5.0, "k2")]
 AFTER_K3 = [(1, "paid", 10.0, "k2"), (2, "gone", 0.0, "k3"), (3, "new", 5.0, "k2")]
 AFTER_K4 = [(1, "paid", 10.0, "k2"), (2, "gone", 0.0, "k3"), (3, "new", 5.0, "k4"), (4, "new", 1.0, "k4")]
-CODES = sorted([("k1", 1, "N"), ("k1", 2, "N"), ("k2", 1, "C"), ("k2", 3, "N"), ("k3", 1, "O"), ("k3", 2, "C"),
-                ("k4", 3, "S"), ("k4", 4, "N")], key=repr)
+CODES = sorted(
+    [
+        ("k1", 1, "N"),
+        ("k1", 2, "N"),
+        ("k2", 1, "C"),
+        ("k2", 3, "N"),
+        ("k3", 1, "O"),
+        ("k3", 2, "C"),
+        ("k4", 3, "S"),
+        ("k4", 4, "N"),
+    ],
+    key=repr,
+)
 
 
 # --- failures, in-process ------------------------------------------------------------------------------
@@ -58,9 +69,11 @@ def failures(spark: SparkSession, session_state: Path) -> Iterator[dict[str, Any
     seen: dict[str, Any] = {}
 
     def snapshot(point: str) -> None:
-        seen[point] = {"dataset": project.rows("key_orders", DATASET),
-                       "codes": project.rows("key_orders__batches", ["s_batch_id", "order_id", "s_record_status_code"]),
-                       "metrics": project.metrics("key_orders")}
+        seen[point] = {
+            "dataset": project.rows("key_orders", DATASET),
+            "codes": project.rows("key_orders__batches", ["s_batch_id", "order_id", "s_record_status_code"]),
+            "metrics": project.metrics("key_orders"),
+        }
 
     def load(batch: str, rows: list[tuple[Any, ...]], fail_at: str | None = None) -> None:
         try:
@@ -77,7 +90,9 @@ def failures(spark: SparkSession, session_state: Path) -> Iterator[dict[str, Any
     snapshot("failed inside phase 2")
     load("k4", K["k4"])
     snapshot("next batch")
-    load("k5", [(5, "new", 1.0, day(5))], fail_at="refresh:batch-written")  # inside phase 1: rows written, not committed
+    load(
+        "k5", [(5, "new", 1.0, day(5))], fail_at="refresh:batch-written"
+    )  # inside phase 1: rows written, not committed
     snapshot("failed inside phase 1")
     load("k5", [(5, "new", 1.0, day(5))])
     snapshot("k5 sent again")
@@ -110,7 +125,11 @@ def test_failure_inside_phase_two_is_repaired_by_the_next_batch_without_duplicat
     assert point["dataset"] == AFTER_K4
     assert point["codes"] == CODES
     assert {b: (m["batch_seq"], m["status"], m["effective_record_count"]) for b, m in point["metrics"].items()} == {
-        "k1": (1, "applied", 0), "k2": (2, "applied", 1), "k3": (3, "applied", 1), "k4": (4, "applied", 2)}
+        "k1": (1, "applied", 0),
+        "k2": (2, "applied", 1),
+        "k3": (3, "applied", 1),
+        "k4": (4, "applied", 2),
+    }
 
 
 def test_failure_inside_phase_one_changes_nothing_and_the_batch_loads_when_sent_again(failures: dict[str, Any]) -> None:
@@ -136,9 +155,11 @@ def stopped(spark: SparkSession, session_state: Path) -> dict[str, Any]:
     with pytest.raises(DbtError, match="injected failure at refresh:captured"):
         project.load({"key_orders": K["k2"]}, batch="k2", fail_at="refresh:captured")
     project.load({"key_orders": K["k3"]}, batch="k3")
-    return {"dataset": project.rows("key_orders", DATASET),
-            "codes": project.rows("key_orders__batches", ["s_batch_id", "order_id", "s_record_status_code"]),
-            "metrics": project.metrics("key_orders")}
+    return {
+        "dataset": project.rows("key_orders", DATASET),
+        "codes": project.rows("key_orders__batches", ["s_batch_id", "order_id", "s_record_status_code"]),
+        "metrics": project.metrics("key_orders"),
+    }
 
 
 def test_a_stop_between_the_phases_is_repaired_by_the_next_batch(stopped: dict[str, Any]) -> None:
@@ -147,28 +168,38 @@ def test_a_stop_between_the_phases_is_repaired_by_the_next_batch(stopped: dict[s
     assert stopped["dataset"] == AFTER_K3
     assert stopped["codes"] == [c for c in CODES if c[0] != "k4"]
     assert {b: (m["batch_seq"], m["status"]) for b, m in stopped["metrics"].items()} == {
-        "k1": (1, "applied"), "k2": (2, "applied"), "k3": (3, "applied")}
+        "k1": (1, "applied"),
+        "k2": (2, "applied"),
+        "k3": (3, "applied"),
+    }
 
 
 # --- parameters, Databricks ------------------------------------------------------------------------------
 def test_wrong_parameters_are_compilation_errors_naming_the_model_and_the_parameter(
-        spark: SparkSession, session_state: Path) -> None:
+    spark: SparkSession, session_state: Path
+) -> None:
     install_package()
     schema = "rf_params"
     spark.sql(f"create database if not exists {schema}")
     project = RefreshProject(spark, examples_config(session_state, schema, session_state / "refresh_target"))
     project.write_batch("bad_missing_parameter", [(1, day(1))])
     with pytest.raises(DbtError) as raised:
-        project.run("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate", batch="x")
+        project.run(
+            "bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate", batch="x"
+        )
     message = str(raised.value)
     assert "bad_missing_parameter: bad_missing_parameter: refresh parameter 'key_columns' is missing" in message
     assert "bad_unknown_parameter: refresh parameter 'sequence_column' is unknown for type key" in message
-    assert "bad_unknown_column: refresh parameter 'key_columns' names the column ident, which the model does not " \
-           "return" in message
+    assert (
+        "bad_unknown_column: refresh parameter 'key_columns' names the column ident, which the model does not "
+        "return" in message
+    )
     assert not project.exists("bad_unknown_column__batches")
     # a custom expression is checked at capture, before anything is written
-    assert "bad_custom_predicate: refresh parameter 'delete_predicate' names this.ident, which is not a column of the " \
-           "model (its columns: id, updated_at); nothing was changed" in message
+    assert (
+        "bad_custom_predicate: refresh parameter 'delete_predicate' names this.ident, which is not a column of the "
+        "model (its columns: id, updated_at); nothing was changed" in message
+    )
     assert not project.exists("bad_custom_predicate__batches") and not project.exists("bad_custom_predicate")
 
 
@@ -176,10 +207,25 @@ def test_wrong_parameters_are_compilation_errors_naming_the_model_and_the_parame
 def test_delta_statements_of_every_type_compile_for_databricks_and_parse(tmp_path: Path) -> None:
     # GIVEN the databricks target (no workspace): the statements the materialization runs on Delta
     install_package()
-    result = dbtRunner().invoke([
-        "--quiet", "compile", "--select", "delta_statements", "--target", "databricks", "--no-populate-cache",
-        "--project-dir", str(EXAMPLES_DIR), "--profiles-dir", str(EXAMPLES_DIR), "--target-path", str(tmp_path),
-        "--vars", json.dumps({"heartbeat_catalog": "lake"})])
+    result = dbtRunner().invoke(
+        [
+            "--quiet",
+            "compile",
+            "--select",
+            "delta_statements",
+            "--target",
+            "databricks",
+            "--no-populate-cache",
+            "--project-dir",
+            str(EXAMPLES_DIR),
+            "--profiles-dir",
+            str(EXAMPLES_DIR),
+            "--target-path",
+            str(tmp_path),
+            "--vars",
+            json.dumps({"heartbeat_catalog": "lake"}),
+        ]
+    )
     assert result.success, result.exception
     text = (tmp_path / "compiled" / "refresh_tests" / "analyses" / "delta_statements.sql").read_text()
     statements = [s.strip() for s in text.split("-- ;") if s.strip() and not s.strip().startswith("-- type")]
@@ -188,7 +234,16 @@ def test_delta_statements_of_every_type_compile_for_databricks_and_parse(tmp_pat
     kinds: dict[str, int] = {}
     for statement in statements:
         if statement.lower().startswith("restore table"):
-            assert statement.split() == ["restore", "table", "`lake`.`sales`.`orders`", "to", "version", "as", "of", "41"]
+            assert statement.split() == [
+                "restore",
+                "table",
+                "`lake`.`sales`.`orders`",
+                "to",
+                "version",
+                "as",
+                "of",
+                "41",
+            ]
             kind = "Restore"
         else:
             kind = type(sqlglot.parse_one(statement, read="databricks")).__name__

@@ -36,7 +36,8 @@ def run_outputs(heartbeat: HeartbeatHarness) -> list[str]:
 
 
 def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_healed_without_duplicates(
-        heartbeat: HeartbeatHarness, tmp_path: Path) -> None:
+    heartbeat: HeartbeatHarness, tmp_path: Path
+) -> None:
     # GIVEN the demo's customers job, fed by a trigger folder whose files name extracts, whose first run
     # fails after its build (as a later task of a real job might)
     downstream_state = tmp_path / "downstream"
@@ -44,9 +45,14 @@ def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_h
     triggers = heartbeat.config.trigger_root / "customers"  # type: ignore[operator]
     triggers.mkdir()
     heartbeat.write_controls([control_row("trigger_file", "customers", JOB)])
-    heartbeat.define_jobs(JOB, timeout=JOB_SECONDS, command=(
-        f"{sys.executable} {PROJECT_DIR / 'demo/downstream/refresh_job.py'} --triggers {triggers} "
-        f"--state-dir {downstream_state}"))
+    heartbeat.define_jobs(
+        JOB,
+        timeout=JOB_SECONDS,
+        command=(
+            f"{sys.executable} {PROJECT_DIR / 'demo/downstream/refresh_job.py'} --triggers {triggers} "
+            f"--state-dir {downstream_state}"
+        ),
+    )
     (downstream_state / "DEMO_FAIL_AFTER_BUILD").touch()
 
     # WHEN a trigger file naming customers_001.csv lands and the run ends
@@ -72,6 +78,9 @@ def test_a_trigger_file_loads_its_extract_as_a_keyed_batch_and_a_failed_run_is_h
     codes = printed_table(healed, "the batch's records and their status codes:")
     assert [(r[0], r[-1]) for r in codes] == [("1", "U"), ("2", "U"), ("3", "U")]
     dataset = printed_table(healed, "the dataset:")
-    assert [(r[0], r[1], r[2]) for r in dataset] == [("1", "Anna", "Berlin"), ("2", "Marc", "Paris"),
-                                                     ("3", "Sofia", "Madrid")]
+    assert [(r[0], r[1], r[2]) for r in dataset] == [
+        ("1", "Anna", "Berlin"),
+        ("2", "Marc", "Paris"),
+        ("3", "Sofia", "Madrid"),
+    ]
     assert {r[-1] for r in dataset} == {batch_id(failed)} and batch_id(healed) != batch_id(failed)

@@ -32,8 +32,8 @@ import yaml
 from pyspark.sql import SparkSession
 
 from harness.commands.cli import main
-from harness.errors import DbtError
 from harness.config import PROJECT_DIR
+from harness.errors import DbtError
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
 SCHEMA = "rf_types"
@@ -49,7 +49,11 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
     "b1": {
         "key_orders": [(1, "new", 10.0, day(1)), (2, "new", 20.0, day(1))],
         "key_customers": [("DE", 1, "Anna", day(1)), ("FR", 1, "Marc", day(1))],
-        "ts_readings": [("s1", "2026-01-01 01:00", 1.0), ("s1", "2026-01-01 02:00", 2.0), ("s1", "2026-01-01 03:00", 3.0)],
+        "ts_readings": [
+            ("s1", "2026-01-01 01:00", 1.0),
+            ("s1", "2026-01-01 02:00", 2.0),
+            ("s1", "2026-01-01 03:00", 3.0),
+        ],
         "seq_ledger": [(1, "a", 1.0), (2, "a", 2.0), (3, "a", 3.0), (4, "a", 4.0)],
         "full_prices": [("p1", 1.0), ("p2", 2.0), ("p3", 3.0)],
         "none_events": [(1, "x"), (2, "y")],
@@ -59,8 +63,13 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
     "b2": {
         # 1 changed (C), 2 the same with a newer date (S), 3 new (N); two records of order 4: the later
         # date wins (N, then C)
-        "key_orders": [(1, "paid", 10.0, day(2)), (2, "new", 20.0, day(3)), (3, "new", 5.0, day(2)),
-                       (4, "new", 1.0, day(2)), (4, "paid", 1.0, day(3))],
+        "key_orders": [
+            (1, "paid", 10.0, day(2)),
+            (2, "new", 20.0, day(3)),
+            (3, "new", 5.0, day(2)),
+            (4, "new", 1.0, day(2)),
+            (4, "paid", 1.0, day(3)),
+        ],
         # DE 1 differs only in the column left out of the change detection (S); FR 1 changed; DE 2 new
         "key_customers": [("DE", 1, "Anna", day(2)), ("FR", 1, "Marcel", day(2)), ("DE", 2, "Otto", day(2))],
         "ts_readings": [("s1", "2026-01-01 02:30", 2.5), ("s1", "2026-01-01 04:00", 4.0)],  # overlaps b1's 03:00
@@ -74,8 +83,12 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
     "b3": {
         # order 1 dated before what the dataset holds (O), then changed again (C); 3 and 2 unchanged and
         # older (U)
-        "key_orders": [(1, "draft", 9.0, D0), (1, "shipped", 10.0, day(4)), (3, "new", 5.0, day(1)),
-                       (2, "new", 20.0, day(2))],
+        "key_orders": [
+            (1, "draft", 9.0, D0),
+            (1, "shipped", 10.0, day(4)),
+            (3, "new", 5.0, day(1)),
+            (2, "new", 20.0, day(2)),
+        ],
         "ts_readings": [("s1", "2026-01-01 01:30", 1.5)],  # inside b1's range, between its rows
         "seq_ledger": [(4, "d", 4.9), (5, "d", 5.9)],  # inside b2's range
         "key_amounts": [(2, 20, Decimal("2.00")), (3, 30, Decimal("3.00"))],  # int again: fits in the double
@@ -90,9 +103,22 @@ IN_ORDER_KEY_ORDERS = [
     (4, "paid", 1.0, "2026-01-03 00:00:00", "b2", "2026-01-03 00:00:00"),
 ]
 CODE_COLUMNS = ["s_batch_id", "order_id", "status", "s_record_status_code"]
-CUSTOM = {"type": "custom", "delete_predicate": "this.warehouse = input.warehouse", "append_filter": "input.quantity > 0"}
-METRIC_COLUMNS = ["batch_seq", "status", "record_count", "effective_record_count",
-                  "records_n", "records_c", "records_u", "records_s", "records_o"]
+CUSTOM = {
+    "type": "custom",
+    "delete_predicate": "this.warehouse = input.warehouse",
+    "append_filter": "input.quantity > 0",
+}
+METRIC_COLUMNS = [
+    "batch_seq",
+    "status",
+    "record_count",
+    "effective_record_count",
+    "records_n",
+    "records_c",
+    "records_u",
+    "records_s",
+    "records_o",
+]
 
 
 class Timeline:
@@ -103,8 +129,9 @@ class Timeline:
         self.points: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, str] = {}
 
-    def snapshot(self, point: str, *tables: str, metrics: tuple[str, ...] = ("key_orders",),
-                 **selected: list[str]) -> None:
+    def snapshot(
+        self, point: str, *tables: str, metrics: tuple[str, ...] = ("key_orders",), **selected: list[str]
+    ) -> None:
         taken: dict[str, Any] = {t: self.project.rows(t) for t in tables}
         taken.update({t: self.project.rows(t, columns) for t, columns in selected.items()})
         taken["metrics"] = {m: self.project.metrics(m) for m in metrics}
@@ -130,28 +157,50 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     config = examples_config(session_state, SCHEMA, session_state / "refresh_target")
     project = RefreshProject(spark, config)
     config_file = tmp_path_factory.mktemp("refresh") / "heartbeat.yml"
-    config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA,
-                                           "dbt_target_dir": str(session_state / "refresh_target")}))
+    config_file.write_text(
+        yaml.safe_dump(
+            {"state_dir": str(session_state), "schema": SCHEMA, "dbt_target_dir": str(session_state / "refresh_target")}
+        )
+    )
     t = Timeline(project)
 
     for batch, models in BATCHES.items():
         project.load(models, batch=batch, schemas=SCHEMAS.get(batch))
     key_tables = {"key_orders__batches": CODE_COLUMNS, "key_orders": KEY_COLUMNS}
-    amounts = {"key_amounts": ["id", "amount", "price", "s_batch_id"],
-               "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"]}
-    t.snapshot("in order", "key_orders__history", "ts_readings", "seq_ledger", "full_prices", "full_prices__history",
-               "none_events", "custom_stock", "key_customers", "key_orders__dataset_metrics", "seq_ledger__dataset_metrics",
-               **key_tables, **amounts,
-               metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"))
+    amounts = {
+        "key_amounts": ["id", "amount", "price", "s_batch_id"],
+        "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"],
+    }
+    t.snapshot(
+        "in order",
+        "key_orders__history",
+        "ts_readings",
+        "seq_ledger",
+        "full_prices",
+        "full_prices__history",
+        "none_events",
+        "custom_stock",
+        "key_customers",
+        "key_orders__dataset_metrics",
+        "seq_ledger__dataset_metrics",
+        **key_tables,
+        **amounts,
+        metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"),
+    )
     t.points["in order"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
 
     project.load({"key_orders": [(9, "other", 1.0, day(9))], "none_events": [(7, "other")]}, batch="b2")
     t.snapshot("re-sent", "none_events", **key_tables, metrics=("key_orders", "none_events"))
 
     try:  # b5: a tie of key_orders; a text amount that fits in no type with the kept double
-        project.load({"key_orders": [(5, "a", 1.0, day(5)), (5, "b", 2.0, day(5)), (6, "c", 1.0, day(5))],
-                      "key_amounts": [(1, "ten", Decimal("1.5"))]}, batch="b5",
-                     schemas={"key_amounts": "id int, amount string, price decimal(10,4)"})
+        project.load(
+            {
+                "key_orders": [(5, "a", 1.0, day(5)), (5, "b", 2.0, day(5)), (6, "c", 1.0, day(5))],
+                "key_amounts": [(1, "ten", Decimal("1.5"))],
+            },
+            batch="b5",
+            schemas={"key_amounts": "id int, amount string, price decimal(10,4)"},
+        )
     except DbtError as exc:
         t.errors["tie"] = str(exc)
     t.snapshot("refused", **key_tables, **amounts)
@@ -169,29 +218,70 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     except DbtError as exc:
         t.errors["c4"] = str(exc)
     try:
-        project.run("custom_stock", batch="reset", heartbeat_refresh={"action": "reset", "model": "custom_stock"},
-                    custom_stock_refresh=CUSTOM | {"delete_predicate": "this.warehose = input.warehouse"})
+        project.run(
+            "custom_stock",
+            batch="reset",
+            heartbeat_refresh={"action": "reset", "model": "custom_stock"},
+            custom_stock_refresh=CUSTOM | {"delete_predicate": "this.warehose = input.warehouse"},
+        )
     except DbtError as exc:
         t.errors["typo"] = str(exc)
-    t.snapshot("typo refused", "custom_stock", metrics=("custom_stock",),
-               custom_stock__batches=["s_batch_id", "warehouse", "item"])
+    t.snapshot(
+        "typo refused",
+        "custom_stock",
+        metrics=("custom_stock",),
+        custom_stock__batches=["s_batch_id", "warehouse", "item"],
+    )
     by_item = CUSTOM | {"delete_predicate": "this.item = input.item"}
-    t.errors["unload pending"] = str(cli(config_file, "unload", "--model", "custom_stock", "--batch", "c4", "--project-dir",
-                                         str(EXAMPLES_DIR), "--vars", json.dumps({"custom_stock_refresh": by_item})))
-    t.snapshot("pending dropped", "custom_stock", metrics=("custom_stock",),
-               custom_stock__batches=["s_batch_id", "warehouse", "item"])
+    t.errors["unload pending"] = str(
+        cli(
+            config_file,
+            "unload",
+            "--model",
+            "custom_stock",
+            "--batch",
+            "c4",
+            "--project-dir",
+            str(EXAMPLES_DIR),
+            "--vars",
+            json.dumps({"custom_stock_refresh": by_item}),
+        )
+    )
+    t.snapshot(
+        "pending dropped",
+        "custom_stock",
+        metrics=("custom_stock",),
+        custom_stock__batches=["s_batch_id", "warehouse", "item"],
+    )
 
     # b6: key_orders with other parameters (refused until a reset); custom_stock's next batch
     changed = {"type": "key", "key_columns": ["order_id"], "date_column": "updated_at", "exclude_from_cdc": ["status"]}
     try:
-        project.load({"key_orders": [(8, "new", 1.0, day(8))], "custom_stock": [("B", "kiwi", 2), ("A", "apple", 9)],
-                      "full_prices": []}, batch="b6", key_orders_refresh=changed, custom_stock_refresh=by_item)
+        project.load(
+            {
+                "key_orders": [(8, "new", 1.0, day(8))],
+                "custom_stock": [("B", "kiwi", 2), ("A", "apple", 9)],
+                "full_prices": [],
+            },
+            batch="b6",
+            key_orders_refresh=changed,
+            custom_stock_refresh=by_item,
+        )
     except DbtError as exc:
         t.errors["parameters changed"] = str(exc)
-    t.snapshot("next batch after the pending one", "custom_stock", "full_prices", "full_prices__history",
-               metrics=("custom_stock",))
-    project.run("key_orders", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_orders"},
-                key_orders_refresh=changed)  # what `refresh reset` runs, with the new parameters
+    t.snapshot(
+        "next batch after the pending one",
+        "custom_stock",
+        "full_prices",
+        "full_prices__history",
+        metrics=("custom_stock",),
+    )
+    project.run(
+        "key_orders",
+        batch="reset",
+        heartbeat_refresh={"action": "reset", "model": "key_orders"},
+        key_orders_refresh=changed,
+    )  # what `refresh reset` runs, with the new parameters
     t.snapshot("reset with other parameters", "key_orders__history", **key_tables)
 
     project.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
@@ -200,11 +290,17 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
 
     # w1 widens the price again and fails between dropping <model>__batches and renaming its swap to it
     try:
-        project.load({"key_amounts": [(1, 10.5, Decimal("1.234567"))]}, batch="w1", fail_at="refresh:swap-dropped",
-                     schemas={"key_amounts": "id int, amount double, price decimal(12,6)"})
+        project.load(
+            {"key_amounts": [(1, 10.5, Decimal("1.234567"))]},
+            batch="w1",
+            fail_at="refresh:swap-dropped",
+            schemas={"key_amounts": "id int, amount double, price decimal(12,6)"},
+        )
     except DbtError as exc:
         t.errors["swap"] = str(exc)
-    t.points["swap interrupted"] = {"tables": {n: project.exists(n) for n in ("key_amounts__batches", "key_amounts__batches__swap")}}
+    t.points["swap interrupted"] = {
+        "tables": {n: project.exists(n) for n in ("key_amounts__batches", "key_amounts__batches__swap")}
+    }
     project.load({"key_amounts": [(3, 31, Decimal("3.00"))]}, batch="w2")
     t.snapshot("swap finished", metrics=("key_amounts",), **amounts)
     t.points["swap finished"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
@@ -212,8 +308,10 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     # retention: seq_ledger holds b1, b3 and b2 (reloaded: first received before b3); k1 comes with
     # keep_batches 2: the two first received (b1, b2) are folded into the baseline
     keep = {"heartbeat_refresh_keep_batches": 2}
-    ledger = {"seq_ledger": ["s_batch_id", "entry_no", "account"],
-              "seq_ledger__batches": ["s_batch_seq", "s_batch_id", "entry_no"]}
+    ledger = {
+        "seq_ledger": ["s_batch_id", "entry_no", "account"],
+        "seq_ledger__batches": ["s_batch_seq", "s_batch_id", "entry_no"],
+    }
     # k1 is applied, then its run fails inside the fold: the baseline written, the folded batches not yet dropped
     try:
         project.load({"seq_ledger": [(7, "k", 7.0)]}, batch="k1", fail_at="refresh:baseline-added", **keep)
@@ -221,13 +319,21 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         t.errors["fold"] = str(exc)
     # the next run (an unload of the folded b1) finishes the fold first, then refuses
     try:
-        project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b1"},
-                    **keep)
+        project.run(
+            "seq_ledger",
+            batch="unload",
+            heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b1"},
+            **keep,
+        )
     except DbtError as exc:
         t.errors["unload folded"] = str(exc)
     t.snapshot("folded", "seq_ledger__dataset_metrics", metrics=("seq_ledger",), **ledger)
-    project.run("seq_ledger", batch="unload", heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b3"},
-                **keep)
+    project.run(
+        "seq_ledger",
+        batch="unload",
+        heartbeat_refresh={"action": "unload", "model": "seq_ledger", "batch": "b3"},
+        **keep,
+    )
     t.snapshot("kept batch unloaded", metrics=("seq_ledger",), **ledger)
     project.load({"seq_ledger": BATCHES["b3"]["seq_ledger"]}, batch="b3", **keep)
     t.snapshot("kept batch reloaded", metrics=("seq_ledger",), **ledger)
@@ -242,27 +348,41 @@ def test_key_dataset_holds_the_latest_record_of_each_key_by_date(timeline: Timel
 
 
 def test_key_status_codes_follow_the_write_up_for_every_record(timeline: Timeline) -> None:
-    assert timeline.rows("in order", "key_orders__batches") == sorted([
-        ("b1", 1, "new", "N"), ("b1", 2, "new", "N"),
-        ("b2", 1, "paid", "C"), ("b2", 2, "new", "S"), ("b2", 3, "new", "N"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "C"),
-        ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "U"), ("b3", 3, "new", "U"),
-    ], key=repr)
+    assert timeline.rows("in order", "key_orders__batches") == sorted(
+        [
+            ("b1", 1, "new", "N"),
+            ("b1", 2, "new", "N"),
+            ("b2", 1, "paid", "C"),
+            ("b2", 2, "new", "S"),
+            ("b2", 3, "new", "N"),
+            ("b2", 4, "new", "N"),
+            ("b2", 4, "paid", "C"),
+            ("b3", 1, "draft", "O"),
+            ("b3", 1, "shipped", "C"),
+            ("b3", 2, "new", "U"),
+            ("b3", 3, "new", "U"),
+        ],
+        key=repr,
+    )
 
 
 def test_key_history_is_scd2_of_every_change_occurrence_by_date(timeline: Timeline) -> None:
     # order 1's draft came late (O, b3) but dates before the first record: it is the first version; order 3's
     # record of b3 (U: the same data, received after b2's) dates from day 1: the version starts there
     history = [(r[0], r[1], r[4], r[7], r[8], r[9]) for r in timeline.rows("in order", "key_orders__history")]
-    assert history == sorted([
-        (1, "draft", "b3", "2025-12-31 00:00:00", "2026-01-01 00:00:00", False),
-        (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
-        (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
-        (1, "shipped", "b3", "2026-01-04 00:00:00", None, True),
-        (2, "new", "b1", "2026-01-01 00:00:00", None, True),
-        (3, "new", "b3", "2026-01-01 00:00:00", None, True),
-        (4, "new", "b2", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
-        (4, "paid", "b2", "2026-01-03 00:00:00", None, True),
-    ], key=repr)
+    assert history == sorted(
+        [
+            (1, "draft", "b3", "2025-12-31 00:00:00", "2026-01-01 00:00:00", False),
+            (1, "new", "b1", "2026-01-01 00:00:00", "2026-01-02 00:00:00", False),
+            (1, "paid", "b2", "2026-01-02 00:00:00", "2026-01-04 00:00:00", False),
+            (1, "shipped", "b3", "2026-01-04 00:00:00", None, True),
+            (2, "new", "b1", "2026-01-01 00:00:00", None, True),
+            (3, "new", "b3", "2026-01-01 00:00:00", None, True),
+            (4, "new", "b2", "2026-01-02 00:00:00", "2026-01-03 00:00:00", False),
+            (4, "paid", "b2", "2026-01-03 00:00:00", None, True),
+        ],
+        key=repr,
+    )
 
 
 def test_key_metrics_count_records_effective_records_and_codes_per_batch(timeline: Timeline) -> None:
@@ -278,39 +398,78 @@ def test_key_metrics_count_records_effective_records_and_codes_per_batch(timelin
 
 def test_key_without_date_column_dates_records_by_batch_and_ignores_excluded_columns(timeline: Timeline) -> None:
     rows = timeline.rows("in order", "key_customers")
-    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [("DE", 1, "Anna", "b2"), ("DE", 2, "Otto", "b2"),
-                                                         ("FR", 1, "Marcel", "b2")]
+    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
+        ("DE", 1, "Anna", "b2"),
+        ("DE", 2, "Otto", "b2"),
+        ("FR", 1, "Marcel", "b2"),
+    ]
     assert timeline.metric("in order", "key_customers", "b2", "records_n", "records_c", "records_s") == (1, 1, 1)
 
 
 # --- timestamp and sequence ----------------------------------------------------------------------------
 def test_timestamp_batch_replaces_its_own_range_and_the_latest_received_wins(timeline: Timeline) -> None:
     assert [(r[1], r[2], r[3]) for r in timeline.rows("in order", "ts_readings")] == [
-        ("2026-01-01 01:00", 1.0, "b1"), ("2026-01-01 01:30", 1.5, "b3"), ("2026-01-01 02:00", 2.0, "b1"),
-        ("2026-01-01 02:30", 2.5, "b2"), ("2026-01-01 04:00", 4.0, "b2")]
+        ("2026-01-01 01:00", 1.0, "b1"),
+        ("2026-01-01 01:30", 1.5, "b3"),
+        ("2026-01-01 02:00", 2.0, "b1"),
+        ("2026-01-01 02:30", 2.5, "b2"),
+        ("2026-01-01 04:00", 4.0, "b2"),
+    ]
 
 
 def test_timestamp_effective_ranges_split_where_a_later_batch_cut_through(timeline: Timeline) -> None:
     names = ("range_from", "range_to", "effective_record_count", "effective_ranges")
     assert timeline.metric("in order", "ts_readings", "b1", *names) == (
-        T[1], T[3], 2, [{"range_from": T[1], "range_to": T[1], "record_count": 1},
-                        {"range_from": T[2], "range_to": T[2], "record_count": 1}])
+        T[1],
+        T[3],
+        2,
+        [
+            {"range_from": T[1], "range_to": T[1], "record_count": 1},
+            {"range_from": T[2], "range_to": T[2], "record_count": 1},
+        ],
+    )
     assert timeline.metric("in order", "ts_readings", "b2", *names) == (
-        "2026-01-01 02:30:00", T[4], 2, [{"range_from": "2026-01-01 02:30:00", "range_to": T[4], "record_count": 2}])
+        "2026-01-01 02:30:00",
+        T[4],
+        2,
+        [{"range_from": "2026-01-01 02:30:00", "range_to": T[4], "record_count": 2}],
+    )
 
 
 def test_sequence_overlapping_ranges_resolve_to_the_latest_received_batch(timeline: Timeline) -> None:
     assert [(r[0], r[1], r[3]) for r in timeline.rows("in order", "seq_ledger")] == [
-        (1, "a", "b1"), (2, "a", "b1"), (3, "b", "b2"), (4, "d", "b3"), (5, "d", "b3"), (6, "b", "b2")]
+        (1, "a", "b1"),
+        (2, "a", "b1"),
+        (3, "b", "b2"),
+        (4, "d", "b3"),
+        (5, "d", "b3"),
+        (6, "b", "b2"),
+    ]
     pieces = timeline.metric("in order", "seq_ledger", "b2", "effective_ranges")[0]
     assert [(float(p["range_from"]), float(p["range_to"]), p["record_count"]) for p in pieces] == [
-        (3.0, 3.0, 1), (6.0, 6.0, 1)]
+        (3.0, 3.0, 1),
+        (6.0, 6.0, 1),
+    ]
 
 
 # --- the dataset's metrics ----------------------------------------------------------------------------------
-DATASET_METRIC_NAMES = ["model", "refresh_type", "batches_applied", "batches_unloaded", "batches_folded",
-                        "dataset_record_count", "record_count", "effective_record_count",
-                        "records_n", "records_c", "records_u", "records_s", "records_o", "range_from", "range_to"]
+DATASET_METRIC_NAMES = [
+    "model",
+    "refresh_type",
+    "batches_applied",
+    "batches_unloaded",
+    "batches_folded",
+    "dataset_record_count",
+    "record_count",
+    "effective_record_count",
+    "records_n",
+    "records_c",
+    "records_u",
+    "records_s",
+    "records_o",
+    "range_from",
+    "range_to",
+]
 
 
 def dataset_metrics(timeline: Timeline, point: str, model: str) -> dict[str, Any]:
@@ -332,9 +491,10 @@ def test_dataset_metrics_give_the_dataset_range_and_its_effective_ranges_by_batc
     got = dataset_metrics(timeline, "in order", "seq_ledger")
     assert (got["dataset_record_count"], got["record_count"], got["effective_record_count"]) == (6, 10, 6)
     assert (float(got["range_from"]), float(got["range_to"])) == (1.0, 6.0)
-    assert [(p["batch_id"], float(p["range_from"]), float(p["range_to"]), p["record_count"])
-            for p in got["effective_ranges"]] == [("b1", 1.0, 2.0, 2), ("b2", 3.0, 3.0, 1), ("b3", 4.0, 5.0, 2),
-                                                  ("b2", 6.0, 6.0, 1)]
+    assert [
+        (p["batch_id"], float(p["range_from"]), float(p["range_to"]), p["record_count"])
+        for p in got["effective_ranges"]
+    ] == [("b1", 1.0, 2.0, 2), ("b2", 3.0, 3.0, 1), ("b3", 4.0, 5.0, 2), ("b2", 6.0, 6.0, 1)]
 
 
 # --- full, none, custom ------------------------------------------------------------------------------------
@@ -342,25 +502,41 @@ def test_full_an_empty_batch_is_the_current_version_and_no_older_one_is_marked_c
     point = "next batch after the pending one"  # b6 of full_prices: no row
     assert timeline.rows(point, "full_prices") == []
     assert [(r[0], r[2], r[6]) for r in timeline.rows(point, "full_prices__history")] == [
-        ("p1", "b1", False), ("p1", "b2", False), ("p2", "b1", False), ("p3", "b1", False), ("p4", "b2", False)]
-
+        ("p1", "b1", False),
+        ("p1", "b2", False),
+        ("p2", "b1", False),
+        ("p3", "b1", False),
+        ("p4", "b2", False),
+    ]
 
 
 def test_full_dataset_is_the_latest_batch_and_history_keeps_every_version(timeline: Timeline) -> None:
     assert [r[:3] for r in timeline.rows("in order", "full_prices")] == [("p1", 1.5, "b2"), ("p4", 4.0, "b2")]
     versions = [(r[0], r[2], r[6]) for r in timeline.rows("in order", "full_prices__history")]
-    assert versions == [("p1", "b1", False), ("p1", "b2", True), ("p2", "b1", False), ("p3", "b1", False),
-                        ("p4", "b2", True)]
+    assert versions == [
+        ("p1", "b1", False),
+        ("p1", "b2", True),
+        ("p2", "b1", False),
+        ("p3", "b1", False),
+        ("p4", "b2", True),
+    ]
 
 
 def test_none_appends_each_batch_and_reads_only_beyond_the_ingestion_token(timeline: Timeline) -> None:
     assert [r[:3] for r in timeline.rows("in order", "none_events")] == [
-        (1, "x", "b1"), (2, "y", "b1"), (3, "x", "b2"), (4, "z", "b2")]
+        (1, "x", "b1"),
+        (2, "y", "b1"),
+        (3, "x", "b2"),
+        (4, "z", "b2"),
+    ]
     assert timeline.metric("in order", "none_events", "b2", "record_count") == (2,)
 
 
 def test_custom_deletes_where_the_predicate_holds_then_appends_the_filtered_batch(timeline: Timeline) -> None:
-    assert [r[:4] for r in timeline.rows("in order", "custom_stock")] == [("A", "apple", 7, "b2"), ("B", "pear", 3, "b1")]
+    assert [r[:4] for r in timeline.rows("in order", "custom_stock")] == [
+        ("A", "apple", 7, "b2"),
+        ("B", "pear", 3, "b1"),
+    ]
     assert timeline.metric("in order", "custom_stock", "b2", "record_count", "effective_record_count") == (2, 1)
 
 
@@ -394,20 +570,29 @@ def test_unload_of_a_middle_batch_leaves_the_dataset_as_if_it_was_never_loaded(t
     assert codes == [("b3", 1, "draft", "O"), ("b3", 1, "shipped", "C"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N")]
     assert not [r for r in timeline.rows("unloaded", "key_orders__batches") if r[0] == "b2"]
     assert [(r[1], r[4]) for r in timeline.rows("unloaded", "key_orders__history") if r[0] == 1] == [
-        ("draft", "b3"), ("new", "b1"), ("shipped", "b3")]
+        ("draft", "b3"),
+        ("new", "b1"),
+        ("shipped", "b3"),
+    ]
     assert timeline.metric("unloaded", "key_orders", "b2", "status", "effective_record_count") == ("unloaded", 0)
 
 
 def test_reloading_the_unloaded_batch_out_of_order_gives_the_in_order_dataset(timeline: Timeline) -> None:
     assert timeline.rows("reloaded", "key_orders") == IN_ORDER_KEY_ORDERS
     assert [r for r in timeline.rows("reloaded", "key_orders__batches") if r[0] == "b2"] == [
-        ("b2", 1, "paid", "O"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"),
-        ("b2", 4, "paid", "C")]
+        ("b2", 1, "paid", "O"),
+        ("b2", 2, "new", "S"),
+        ("b2", 3, "new", "S"),
+        ("b2", 4, "new", "N"),
+        ("b2", 4, "paid", "C"),
+    ]
     assert timeline.metric("reloaded", "key_orders", "b2", "batch_seq", "status") == (4, "applied")
+
     # the history keeps every change occurrence: b2's paid (now O, received after b3's shipped) is a version again,
     # with the same validity as when loaded in order (only its code differs: C then, O now)
     def versions(point: str) -> list[tuple[Any, ...]]:
         return [r[:6] + r[7:] for r in timeline.rows(point, "key_orders__history")]
+
     assert versions("reloaded") == versions("in order")
 
 
@@ -418,30 +603,45 @@ def test_changed_parameters_refuse_new_batches_until_a_reset_applies_them(timeli
     # change detection: a new status alone is S, not C, and opens no version
     point = "reset with other parameters"
     assert timeline.rows(point, "key_orders") == IN_ORDER_KEY_ORDERS
-    assert timeline.rows(point, "key_orders__batches") == sorted([
-        ("b1", 1, "new", "N"), ("b1", 2, "new", "N"),
-        ("b3", 1, "draft", "O"), ("b3", 1, "shipped", "S"), ("b3", 2, "new", "S"), ("b3", 3, "new", "N"),
-        ("b2", 1, "paid", "U"), ("b2", 2, "new", "S"), ("b2", 3, "new", "S"), ("b2", 4, "new", "N"), ("b2", 4, "paid", "S"),
-    ], key=repr)
+    assert timeline.rows(point, "key_orders__batches") == sorted(
+        [
+            ("b1", 1, "new", "N"),
+            ("b1", 2, "new", "N"),
+            ("b3", 1, "draft", "O"),
+            ("b3", 1, "shipped", "S"),
+            ("b3", 2, "new", "S"),
+            ("b3", 3, "new", "N"),
+            ("b2", 1, "paid", "U"),
+            ("b2", 2, "new", "S"),
+            ("b2", 3, "new", "S"),
+            ("b2", 4, "new", "N"),
+            ("b2", 4, "paid", "S"),
+        ],
+        key=repr,
+    )
     assert [r[1] for r in timeline.rows(point, "key_orders__history") if r[0] == 1] == ["draft", "new"]
     assert '"exclude_from_cdc": ["status"]' in timeline.metric(point, "key_orders", "b2", "refresh_params")[0]
 
 
-def test_status_prints_codes_effective_ranges_and_seconds_per_batch(timeline: Timeline, session_state: Path,
-                                                                    tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_prints_codes_effective_ranges_and_seconds_per_batch(
+    timeline: Timeline, session_state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config_file = tmp_path / "heartbeat.yml"
     config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA}))
     assert cli(config_file, "status") == 0
     out = capsys.readouterr().out
-    assert "key_orders (key: date_column=updated_at, exclude_from_cdc=status, key_columns=order_id): " \
-           "3 batches applied, dataset 4 rows" in out
+    assert (
+        "key_orders (key: date_column=updated_at, exclude_from_cdc=status, key_columns=order_id): "
+        "3 batches applied, dataset 4 rows" in out
+    )
     key_lines = out.split("\n\n")[[i for i, part in enumerate(out.split("\n\n")) if part.startswith("key_orders")][0]]
     b2 = next(line.split() for line in key_lines.splitlines() if line.split()[:1] == ["b2"])
     # seq, records, effective, N C U S O (after the reset with status left out of the change detection)
     assert b2[1] == "applied" and b2[4:12] == ["4", "5", "3", "1", "0", "1", "3", "0"]
-    assert "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), " \
-           "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
+    assert (
+        "effective ranges of b1: 2026-01-01 01:00:00 .. 2026-01-01 01:00:00 (1), "
+        "2026-01-01 02:00:00 .. 2026-01-01 02:00:00 (1)" in out
+    )
     assert "effective ranges of b2: 3 .. 3 (1), 6 .. 6 (1)" in out
     # the dataset's line: the view <model>__dataset_metrics, with the dataset's effective ranges by batch
     assert "effective ranges of the dataset: 1 .. 2 (b1: 2), 3 .. 3 (b2: 1), 4 .. 5 (b3: 2), 6 .. 6 (b2: 1)" in out
@@ -453,35 +653,54 @@ def test_a_reloaded_older_range_batch_takes_its_place_and_newer_batches_still_wi
     # WHEN b2 is unloaded, then loaded again after b3
     # THEN b2 keeps only what it kept when loaded in order: b3, received after it, wins on 4..5
     assert [(r[0], r[1], r[3]) for r in timeline.rows("unloaded", "seq_ledger")] == [
-        (1, "a", "b1"), (2, "a", "b1"), (3, "a", "b1"), (4, "d", "b3"), (5, "d", "b3")]
+        (1, "a", "b1"),
+        (2, "a", "b1"),
+        (3, "a", "b1"),
+        (4, "d", "b3"),
+        (5, "d", "b3"),
+    ]
     assert timeline.rows("reloaded", "seq_ledger") == timeline.rows("in order", "seq_ledger")
-    assert timeline.metric("reloaded", "seq_ledger", "b2", "status", "batch_seq", "effective_record_count") == \
-        ("applied", 4, 2)
+    assert timeline.metric("reloaded", "seq_ledger", "b2", "status", "batch_seq", "effective_record_count") == (
+        "applied",
+        4,
+        2,
+    )
 
 
 # --- a batch that cannot be applied never wedges the model ------------------------------------------------
 def test_a_typo_in_the_delete_predicate_is_refused_before_anything_is_written(timeline: Timeline) -> None:
     assert "injected failure at refresh:captured" in timeline.errors["c4"]
     message = timeline.errors["typo"]
-    assert "refresh parameter 'delete_predicate' names this.warehose, which is not a column of the model " \
-           "(its columns: warehouse, item, quantity); nothing was changed" in message
+    assert (
+        "refresh parameter 'delete_predicate' names this.warehose, which is not a column of the model "
+        "(its columns: warehouse, item, quantity); nothing was changed" in message
+    )
     assert timeline.rows("typo refused", "custom_stock") == timeline.rows("in order", "custom_stock")
     assert ("c4", "B", "kiwi") in timeline.rows("typo refused", "custom_stock__batches")
     assert "c4" not in timeline.points["typo refused"]["metrics"]["custom_stock"]
 
 
-def test_a_pending_batch_is_dropped_by_unload_with_other_parameters_and_the_next_batch_loads(timeline: Timeline) -> None:
+def test_a_pending_batch_is_dropped_by_unload_with_other_parameters_and_the_next_batch_loads(
+    timeline: Timeline,
+) -> None:
     # GIVEN c4 captured but not applied, and the parameters changed since (given with --vars)
     # WHEN c4 is unloaded THEN the unload recomputes b1, b2 with the new predicate and c4 is gone
     assert timeline.errors["unload pending"] == "0"
     assert [r[:4] for r in timeline.rows("pending dropped", "custom_stock")] == [
-        ("A", "apple", 7, "b2"), ("B", "pear", 3, "b1")]
+        ("A", "apple", 7, "b2"),
+        ("B", "pear", 3, "b1"),
+    ]
     assert not [r for r in timeline.rows("pending dropped", "custom_stock__batches") if r[0] == "c4"]
-    assert '"delete_predicate": "this.item = input.item"' in timeline.metric("pending dropped", "custom_stock", "b2",
-                                                                               "refresh_params")[0]
+    assert (
+        '"delete_predicate": "this.item = input.item"'
+        in timeline.metric("pending dropped", "custom_stock", "b2", "refresh_params")[0]
+    )
     # WHEN the next batch comes with the same parameters THEN it is applied (an item replaces the same item)
     assert [r[:4] for r in timeline.rows("next batch after the pending one", "custom_stock")] == [
-        ("A", "apple", 9, "b6"), ("B", "kiwi", 2, "b6"), ("B", "pear", 3, "b1")]
+        ("A", "apple", 9, "b6"),
+        ("B", "kiwi", 2, "b6"),
+        ("B", "pear", 3, "b1"),
+    ]
 
 
 # --- column types -------------------------------------------------------------------------------------------
@@ -489,17 +708,27 @@ def test_a_batch_with_wider_column_types_widens_the_dataset_without_losing_a_val
     # GIVEN b1 with an int amount and a decimal(5,2) price WHEN b2 brings a double and a decimal(10,4)
     # THEN the values are kept, the columns widened, and the codes compare values: 10 -> 10.5 is C,
     # 20 -> 20.0 with 2.00 -> 2.0000 the same data (S: the batch's date is newer)
-    assert timeline.rows("in order", "key_amounts") == [(1, 10.5, 1.2345, "b2"), (2, 20.0, 2.0, "b3"), (3, 30.0, 3.0, "b3")]
+    assert timeline.rows("in order", "key_amounts") == [
+        (1, 10.5, 1.2345, "b2"),
+        (2, 20.0, 2.0, "b3"),
+        (3, 30.0, 3.0, "b3"),
+    ]
     assert timeline.points["in order"]["types"]["amount"] == "double"
     assert timeline.points["in order"]["types"]["price"] == "decimal(10,4)"
     assert [r for r in timeline.rows("in order", "key_amounts__batches") if r[0] != "b3"] == [
-        ("b1", 1, 10.0, 1.5, "N"), ("b1", 2, 20.0, 2.0, "N"), ("b2", 1, 10.5, 1.2345, "C"), ("b2", 2, 20.0, 2.0, "S")]
+        ("b1", 1, 10.0, 1.5, "N"),
+        ("b1", 2, 20.0, 2.0, "N"),
+        ("b2", 1, 10.5, 1.2345, "C"),
+        ("b2", 2, 20.0, 2.0, "S"),
+    ]
 
 
 def test_a_batch_whose_values_do_not_fit_is_refused_naming_the_column_and_both_types(timeline: Timeline) -> None:
     message = timeline.errors["tie"]
-    assert "batch b5 refused in phase 1 (change capture), nothing was changed: the column amount is double in the " \
-           "kept batches and string in this batch" in message
+    assert (
+        "batch b5 refused in phase 1 (change capture), nothing was changed: the column amount is double in the "
+        "kept batches and string in this batch" in message
+    )
     assert "Cast amount in the model to double" in message
     for table in ("key_amounts", "key_amounts__batches"):
         assert timeline.rows("refused", table) == timeline.rows("in order", table)
@@ -508,7 +737,9 @@ def test_a_batch_whose_values_do_not_fit_is_refused_naming_the_column_and_both_t
 def test_a_narrower_batch_after_a_widening_fits_and_a_reset_reads_the_widened_batches(timeline: Timeline) -> None:
     # b3's int amount is cast up to the kept double: 20 is the same data (S), 30 new (N)
     assert [r for r in timeline.rows("in order", "key_amounts__batches") if r[0] == "b3"] == [
-        ("b3", 2, 20.0, 2.0, "S"), ("b3", 3, 30.0, 3.0, "N")]
+        ("b3", 2, 20.0, 2.0, "S"),
+        ("b3", 3, 30.0, 3.0, "N"),
+    ]
     # a reset reads b1's int files as the widened double and gives the same codes and dataset
     for table in ("key_amounts", "key_amounts__batches"):
         assert timeline.rows("widened and reset", table) == timeline.rows("in order", table)
@@ -516,34 +747,53 @@ def test_a_narrower_batch_after_a_widening_fits_and_a_reset_reads_the_widened_ba
 
 
 # --- the demo's downstream project ------------------------------------------------------------------------
-def test_the_demo_model_can_be_reset_without_its_extracts_var(timeline: Timeline, session_state: Path,
-                                                             tmp_path: Path) -> None:
+def test_the_demo_model_can_be_reset_without_its_extracts_var(
+    timeline: Timeline, session_state: Path, tmp_path: Path
+) -> None:
     # GIVEN demo/downstream, whose customers model needs the var customer_extracts to load a batch
     downstream = PROJECT_DIR / "demo" / "downstream"
     if not (downstream / "dbt_packages" / "heartbeat").exists():
         from dbt.cli.main import dbtRunner
 
-        deps = dbtRunner().invoke(["--quiet", "deps", "--project-dir", str(downstream), "--profiles-dir", str(downstream)])
+        deps = dbtRunner().invoke(
+            ["--quiet", "deps", "--project-dir", str(downstream), "--profiles-dir", str(downstream)]
+        )
         assert deps.success, deps.exception
     config_file = tmp_path / "heartbeat.yml"
-    config_file.write_text(yaml.safe_dump({"state_dir": str(session_state), "schema": SCHEMA,
-                                           "dbt_target_dir": str(session_state / "downstream_target")}))
+    config_file.write_text(
+        yaml.safe_dump(
+            {
+                "state_dir": str(session_state),
+                "schema": SCHEMA,
+                "dbt_target_dir": str(session_state / "downstream_target"),
+            }
+        )
+    )
     # WHEN `refresh reset` runs on it without the var THEN it succeeds
     assert cli(config_file, "reset", "--model", "customers", "--project-dir", str(downstream)) == 0
 
 
-def test_a_widening_interrupted_between_its_metastore_operations_is_finished_by_the_next_run(timeline: Timeline) -> None:
+def test_a_widening_interrupted_between_its_metastore_operations_is_finished_by_the_next_run(
+    timeline: Timeline,
+) -> None:
     # GIVEN w1 widening the price to decimal(12,6), failed after key_amounts__batches was dropped, before its
     # widened swap was renamed to it
     assert "injected failure at refresh:swap-dropped" in timeline.errors["swap"]
-    assert timeline.points["swap interrupted"]["tables"] == {"key_amounts__batches": False,
-                                                              "key_amounts__batches__swap": True}
+    assert timeline.points["swap interrupted"]["tables"] == {
+        "key_amounts__batches": False,
+        "key_amounts__batches__swap": True,
+    }
     # WHEN the next batch comes THEN the switch is finished, w1 (captured) is applied, then w2: no value lost
     assert timeline.rows("swap finished", "key_amounts") == [
-        (1, 10.5, 1.234567, "w1"), (2, 20.0, 2.0, "b3"), (3, 31.0, 3.0, "w2")]
+        (1, 10.5, 1.234567, "w1"),
+        (2, 20.0, 2.0, "b3"),
+        (3, 31.0, 3.0, "w2"),
+    ]
     assert timeline.points["swap finished"]["types"]["price"] == "decimal(12,6)"
     assert [r for r in timeline.rows("swap finished", "key_amounts__batches") if r[0] in ("w1", "w2")] == [
-        ("w1", 1, 10.5, 1.234567, "C"), ("w2", 3, 31.0, 3.0, "C")]
+        ("w1", 1, 10.5, 1.234567, "C"),
+        ("w2", 3, 31.0, 3.0, "C"),
+    ]
     assert timeline.metric("swap finished", "key_amounts", "w1", "status") == ("applied",)
 
 
@@ -555,16 +805,40 @@ def test_batches_past_keep_batches_are_folded_into_a_baseline_and_the_dataset_is
     assert timeline.rows("folded", "seq_ledger") == sorted(in_order + [("k1", 7, "k")], key=repr)
     # b1 and b2 (the first received) now live in the baseline partition, as the rows they left: b1's 1, 2
     # and b2's 3..6 (b3, kept, still wins on 4..5 in the dataset)
-    assert timeline.rows("folded", "seq_ledger__batches") == sorted([
-        (-4, "b1", 1), (-4, "b1", 2), (-4, "b2", 3), (-4, "b2", 4), (-4, "b2", 5), (-4, "b2", 6),
-        (3, "b3", 4), (3, "b3", 5), (5, "k1", 7)], key=repr)
-    statuses = {b: timeline.metric("folded", "seq_ledger", b, "status", "batch_seq") for b in ("b1", "b2", "b3", "k1", "(baseline)")}
-    assert statuses == {"b1": ("folded", 1), "b2": ("folded", 4), "b3": ("applied", 3), "k1": ("applied", 5),
-                        "(baseline)": ("baseline", -4)}
+    assert timeline.rows("folded", "seq_ledger__batches") == sorted(
+        [
+            (-4, "b1", 1),
+            (-4, "b1", 2),
+            (-4, "b2", 3),
+            (-4, "b2", 4),
+            (-4, "b2", 5),
+            (-4, "b2", 6),
+            (3, "b3", 4),
+            (3, "b3", 5),
+            (5, "k1", 7),
+        ],
+        key=repr,
+    )
+    statuses = {
+        b: timeline.metric("folded", "seq_ledger", b, "status", "batch_seq")
+        for b in ("b1", "b2", "b3", "k1", "(baseline)")
+    }
+    assert statuses == {
+        "b1": ("folded", 1),
+        "b2": ("folded", 4),
+        "b3": ("applied", 3),
+        "k1": ("applied", 5),
+        "(baseline)": ("baseline", -4),
+    }
     # the folded batches keep their figures: records received, still in the dataset
     assert timeline.metric("folded", "seq_ledger", "b2", "record_count", "effective_record_count") == (4, 2)
     got = dataset_metrics(timeline, "folded", "seq_ledger")
-    assert (got["batches_applied"], got["batches_folded"], got["record_count"], got["effective_record_count"]) == (2, 2, 11, 7)
+    assert (got["batches_applied"], got["batches_folded"], got["record_count"], got["effective_record_count"]) == (
+        2,
+        2,
+        11,
+        7,
+    )
 
 
 def test_a_fold_interrupted_after_the_baseline_is_written_is_finished_by_the_next_run(timeline: Timeline) -> None:
@@ -577,15 +851,27 @@ def test_a_fold_interrupted_after_the_baseline_is_written_is_finished_by_the_nex
 
 def test_a_folded_batch_cannot_be_unloaded_and_the_refusal_names_the_batches_that_can(timeline: Timeline) -> None:
     message = timeline.errors["unload folded"]
-    assert "seq_ledger: batch b1 cannot be unloaded: it was folded into the baseline (refresh.keep_batches = 2)" in message
+    assert (
+        "seq_ledger: batch b1 cannot be unloaded: it was folded into the baseline (refresh.keep_batches = 2)" in message
+    )
     assert "the batches kept one by one can be unloaded: b3, k1" in message
 
 
 def test_a_kept_batch_unloads_and_reloads_after_a_fold_as_if_every_batch_were_kept(timeline: Timeline) -> None:
     # WHEN b3 (kept) is unloaded THEN b2's 4 and 5, which b3 had replaced, come back from the baseline
     assert timeline.rows("kept batch unloaded", "seq_ledger") == [
-        ("b1", 1, "a"), ("b1", 2, "a"), ("b2", 3, "b"), ("b2", 4, "b"), ("b2", 5, "b"), ("b2", 6, "b"), ("k1", 7, "k")]
+        ("b1", 1, "a"),
+        ("b1", 2, "a"),
+        ("b2", 3, "b"),
+        ("b2", 4, "b"),
+        ("b2", 5, "b"),
+        ("b2", 6, "b"),
+        ("k1", 7, "k"),
+    ]
     # WHEN it is loaded again THEN it takes its place by the time it was first received: the folded dataset
     assert timeline.rows("kept batch reloaded", "seq_ledger") == timeline.rows("folded", "seq_ledger")
-    assert timeline.metric("kept batch reloaded", "seq_ledger", "b3", "status", "effective_record_count") == ("applied", 2)
+    assert timeline.metric("kept batch reloaded", "seq_ledger", "b3", "status", "effective_record_count") == (
+        "applied",
+        2,
+    )
     assert timeline.metric("kept batch reloaded", "seq_ledger", "b1", "status") == ("folded",)

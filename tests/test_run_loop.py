@@ -43,7 +43,9 @@ def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     records = [json.loads(line) for line in text.splitlines()]
     messages = [r["message"] for r in records]
     assert code == 0, text
-    assert "stopping after the current step (signal 2)" in messages and any(m.startswith("stopped after") for m in messages)
+    assert "stopping after the current step (signal 2)" in messages and any(
+        m.startswith("stopped after") for m in messages
+    )
     # ... whose step lines carry the tick, the step, its seconds, its counts and the jobs it started
     steps = [r for r in records if "step" in r]
     first_tick = [r for r in steps if r["tick_id"] == steps[0]["tick_id"]]
@@ -54,9 +56,14 @@ def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     # ... it released the state, and reading commands piped into `head` end quietly
     StateLock(hb.state).acquire().release()
     for command, lines in (("status | head -3", 3), ("events | head -1", 1)):
-        done = subprocess.run(["bash", "-o", "pipefail", "-c",
-                               f"{sys.executable} -m harness --config {hb.config} {command}"],
-                              cwd=PROJECT_DIR, env=hb.env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", f"{sys.executable} -m harness --config {hb.config} {command}"],
+            cwd=PROJECT_DIR,
+            env=hb.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert (done.returncode, done.stderr) == (0, ""), command
         assert len(done.stdout.splitlines()) == lines, command
 

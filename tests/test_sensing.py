@@ -14,25 +14,41 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import Config, SensingSettings
-from harness.state.event_log import Event
-from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
-from harness.tick.sensing import sense
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
+from harness.state.event_log import Event
+from harness.tick.sensing import sense
+from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 
 
-def control(source: str, sensor_id: str, job: str, *, upstream_key: str | None = None,
-            preprocess_query: str | None = None, watermark: Any = None) -> ControlRow:
+def control(
+    source: str,
+    sensor_id: str,
+    job: str,
+    *,
+    upstream_key: str | None = None,
+    preprocess_query: str | None = None,
+    watermark: Any = None,
+) -> ControlRow:
     return ControlRow(
-        key=RowKey(source, sensor_id, job), upstream_key=upstream_key, preprocess_query=preprocess_query,
-        trigger_job_name=job, is_hard_dependency=True, job_state="UNPAUSED", status=None,
-        watermark=json.dumps(watermark) if watermark is not None else None, last_success_watermark=None,
-        trigger_watermark=None, latest_trigger_token=None, latest_run_id=None, job_start_timestamp=None,
+        key=RowKey(source, sensor_id, job),
+        upstream_key=upstream_key,
+        preprocess_query=preprocess_query,
+        trigger_job_name=job,
+        is_hard_dependency=True,
+        job_state="UNPAUSED",
+        status=None,
+        watermark=json.dumps(watermark) if watermark is not None else None,
+        last_success_watermark=None,
+        trigger_watermark=None,
+        latest_trigger_token=None,
+        latest_run_id=None,
+        job_start_timestamp=None,
     )
 
 
@@ -44,8 +60,9 @@ def by_job(events: list[Event]) -> dict[str, Event]:
 def config(tmp_path: Path, postgres: PostgresServer, pg_password: str) -> Config:
     (tmp_path / "triggers").mkdir()
     closed = pg_connection(postgres) | {"url": f"jdbc:postgresql://127.0.0.1:{free_port()}/lake"}
-    base = sensor_config(tmp_path, timeout=20, jdbc={"connections": {"default": pg_connection(postgres),
-                                                                    "down": closed}})
+    base = sensor_config(
+        tmp_path, timeout=20, jdbc={"connections": {"default": pg_connection(postgres), "down": closed}}
+    )
     return replace(base, trigger_root=tmp_path / "triggers")
 
 
@@ -53,17 +70,20 @@ def config(tmp_path: Path, postgres: PostgresServer, pg_password: str) -> Config
 def tables(spark: SparkSession, postgres: PostgresServer, config: Config) -> PostgresServer:
     """The tables, and one JDBC read first: Spark's first JDBC query loads its classes (~10 s), which
     would count against the short check timeout of these tests."""
-    postgres.execute([
-        "DROP TABLE IF EXISTS sensing_orders CASCADE",
-        "CREATE TABLE sensing_orders (id int, amount int)",
-        "INSERT INTO sensing_orders VALUES (1, 10), (2, 20)",
-        "CREATE OR REPLACE VIEW sensing_slow AS SELECT id FROM sensing_orders, pg_sleep(40)",
-        "DROP TABLE IF EXISTS sensing_tricky",
-        "CREATE TABLE sensing_tricky (k int, \"k` > 0 OR `k\" int)",
-        "INSERT INTO sensing_tricky VALUES (5, 5)",
-    ])
-    JdbcSensor.from_settings(config.jdbc).read_position(check_context(spark),
-                                                        Upstream(SensorSource.JDBC, "public.sensing_orders", "id"))
+    postgres.execute(
+        [
+            "DROP TABLE IF EXISTS sensing_orders CASCADE",
+            "CREATE TABLE sensing_orders (id int, amount int)",
+            "INSERT INTO sensing_orders VALUES (1, 10), (2, 20)",
+            "CREATE OR REPLACE VIEW sensing_slow AS SELECT id FROM sensing_orders, pg_sleep(40)",
+            "DROP TABLE IF EXISTS sensing_tricky",
+            'CREATE TABLE sensing_tricky (k int, "k` > 0 OR `k" int)',
+            "INSERT INTO sensing_tricky VALUES (5, 5)",
+        ]
+    )
+    JdbcSensor.from_settings(config.jdbc).read_position(
+        check_context(spark), Upstream(SensorSource.JDBC, "public.sensing_orders", "id")
+    )
     return postgres
 
 
@@ -78,7 +98,8 @@ class CountingTriggerFileSensor(TriggerFileSensor):
 
 
 def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermarks(
-        spark: SparkSession, config: Config) -> None:
+    spark: SparkSession, config: Config
+) -> None:
     # GIVEN one trigger folder feeding two jobs; job_b has already seen the first file
     folder = config.trigger_root / "orders"  # type: ignore[operator]
     folder.mkdir()
@@ -87,8 +108,10 @@ def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermar
     seen_first = sensor.read_position(check_context(), Upstream(sensor.sources[0], "orders")).watermark
     (folder / "second.done").write_text("2")
     sensor.reads.clear()
-    rows = [control("trigger_file", "orders", "job_a"),
-            control("trigger_file", "orders", "job_b", watermark=seen_first)]
+    rows = [
+        control("trigger_file", "orders", "job_a"),
+        control("trigger_file", "orders", "job_b", watermark=seen_first),
+    ]
 
     # WHEN the rows are sensed
     outcome = sense(rows, {sensor.sources[0]: sensor}, spark, config)
@@ -123,14 +146,18 @@ def test_each_check_gets_its_deadline_when_it_starts_not_when_sensing_starts(con
 
     # THEN neither timed out: the second check's 3 s started when it did
     assert {job: e.event_type for job, e in by_job(outcome.events).items()} == {
-        "job_first": EventType.DATA_CHANGED, "job_second": EventType.DATA_CHANGED}
+        "job_first": EventType.DATA_CHANGED,
+        "job_second": EventType.DATA_CHANGED,
+    }
 
 
 def test_unreachable_upstream_fails_only_its_rows(spark: SparkSession, config: Config, tables: PostgresServer) -> None:
     # GIVEN two jobs on a reachable table and one job on a database whose port is closed
-    rows = [control("jdbc", "public.sensing_orders", "job_ok_1", upstream_key="id"),
-            control("jdbc", "public.sensing_orders", "job_ok_2", upstream_key="id"),
-            control("jdbc", "down: public.sensing_orders", "job_down", upstream_key="id")]
+    rows = [
+        control("jdbc", "public.sensing_orders", "job_ok_1", upstream_key="id"),
+        control("jdbc", "public.sensing_orders", "job_ok_2", upstream_key="id"),
+        control("jdbc", "down: public.sensing_orders", "job_down", upstream_key="id"),
+    ]
 
     # WHEN they are sensed
     outcome = sense(rows, build_registry(config), spark, config)
@@ -144,11 +171,14 @@ def test_unreachable_upstream_fails_only_its_rows(spark: SparkSession, config: C
     assert "refused" in events["job_down"].message and outcome.upstreams == 2
 
 
-def test_slow_upstream_times_out_without_delaying_the_others(spark: SparkSession, config: Config,
-                                                             tables: PostgresServer) -> None:
+def test_slow_upstream_times_out_without_delaying_the_others(
+    spark: SparkSession, config: Config, tables: PostgresServer
+) -> None:
     # GIVEN a view that takes 40 s to answer (pg_sleep), a check timeout of 3 s, and a fast table
-    rows = [control("jdbc", "public.sensing_slow", "job_slow", upstream_key="id"),
-            control("jdbc", "public.sensing_orders", "job_fast", upstream_key="id")]
+    rows = [
+        control("jdbc", "public.sensing_slow", "job_slow", upstream_key="id"),
+        control("jdbc", "public.sensing_orders", "job_fast", upstream_key="id"),
+    ]
 
     config = replace(config, sensing=SensingSettings(check_timeout_seconds=3, max_parallel_checks=4))
 
@@ -160,16 +190,17 @@ def test_slow_upstream_times_out_without_delaying_the_others(spark: SparkSession
     # THEN the slow one is a timeout error, the fast one has its data, and nobody waited for the slow one
     events = by_job(outcome.events)
     assert events["job_slow"].event_type is EventType.CHECK_FAILED
-    assert events["job_slow"].message == ("jdbc:public.sensing_slow: check timed out after 3s "
-                                          "(sensing.check_timeout_seconds)")
+    assert events["job_slow"].message == (
+        "jdbc:public.sensing_slow: check timed out after 3s (sensing.check_timeout_seconds)"
+    )
     assert events["job_fast"].event_type is EventType.DATA_CHANGED
     assert elapsed < 30  # far below the slow view's 40 s: sensing did not wait for it
 
 
-@pytest.mark.parametrize("query", ["DROP TABLE sensor_new_data",
-                                   "SELECT * FROM sensor_new_data; SELECT 1"])
+@pytest.mark.parametrize("query", ["DROP TABLE sensor_new_data", "SELECT * FROM sensor_new_data; SELECT 1"])
 def test_preprocess_query_other_than_one_select_is_refused_at_check_time(
-        spark: SparkSession, config: Config, tables: PostgresServer, query: str) -> None:
+    spark: SparkSession, config: Config, tables: PostgresServer, query: str
+) -> None:
     # GIVEN a row with new data and a preprocess_query that is not a single SELECT
     rows = [control("jdbc", "public.sensing_orders", "job_p", upstream_key="id", preprocess_query=query)]
 
@@ -181,13 +212,26 @@ def test_preprocess_query_other_than_one_select_is_refused_at_check_time(
     tables.execute("SELECT 1 FROM sensing_orders")
 
 
-def test_preprocess_query_decides_whether_new_rows_count(spark: SparkSession, config: Config,
-                                                         tables: PostgresServer) -> None:
+def test_preprocess_query_decides_whether_new_rows_count(
+    spark: SparkSession, config: Config, tables: PostgresServer
+) -> None:
     # GIVEN new rows (amounts 10 and 20) and two rows filtering them differently via ?upstream_key
-    rows = [control("jdbc", "public.sensing_orders", "job_big", upstream_key="id",
-                    preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 15 AND ?upstream_key > 1"),
-            control("jdbc", "public.sensing_orders", "job_huge", upstream_key="id",
-                    preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 1000")]
+    rows = [
+        control(
+            "jdbc",
+            "public.sensing_orders",
+            "job_big",
+            upstream_key="id",
+            preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 15 AND ?upstream_key > 1",
+        ),
+        control(
+            "jdbc",
+            "public.sensing_orders",
+            "job_huge",
+            upstream_key="id",
+            preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 1000",
+        ),
+    ]
 
     # WHEN they are sensed
     outcome = sense(rows, build_registry(config), spark, config)
@@ -198,12 +242,20 @@ def test_preprocess_query_decides_whether_new_rows_count(spark: SparkSession, co
 
 
 def test_malicious_upstream_key_stays_one_identifier_in_the_preprocess_query(
-        spark: SparkSession, config: Config, tables: PostgresServer) -> None:
+    spark: SparkSession, config: Config, tables: PostgresServer
+) -> None:
     # GIVEN a real column named to break out of backticks: "k` > 0 OR `k", beside a column k, both 5;
     # the preprocess_query keeps rows where that column IS NULL (none: it holds 5)
     key = "k` > 0 OR `k"
-    rows = [control("jdbc", "public.sensing_tricky", "job_tricky", upstream_key=key,
-                    preprocess_query="SELECT * FROM sensor_new_data WHERE ?upstream_key IS NULL")]
+    rows = [
+        control(
+            "jdbc",
+            "public.sensing_tricky",
+            "job_tricky",
+            upstream_key=key,
+            preprocess_query="SELECT * FROM sensor_new_data WHERE ?upstream_key IS NULL",
+        )
+    ]
 
     # WHEN it is sensed
     outcome = sense(rows, build_registry(config), spark, config)

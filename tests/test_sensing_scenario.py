@@ -35,16 +35,26 @@ def jdbc_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_mixed_sources_one_read_per_upstream_errors_isolated_and_nothing_lost(
-        heartbeat: HeartbeatHarness, postgres: PostgresServer, pg_password: str, kafka: MockKafka,
-        jdbc_reads: list[str], tmp_path: Path) -> None:
+    heartbeat: HeartbeatHarness,
+    postgres: PostgresServer,
+    pg_password: str,
+    kafka: MockKafka,
+    jdbc_reads: list[str],
+    tmp_path: Path,
+) -> None:
     # GIVEN job_a (orders table + Kafka topic), job_b (the same orders table + an SAP chain) and
     # job_c (a Delta table, hard + a trigger folder, soft), every upstream holding data
-    postgres.execute(["DROP TABLE IF EXISTS scn_orders", "CREATE TABLE scn_orders (id int)",
-                      "INSERT INTO scn_orders VALUES (1), (2), (3)",
-                      'CREATE SCHEMA IF NOT EXISTS "SCN"',
-                      'CREATE TABLE IF NOT EXISTS "SCN"."RSPCLOGCHAIN" ("CHAIN_ID" text, "DATUM" text, "ZEIT" text, '
-                      '"ANALYZED_STATUS" text)',
-                      """INSERT INTO "SCN"."RSPCLOGCHAIN" VALUES ('ZPC_SCN', '20260101', '060000', 'G')"""])
+    postgres.execute(
+        [
+            "DROP TABLE IF EXISTS scn_orders",
+            "CREATE TABLE scn_orders (id int)",
+            "INSERT INTO scn_orders VALUES (1), (2), (3)",
+            'CREATE SCHEMA IF NOT EXISTS "SCN"',
+            'CREATE TABLE IF NOT EXISTS "SCN"."RSPCLOGCHAIN" ("CHAIN_ID" text, "DATUM" text, "ZEIT" text, '
+            '"ANALYZED_STATUS" text)',
+            """INSERT INTO "SCN"."RSPCLOGCHAIN" VALUES ('ZPC_SCN', '20260101', '060000', 'G')""",
+        ]
+    )
     kafka.produce("scn.events", "e1", "e2")
     delta = tmp_path / "delta_sales"
     write_deltalake(str(delta), pa.table({"id": [1]}))
@@ -54,14 +64,16 @@ def test_mixed_sources_one_read_per_upstream_errors_isolated_and_nothing_lost(
         sap_bw={"schema": "SCN", "connections": {"bw": pg_connection(postgres)}},
         kafka={"bootstrap_servers": kafka.bootstrap_servers},
     )
-    heartbeat.write_controls([
-        control_row("jdbc", "pg: public.scn_orders", "job_a", upstream_key="id"),
-        control_row("kafka", "shop: scn.events", "job_a"),
-        control_row("jdbc", "pg: public.scn_orders", "job_b", upstream_key="id"),
-        control_row("sap_bw", "bw: ZPC_SCN", "job_b"),
-        control_row("delta_table", str(delta), "job_c"),
-        control_row("trigger_file", "scn", "job_c", hard=False),
-    ])
+    heartbeat.write_controls(
+        [
+            control_row("jdbc", "pg: public.scn_orders", "job_a", upstream_key="id"),
+            control_row("kafka", "shop: scn.events", "job_a"),
+            control_row("jdbc", "pg: public.scn_orders", "job_b", upstream_key="id"),
+            control_row("sap_bw", "bw: ZPC_SCN", "job_b"),
+            control_row("delta_table", str(delta), "job_c"),
+            control_row("trigger_file", "scn", "job_c", hard=False),
+        ]
+    )
     heartbeat.define_jobs("job_a", "job_b", "job_c")
 
     # WHEN the first tick runs

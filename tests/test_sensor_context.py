@@ -38,8 +38,11 @@ def test_no_wait_is_allowed_once_the_deadline_has_passed() -> None:
     # WHEN one more wait is asked for, THEN the check ends as timed out, with the same message as an
     # abandoned check
     assert context.expired and context.remaining() == 0
-    with pytest.raises(CheckTimedOut, match=r"^jdbc:public.orders: check timed out after 3s "
-                                            r"\(sensing.check_timeout_seconds\)$"):
+    with pytest.raises(
+        CheckTimedOut,
+        match=r"^jdbc:public.orders: check timed out after 3s "
+        r"\(sensing.check_timeout_seconds\)$",
+    ):
         context.time_left("jdbc:public.orders", cap=30)
 
 

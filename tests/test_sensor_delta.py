@@ -11,10 +11,10 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import commit_from_history
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 
@@ -105,8 +105,9 @@ def test_delta_upstream_key_watermark_is_the_column_max(sensor: DeltaSensor, tmp
     assert (after_new_day.changes["key_from"], after_new_day.changes["key_to"]) == ("2026-01-02", "2026-01-05")
 
 
-def test_delta_new_data_frame_holds_rows_of_the_new_commits(spark: SparkSession, sensor: DeltaSensor,
-                                                            tmp_path: Path) -> None:
+def test_delta_new_data_frame_holds_rows_of_the_new_commits(
+    spark: SparkSession, sensor: DeltaSensor, tmp_path: Path
+) -> None:
     # GIVEN a partitioned table seen at version 0, then two appends
     path = str(tmp_path / "frame")
     write_deltalake(path, sales([1, 2], "eu"), partition_by=["region"])
@@ -127,12 +128,15 @@ def test_delta_missing_table_is_a_sensor_error_naming_the_path(sensor: DeltaSens
     upstream = Upstream(SensorSource.DELTA_TABLE, str(tmp_path / "nothing_here"))
 
     # WHEN it is checked, THEN the error names the upstream and what to check
-    with pytest.raises(SensorError, match=r"^delta_table:.*nothing_here: cannot read the Delta table: .* check the path"):
+    with pytest.raises(
+        SensorError, match=r"^delta_table:.*nothing_here: cannot read the Delta table: .* check the path"
+    ):
         read(sensor, upstream)
 
 
-def test_delta_named_table_without_delta_on_spark_says_to_use_the_path(spark: SparkSession,
-                                                                       sensor: DeltaSensor) -> None:
+def test_delta_named_table_without_delta_on_spark_says_to_use_the_path(
+    spark: SparkSession, sensor: DeltaSensor
+) -> None:
     # GIVEN a session without Delta's jars (this machine), WHEN a named table is checked
     with pytest.raises(SensorError, match=r"needs Delta on Spark's classpath .* give the table's path"):
         read(sensor, Upstream(SensorSource.DELTA_TABLE, "sales.orders"), spark)
@@ -142,12 +146,27 @@ def test_delta_history_rows_map_to_data_changes() -> None:
     # GIVEN rows shaped like Spark's DESCRIBE HISTORY (Delta's Spark jars cannot be loaded here, so
     # the named-table path is checked at its parsing step with literal rows)
     rows = [
-        {"version": 7, "timestamp": None, "operation": "WRITE", "operationParameters": {"mode": "Append"},
-         "operationMetrics": {"numFiles": "1"}},
-        {"version": 8, "timestamp": None, "operation": "MERGE", "operationParameters": {},
-         "operationMetrics": {"numTargetRowsUpdated": "3"}},
-        {"version": 9, "timestamp": None, "operation": "OPTIMIZE", "operationParameters": {},
-         "operationMetrics": {"numAddedFiles": "1", "numRemovedFiles": "4"}},
+        {
+            "version": 7,
+            "timestamp": None,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append"},
+            "operationMetrics": {"numFiles": "1"},
+        },
+        {
+            "version": 8,
+            "timestamp": None,
+            "operation": "MERGE",
+            "operationParameters": {},
+            "operationMetrics": {"numTargetRowsUpdated": "3"},
+        },
+        {
+            "version": 9,
+            "timestamp": None,
+            "operation": "OPTIMIZE",
+            "operationParameters": {},
+            "operationMetrics": {"numAddedFiles": "1", "numRemovedFiles": "4"},
+        },
     ]
 
     # WHEN they are mapped, THEN append, update and no data change

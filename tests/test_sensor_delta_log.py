@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import (
@@ -18,6 +17,7 @@ from harness.sensors.delta_log import (
     commits_between,
     parse_commit,
 )
+from harness.vocabulary import SensorSource
 
 
 def commit_file(*actions: dict) -> list[str]:
@@ -57,16 +57,20 @@ def test_compaction_commit_file_changes_no_data() -> None:
     assert commit.change is None and commit.partitions == () and commit.added_files == ()
 
 
-@pytest.mark.parametrize("operation, parameters, adds, removes, change", [
-    ("WRITE", {"mode": "Overwrite"}, 1, 1, "UPDATE"),   # an overwrite replaces data
-    ("MERGE", {}, 1, 0, "UPDATE"),
-    ("DELETE", {}, 0, 1, "DELETE"),
-    ("STREAMING UPDATE", {}, 1, 0, "APPEND"),            # unknown operation: from the actions
-    ("STREAMING UPDATE", {}, 2, 1, "UPDATE"),
-    ("SET TBLPROPERTIES", {}, 0, 0, None),
-])
+@pytest.mark.parametrize(
+    "operation, parameters, adds, removes, change",
+    [
+        ("WRITE", {"mode": "Overwrite"}, 1, 1, "UPDATE"),  # an overwrite replaces data
+        ("MERGE", {}, 1, 0, "UPDATE"),
+        ("DELETE", {}, 0, 1, "DELETE"),
+        ("STREAMING UPDATE", {}, 1, 0, "APPEND"),  # unknown operation: from the actions
+        ("STREAMING UPDATE", {}, 2, 1, "UPDATE"),
+        ("SET TBLPROPERTIES", {}, 0, 0, None),
+    ],
+)
 def test_change_kind_comes_from_the_operation_else_from_the_actions(
-        operation: str, parameters: dict, adds: int, removes: int, change: str | None) -> None:
+    operation: str, parameters: dict, adds: int, removes: int, change: str | None
+) -> None:
     # GIVEN a commit's operation and its data-changing actions, WHEN classified, THEN as documented
     assert change_kind(operation, parameters, adds, removes) == change
 
@@ -83,8 +87,12 @@ def test_commits_beyond_the_described_limit_are_counted_not_described() -> None:
 
 def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> None:
     # GIVEN a partitioned table at version 5 whose commit 3 was cleaned from the log, and a row at version 2
-    commits = KnownCommits({4: Commit(4, "t4", "WRITE", "APPEND", partitions=((("region", "eu"),),)),
-                            5: Commit(5, "t5", "DELETE", "DELETE", partitions=((("region", "us"),),))})
+    commits = KnownCommits(
+        {
+            4: Commit(4, "t4", "WRITE", "APPEND", partitions=((("region", "eu"),),)),
+            5: Commit(5, "t5", "DELETE", "DELETE", partitions=((("region", "us"),),)),
+        }
+    )
     position = TableState("/lake/t", 5, commits, partition_columns=("region",))
     sensor, upstream = DeltaSensor({}, delta_on_spark=False), Upstream(SensorSource.DELTA_TABLE, "/lake/sales")
 
@@ -98,9 +106,10 @@ def test_delta_detection_on_a_literal_position_counts_cleaned_up_commits() -> No
     assert changes["operations"] == ["APPEND", "DELETE"] and changes["partitions"] is None
     assert (changes["commit_timestamp_from"], changes["commit_timestamp_to"]) == ("t4", "t5")
     # AND each described version is a data change event, the missing one counted as not listed
-    assert [(e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"], e["table_format"])
-            for e in changes["events"]] == [(4, 3, "APPEND", [{"region": "eu"}], "delta"),
-                                            (5, 4, "DELETE", [{"region": "us"}], "delta")]
+    assert [
+        (e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"], e["table_format"])
+        for e in changes["events"]
+    ] == [(4, 3, "APPEND", [{"region": "eu"}], "delta"), (5, 4, "DELETE", [{"region": "us"}], "delta")]
     assert changes["events_not_listed"] == 1
 
 
@@ -119,8 +128,16 @@ def test_delta_detection_on_a_recreated_table_reports_the_version_going_back() -
 def test_commit_info_fields_set_by_the_writer_are_the_commit_tags() -> None:
     # GIVEN a commit whose writer attached its own fields (delta-rs custom_metadata, Spark's userMetadata)
     lines = commit_file(
-        {"commitInfo": {"timestamp": 1767571200000, "operation": "WRITE", "engineInfo": "delta-rs",
-                        "operationParameters": {"mode": "Append"}, "source": "crm", "userMetadata": "nightly"}},
+        {
+            "commitInfo": {
+                "timestamp": 1767571200000,
+                "operation": "WRITE",
+                "engineInfo": "delta-rs",
+                "operationParameters": {"mode": "Append"},
+                "source": "crm",
+                "userMetadata": "nightly",
+            }
+        },
         {"add": {"path": "a.parquet", "partitionValues": {"ds": "2026-01-05"}, "dataChange": True}},
     )
     # WHEN parsed, THEN those fields (and only those) are the tags of its change event

@@ -8,11 +8,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.hive_table import HiveState, HiveTableSensor
 from harness.sensors.partition_trigger import detect_partitions
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 
 SCHEMA = "hive_upstream"
@@ -40,7 +40,8 @@ def read(spark: SparkSession, table: str) -> tuple[Upstream, HiveState]:
 
 
 def test_hive_table_new_partition_is_new_data_with_one_event_per_changed_partition(
-        spark: SparkSession, table: str) -> None:
+    spark: SparkSession, table: str
+) -> None:
     # GIVEN a row that has seen partition ds=2026-01-04
     insert(spark, table, "2026-01-04", 1)
     upstream, position = read(spark, table)
@@ -83,7 +84,8 @@ def test_hive_table_dropped_partition_is_a_delete_event(spark: SparkSession, tab
 
 
 def test_hive_table_partition_trigger_waits_for_the_partition_then_fires_again_on_overwrite(
-        spark: SparkSession, table: str) -> None:
+    spark: SparkSession, table: str
+) -> None:
     # GIVEN a daily partition trigger for yesterday, and only older partitions
     trigger = parse_filter("ds={{ yesterday }}")
     insert(spark, table, "2026-01-04", 1)

@@ -15,13 +15,13 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from harness.errors import ConfigError, SensorError
-from harness.vocabulary import SensorSource
 from harness.partition_filter import parse_filter
 from harness.sensors import build_registry
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.iceberg import IcebergSensor, IcebergState
 from harness.sensors.partition_trigger import detect_partitions
 from harness.views.watermarks import describe
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 TICK = datetime(2026, 1, 6, 3, 0, tzinfo=timezone.utc)  # yesterday = 2026-01-05
@@ -38,7 +38,9 @@ def orders(catalog_properties: dict[str, str]) -> Table:
     """An empty table sales.orders partitioned by ds (identity)."""
     catalog = SqlCatalog("lake", **{k: v for k, v in catalog_properties.items() if k != "type"})
     catalog.create_namespace("sales")
-    schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "ds", StringType(), required=False))
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False), NestedField(2, "ds", StringType(), required=False)
+    )
     spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="ds"))
     return catalog.create_table("sales.orders", schema=schema, partition_spec=spec)
 
@@ -61,7 +63,8 @@ def read(sensor: IcebergSensor) -> IcebergState:
 
 
 def test_iceberg_new_snapshots_are_change_events_with_parent_operation_partitions_and_tags(
-        sensor: IcebergSensor, orders: Table) -> None:
+    sensor: IcebergSensor, orders: Table
+) -> None:
     # GIVEN an empty table: nothing to see yet
     assert read(sensor).watermark == {"snapshot_id": None}
     assert isinstance(sensor.detect(UPSTREAM, read(sensor), None), NothingNew)
@@ -80,8 +83,11 @@ def test_iceberg_new_snapshots_are_change_events_with_parent_operation_partition
     assert append["previous_snapshot_id"] == seen["snapshot_id"]
     assert delete["previous_snapshot_id"] == append["snapshot_id"]
     assert delete["snapshot_id"] == detection.watermark["snapshot_id"] == detection.changes["snapshot_id_to"]
-    assert (append["operation"], append["partition_values"], append["tags"]) == ("APPEND", [{"ds": "2026-01-05"}],
-                                                                                {"source": "crm"})
+    assert (append["operation"], append["partition_values"], append["tags"]) == (
+        "APPEND",
+        [{"ds": "2026-01-05"}],
+        {"source": "crm"},
+    )
     assert (delete["operation"], delete["partition_values"], delete["tags"]) == ("DELETE", [{"ds": "2026-01-04"}], {})
     assert append["table_format"] == "iceberg" and append["table"] == "sales.orders"
     assert detection.changes["operations"] == ["APPEND", "DELETE"] and detection.changes["operation"] == "UPDATE"
@@ -89,7 +95,8 @@ def test_iceberg_new_snapshots_are_change_events_with_parent_operation_partition
 
 
 def test_iceberg_daily_partition_trigger_with_late_out_of_order_and_overwritten_partitions(
-        sensor: IcebergSensor, orders: Table) -> None:
+    sensor: IcebergSensor, orders: Table
+) -> None:
     trigger, tags = parse_filter("ds={{ yesterday }}"), {"quality": "checked"}
 
     # GIVEN a tick on 2026-01-06 waiting for ds=2026-01-05 with tag quality=checked; 2026-01-06 lands first
@@ -110,37 +117,51 @@ def test_iceberg_daily_partition_trigger_with_late_out_of_order_and_overwritten_
     assert isinstance(detect_partitions(UPSTREAM.label, read(sensor), trigger, tags, fired.watermark, TICK), NothingNew)
 
     # WHEN the partition is overwritten by a tagged write, THEN the row fires again for it
-    orders.overwrite(rows("2026-01-05", 3), overwrite_filter="ds == '2026-01-05'",
-                     snapshot_properties={"quality": "checked"})
+    orders.overwrite(
+        rows("2026-01-05", 3), overwrite_filter="ds == '2026-01-05'", snapshot_properties={"quality": "checked"}
+    )
     again = detect_partitions(UPSTREAM.label, read(sensor), trigger, tags, fired.watermark, TICK)
     assert isinstance(again, NewData) and again.changes["partitions_overwritten"] == ["ds=2026-01-05"]
     assert again.watermark["snapshot_id"] == read(sensor).snapshot_id
 
     # AND on the next day the filter names 2026-01-06, which has data not acted on: the row fires for it
-    next_day = detect_partitions(UPSTREAM.label, read(sensor), trigger, tags, again.watermark,
-                                 datetime(2026, 1, 7, 3, 0, tzinfo=timezone.utc))
+    next_day = detect_partitions(
+        UPSTREAM.label, read(sensor), trigger, tags, again.watermark, datetime(2026, 1, 7, 3, 0, tzinfo=timezone.utc)
+    )
     assert isinstance(next_day, NewData) and list(next_day.watermark["partitions"]) == ["ds=2026-01-06"]
 
 
 def test_iceberg_filter_on_a_column_the_table_is_not_partitioned_by_names_the_columns(
-        sensor: IcebergSensor, orders: Table) -> None:
+    sensor: IcebergSensor, orders: Table
+) -> None:
     orders.append(rows("2026-01-05", 1))
     with pytest.raises(SensorError, match=r"names region, but the table is partitioned by ds"):
         detect_partitions(UPSTREAM.label, read(sensor), parse_filter("region=eu"), {}, None, TICK)
 
 
-def test_iceberg_unknown_catalog_or_table_names_the_upstream_and_the_setting(sensor: IcebergSensor,
-                                                                              orders: Table) -> None:
+def test_iceberg_unknown_catalog_or_table_names_the_upstream_and_the_setting(
+    sensor: IcebergSensor, orders: Table
+) -> None:
     with pytest.raises(SensorError, match=r"no Iceberg catalog 'other' in heartbeat.yml \(iceberg.catalogs: lake\)"):
         sensor.read_position(check_context(), Upstream(SensorSource.ICEBERG_TABLE, "other: sales.orders"))
     with pytest.raises(SensorError, match=r"iceberg_table:lake: sales.missing: no Iceberg table 'sales.missing'"):
         sensor.read_position(check_context(), Upstream(SensorSource.ICEBERG_TABLE, "lake: sales.missing"))
 
 
-def test_iceberg_catalog_secret_from_an_unset_variable_stops_the_start(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_iceberg_catalog_secret_from_an_unset_variable_stops_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("HB_TEST_ICEBERG_TOKEN", raising=False)
-    config = sensor_config(tmp_path, iceberg={"catalogs": {"rest": {
-        "properties": {"uri": "http://127.0.0.1:1"}, "properties_env": {"token": "HB_TEST_ICEBERG_TOKEN"}}}})
+    config = sensor_config(
+        tmp_path,
+        iceberg={
+            "catalogs": {
+                "rest": {
+                    "properties": {"uri": "http://127.0.0.1:1"},
+                    "properties_env": {"token": "HB_TEST_ICEBERG_TOKEN"},
+                }
+            }
+        },
+    )
     with pytest.raises(ConfigError, match=r"iceberg.catalogs.rest.properties_env.token.*HB_TEST_ICEBERG_TOKEN"):
         build_registry(config)

@@ -10,10 +10,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.jdbc import JdbcSensor, KeyMax
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 
@@ -37,8 +37,9 @@ def add_orders(postgres: PostgresServer, name: str, ids: range) -> None:
     postgres.execute(f"INSERT INTO {name} SELECT i, i * 1.5 FROM generate_series({ids.start}, {ids.stop - 1}) i")
 
 
-def test_jdbc_unchanged_table_is_nothing_new(spark: SparkSession, postgres: PostgresServer, pg_password: str,
-                                             tmp_path: Path) -> None:
+def test_jdbc_unchanged_table_is_nothing_new(
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN a table whose max(id) the row has already seen
     orders_table(postgres, "orders_same", range(1, 4))
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_same", "id")
@@ -51,8 +52,9 @@ def test_jdbc_unchanged_table_is_nothing_new(spark: SparkSession, postgres: Post
     assert isinstance(detection, NothingNew) and "still 3" in detection.reason
 
 
-def test_jdbc_rows_beyond_the_watermark_are_new_with_the_key_range(spark: SparkSession, postgres: PostgresServer,
-                                                                   pg_password: str, tmp_path: Path) -> None:
+def test_jdbc_rows_beyond_the_watermark_are_new_with_the_key_range(
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN a row that has seen ids up to 3 (the first check: everything existing is new)
     orders_table(postgres, "orders_grow", range(1, 4))
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "default: public.orders_grow", "id")
@@ -70,11 +72,14 @@ def test_jdbc_rows_beyond_the_watermark_are_new_with_the_key_range(spark: SparkS
 
 
 def test_jdbc_new_data_frame_is_pushed_down_to_rows_beyond_the_watermark(
-        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN a view that fails for any row at or below id 3 (a full read would fail), watermark at 3
     orders_table(postgres, "orders_base", range(1, 6))
-    postgres.execute("CREATE OR REPLACE VIEW orders_guarded AS "
-                     "SELECT id, CASE WHEN id <= 3 THEN 1 / (id - id) ELSE id END AS checked FROM orders_base")
+    postgres.execute(
+        "CREATE OR REPLACE VIEW orders_guarded AS "
+        "SELECT id, CASE WHEN id <= 3 THEN 1 / (id - id) ELSE id END AS checked FROM orders_base"
+    )
     sensor, upstream = jdbc_sensor(tmp_path, postgres), Upstream(SensorSource.JDBC, "public.orders_guarded", "id")
     position = read(sensor, upstream, spark)
 
@@ -87,11 +92,14 @@ def test_jdbc_new_data_frame_is_pushed_down_to_rows_beyond_the_watermark(
 
 
 def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(
-        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN an upstream_key that tries to close the identifier and drop the table
     orders_table(postgres, "orders_victim", range(1, 3))
     sensor = jdbc_sensor(tmp_path, postgres)
-    upstream = Upstream(SensorSource.JDBC, "public.orders_victim", 'id") FROM orders_victim; DROP TABLE orders_victim; --')
+    upstream = Upstream(
+        SensorSource.JDBC, "public.orders_victim", 'id") FROM orders_victim; DROP TABLE orders_victim; --'
+    )
 
     # WHEN it is checked
     with pytest.raises(SensorError) as error:
@@ -104,7 +112,8 @@ def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(
 
 
 def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
-        spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path) -> None:
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN a connection to a closed port
     closed = pg_connection(postgres) | {"url": f"jdbc:postgresql://127.0.0.1:{free_port()}/lake"}
     sensor = jdbc_sensor(tmp_path, postgres, down=closed)
@@ -118,8 +127,9 @@ def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
     assert message.startswith("jdbc:down: public.orders: cannot query down") and "refused" in message
 
 
-def test_jdbc_unknown_connection_says_what_to_configure(tmp_path: Path, postgres: PostgresServer,
-                                                        pg_password: str) -> None:
+def test_jdbc_unknown_connection_says_what_to_configure(
+    tmp_path: Path, postgres: PostgresServer, pg_password: str
+) -> None:
     # GIVEN a sensor_id naming a connection that is not configured
     sensor = jdbc_sensor(tmp_path, postgres)
 
@@ -128,8 +138,9 @@ def test_jdbc_unknown_connection_says_what_to_configure(tmp_path: Path, postgres
         read(sensor, Upstream(SensorSource.JDBC, "sales: public.orders", "id"))
 
 
-def test_jdbc_slow_query_is_cancelled_at_the_check_deadline(spark: SparkSession, postgres: PostgresServer,
-                                                            pg_password: str, tmp_path: Path) -> None:
+def test_jdbc_slow_query_is_cancelled_at_the_check_deadline(
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
     # GIVEN a view that takes 60 s to answer (pg_sleep), read directly: no sensing loop abandons the check
     orders_table(postgres, "orders_under_slow", range(1, 3))
     postgres.execute("CREATE OR REPLACE VIEW orders_slow AS SELECT id FROM orders_under_slow, pg_sleep(60)")
@@ -153,8 +164,11 @@ def still_running(postgres: PostgresServer, text: str, wait: float) -> bool:
     deadline = time.monotonic() + wait
     with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
         while True:
-            (running,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
-                                      "AND query LIKE %s AND pid <> pg_backend_pid()", (f"%{text}%",)).fetchone()
+            (running,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                "AND query LIKE %s AND pid <> pg_backend_pid()",
+                (f"%{text}%",),
+            ).fetchone()
             if running == 0 or time.monotonic() > deadline:
                 return running > 0
             time.sleep(0.1)

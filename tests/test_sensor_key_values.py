@@ -10,28 +10,33 @@ import pytest
 from harness.sensors.key_values import encode, is_beyond, sql_literal
 
 
-@pytest.mark.parametrize("current, stored, beyond", [
-    (10, encode(9), True),                      # numbers compare as numbers, not text
-    (Decimal("2.50"), encode(Decimal("2.5")), False),
-    (date(2026, 1, 10), encode(date(2026, 1, 9)), True),
-    (datetime(2026, 1, 1, 0, 0, 1), encode(datetime(2026, 1, 1)), True),
-    ("B-7", encode("a-7"), True),               # strings: any other max is beyond (collations differ)
-    ("a-7", encode("a-7"), False),
-    (date(2026, 1, 1), encode(20260101), True),  # the column's type changed: reported, not compared
-    (5, None, True),
-])
-def test_key_value_is_beyond_the_stored_max_in_its_own_type(current: object, stored: dict | None,
-                                                             beyond: bool) -> None:
+@pytest.mark.parametrize(
+    "current, stored, beyond",
+    [
+        (10, encode(9), True),  # numbers compare as numbers, not text
+        (Decimal("2.50"), encode(Decimal("2.5")), False),
+        (date(2026, 1, 10), encode(date(2026, 1, 9)), True),
+        (datetime(2026, 1, 1, 0, 0, 1), encode(datetime(2026, 1, 1)), True),
+        ("B-7", encode("a-7"), True),  # strings: any other max is beyond (collations differ)
+        ("a-7", encode("a-7"), False),
+        (date(2026, 1, 1), encode(20260101), True),  # the column's type changed: reported, not compared
+        (5, None, True),
+    ],
+)
+def test_key_value_is_beyond_the_stored_max_in_its_own_type(current: object, stored: dict | None, beyond: bool) -> None:
     # GIVEN a stored max and the max read now, WHEN compared, THEN as the type of the column says
     assert is_beyond(current, stored) is beyond  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value, literal", [
-    ("x' OR '1'='1", "'x'' OR ''1''=''1'"),
-    (datetime(2026, 1, 2, 3, 4, 5), "TIMESTAMP '2026-01-02 03:04:05'"),
-    (date(2026, 1, 2), "DATE '2026-01-02'"),
-    (Decimal("12.30"), "12.30"),
-])
+@pytest.mark.parametrize(
+    "value, literal",
+    [
+        ("x' OR '1'='1", "'x'' OR ''1''=''1'"),
+        (datetime(2026, 1, 2, 3, 4, 5), "TIMESTAMP '2026-01-02 03:04:05'"),
+        (date(2026, 1, 2), "DATE '2026-01-02'"),
+        (Decimal("12.30"), "12.30"),
+    ],
+)
 def test_watermark_values_become_literals_that_cannot_close_their_quotes(value: object, literal: str) -> None:
     # GIVEN a value read back from a watermark, WHEN rendered as SQL, THEN quotes are doubled
     assert sql_literal(value) == literal  # type: ignore[arg-type]

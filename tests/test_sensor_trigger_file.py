@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.trigger_file import TriggerFileSensor
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 
 
-def test_file_landing_during_a_check_is_picked_up_by_the_next_check(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_landing_during_a_check_is_picked_up_by_the_next_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a file `late.done` that lands before `early.done` (older change time) but whose directory
     # entry the check's listing does not see yet: the race of a file landing while the folder is
     # listed, reproduced by hiding that one entry from os.scandir for the first check
@@ -44,8 +45,11 @@ def test_file_landing_during_a_check_is_picked_up_by_the_next_check(tmp_path: Pa
 
     # WHEN the next check lists the folder
     second = sensor.detect(upstream, sensor.read_position(check_context(), upstream), first.watermark)
-    third = sensor.detect(upstream, sensor.read_position(check_context(), upstream),
-                          second.watermark if isinstance(second, NewData) else None)
+    third = sensor.detect(
+        upstream,
+        sensor.read_position(check_context(), upstream),
+        second.watermark if isinstance(second, NewData) else None,
+    )
 
     # THEN the late file is new then, exactly once, although its change time is older than the watermark
     assert isinstance(first, NewData) and [f["name"] for f in first.changes["files"]] == ["early.done"]

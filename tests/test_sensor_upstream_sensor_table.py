@@ -11,10 +11,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 from pyspark.sql.types import BooleanType
 
-from harness.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.upstream_sensor_table import CompletedLoads, UpstreamSensorTableSensor
+from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 SCHEMA = "upstream_product"
@@ -25,8 +25,10 @@ def upstream_tables(spark: SparkSession) -> str:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for table, extra in (("control", "trigger_job_id STRING,"), ("le_sensor", "")):
         spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
-        spark.sql(f"CREATE TABLE {SCHEMA}.{table} (sensor_id STRING, {extra} status STRING, "
-                  "status_change_timestamp TIMESTAMP) USING parquet")
+        spark.sql(
+            f"CREATE TABLE {SCHEMA}.{table} (sensor_id STRING, {extra} status STRING, "
+            "status_change_timestamp TIMESTAMP) USING parquet"
+        )
     return SCHEMA
 
 
@@ -35,15 +37,19 @@ def read(sensor: UpstreamSensorTableSensor, upstream: Upstream, spark: SparkSess
 
 
 def record(spark: SparkSession, table: str, sensor_id: str, status: str, stamp: str, job: str | None = None) -> None:
-    columns = "(sensor_id, trigger_job_id, status, status_change_timestamp)" if job else \
-        "(sensor_id, status, status_change_timestamp)"
+    columns = (
+        "(sensor_id, trigger_job_id, status, status_change_timestamp)"
+        if job
+        else "(sensor_id, status, status_change_timestamp)"
+    )
     values = [sensor_id, job, status, stamp] if job else [sensor_id, status, stamp]
     marks = ", ".join(["?"] * (len(values) - 1) + ["CAST(? AS TIMESTAMP)"])
     spark.sql(f"INSERT INTO {SCHEMA}.{table} {columns} VALUES ({marks})", args=values)
 
 
-def test_upstream_heartbeat_table_completed_load_is_new_once(spark: SparkSession, upstream_tables: str,
-                                                              tmp_path: Path) -> None:
+def test_upstream_heartbeat_table_completed_load_is_new_once(
+    spark: SparkSession, upstream_tables: str, tmp_path: Path
+) -> None:
     # GIVEN another product's control table where `orders` is in progress, then completed
     sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, f"{SCHEMA}.control: orders")
@@ -53,7 +59,9 @@ def test_upstream_heartbeat_table_completed_load_is_new_once(spark: SparkSession
 
     # WHEN it is checked, and checked again with the new watermark
     first = sensor.detect(upstream, read(sensor, upstream, spark), None)
-    again = sensor.detect(upstream, read(sensor, upstream, spark), first.watermark if isinstance(first, NewData) else None)
+    again = sensor.detect(
+        upstream, read(sensor, upstream, spark), first.watermark if isinstance(first, NewData) else None
+    )
 
     # THEN nothing before the completion, the completion once, with the upstream's own timestamp
     assert isinstance(before, NothingNew)
@@ -61,11 +69,15 @@ def test_upstream_heartbeat_table_completed_load_is_new_once(spark: SparkSession
     assert isinstance(again, NothingNew)
 
 
-def test_upstream_lakehouse_engine_processed_load_after_watermark_is_new(spark: SparkSession, upstream_tables: str,
-                                                                         tmp_path: Path) -> None:
+def test_upstream_lakehouse_engine_processed_load_after_watermark_is_new(
+    spark: SparkSession, upstream_tables: str, tmp_path: Path
+) -> None:
     # GIVEN an alias for a lakehouse-engine sensor table, and a row that saw a load at 08:00
-    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(
-        tmp_path, upstream_sensor_table={"tables": {"le": {"table": f"{SCHEMA}.le_sensor"}}}).upstream_sensor_table)
+    sensor = UpstreamSensorTableSensor.from_settings(
+        sensor_config(
+            tmp_path, upstream_sensor_table={"tables": {"le": {"table": f"{SCHEMA}.le_sensor"}}}
+        ).upstream_sensor_table
+    )
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, "le: sales_raw")
     record(spark, "le_sensor", "sales_raw", "PROCESSED_NEW_DATA", "2026-04-02 08:00:00")
     seen = read(sensor, upstream, spark).watermark
@@ -80,12 +92,16 @@ def test_upstream_lakehouse_engine_processed_load_after_watermark_is_new(spark: 
     # THEN only the processed load of sales_raw is new
     assert isinstance(acquired, NothingNew)
     assert isinstance(processed, NewData)
-    assert processed.changes == {"upstream_id": "sales_raw", "completed_from": "2026-04-02T08:00:00",
-                                 "completed_to": "2026-04-02T09:00:00"}
+    assert processed.changes == {
+        "upstream_id": "sales_raw",
+        "completed_from": "2026-04-02T08:00:00",
+        "completed_to": "2026-04-02T09:00:00",
+    }
 
 
-def test_upstream_id_with_quotes_is_a_parameter_not_sql(spark: SparkSession, upstream_tables: str,
-                                                        tmp_path: Path) -> None:
+def test_upstream_id_with_quotes_is_a_parameter_not_sql(
+    spark: SparkSession, upstream_tables: str, tmp_path: Path
+) -> None:
     # GIVEN completed loads, and an upstream id trying to widen the WHERE clause
     record(spark, "le_sensor", "x", "PROCESSED_NEW_DATA", "2026-05-01 00:00:00")
     sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
@@ -100,16 +116,19 @@ def test_slow_spark_read_is_cancelled_at_the_check_deadline(spark: SparkSession,
     # directly: no sensing loop abandons the check
     nap = udf(lambda _: time.sleep(60) is None, BooleanType()).asNondeterministic()
     spark.udf.register("hb_test_nap", nap)
-    spark.sql("CREATE OR REPLACE TEMP VIEW slow_loads AS SELECT * FROM VALUES "
-              "('orders', 'COMPLETED', TIMESTAMP '2026-01-01 00:00:00') AS t(sensor_id, status, status_change_timestamp) "
-              "WHERE hb_test_nap(sensor_id)")
+    spark.sql(
+        "CREATE OR REPLACE TEMP VIEW slow_loads AS SELECT * FROM VALUES "
+        "('orders', 'COMPLETED', TIMESTAMP '2026-01-01 00:00:00') AS t(sensor_id, status, status_change_timestamp) "
+        "WHERE hb_test_nap(sensor_id)"
+    )
     sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
 
     # WHEN it is checked with 3 s left until the check's deadline
     started = time.monotonic()
     with pytest.raises(CheckTimedOut, match=r"^upstream_sensor_table:slow_loads: orders: check timed out after 3s"):
-        sensor.read_position(check_context(spark, timeout=3), Upstream(SensorSource.UPSTREAM_SENSOR_TABLE,
-                                                                       "slow_loads: orders"))
+        sensor.read_position(
+            check_context(spark, timeout=3), Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, "slow_loads: orders")
+        )
 
     # THEN the Spark job was cancelled at the deadline: the check ended, and no job of it keeps running
     assert time.monotonic() - started < 20  # far below the 60 s the read would take

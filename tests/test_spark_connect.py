@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import pyarrow as pa
+import pytest
 from deltalake import write_deltalake
 
 from tests.processes import HeartbeatProcess
@@ -26,8 +26,9 @@ def test_on_spark_connect_a_job_fed_by_a_trigger_folder_and_a_delta_table_runs_a
     # with deltalake, read through the session by its preprocess_query), both with news
     table = tmp_path / "lake" / "orders"
     write_deltalake(table, pa.table({"order_id": [1, 2], "amount": [10.0, 0.0]}))
-    delta_row = control_row("delta_table", str(table), JOB,
-                            preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 5")
+    delta_row = control_row(
+        "delta_table", str(table), JOB, preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 5"
+    )
     hb = HeartbeatProcess(tmp_path, "local", JOB)
     hb.write_config(delta_row, spark_remote="local")
     hb.drop("batch1")
@@ -51,4 +52,6 @@ def test_on_spark_connect_a_job_fed_by_a_trigger_folder_and_a_delta_table_runs_a
     # ... and both rows are COMPLETED
     rows = hb.snapshot()["rows"]
     assert {r["upstream_label"]: r["status"] for r in rows} == {
-        "trigger_file:orders": "COMPLETED", f"delta_table:{table}": "COMPLETED"}
+        "trigger_file:orders": "COMPLETED",
+        f"delta_table:{table}": "COMPLETED",
+    }

@@ -17,8 +17,9 @@ from harness.platform.spark import DATABRICKS_RUNTIME_ENV, SESSION_TIME_ZONE, ge
 pytestmark = pytest.mark.scenario
 
 
-def test_on_databricks_the_runtimes_session_is_returned_in_utc(spark: SparkSession, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_databricks_the_runtimes_session_is_returned_in_utc(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a Databricks runtime whose session and process are in another time zone
     monkeypatch.setenv(DATABRICKS_RUNTIME_ENV, "16.4")
     monkeypatch.setenv("TZ", "America/New_York")
@@ -43,6 +44,7 @@ def test_the_harness_jvm_runs_with_its_start_up_options(spark: SparkSession) -> 
     # with the quick compiler only and, when setup made one, the installation's class-data archive.
     from harness.platform.jvm_options import java_options
 
-    arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
-                     .getRuntimeMXBean().getInputArguments())
+    arguments = list(
+        spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()  # type: ignore[union-attr]
+    )
     assert set(java_options()) <= set(arguments), arguments

@@ -27,13 +27,16 @@ def two_part_references(text: str) -> list[str]:
 
 
 def test_no_two_part_table_reference_remains_in_the_harness() -> None:
-    problems = {str(p.relative_to(PROJECT_DIR)): refs for p in sorted(HARNESS.rglob("*.py"))
-                if (refs := two_part_references(p.read_text()))}
+    problems = {
+        str(p.relative_to(PROJECT_DIR)): refs
+        for p in sorted(HARNESS.rglob("*.py"))
+        if (refs := two_part_references(p.read_text()))
+    }
     assert problems == {}
 
 
 def test_the_check_finds_two_part_names() -> None:
-    assert two_part_references('spark.table(f"{config.schema}.heartbeat_events")') == ['{config.schema}.h']
+    assert two_part_references('spark.table(f"{config.schema}.heartbeat_events")') == ["{config.schema}.h"]
     assert two_part_references('spark.sql("SELECT * FROM heartbeat.heartbeat_control_table")')
     assert not two_part_references('f"{config.catalog}.{config.schema}.heartbeat_events"')
     assert not two_part_references('config.warehouse_dir / f"{config.schema}.db"')
@@ -42,6 +45,12 @@ def test_the_check_finds_two_part_names() -> None:
 def test_tables_are_three_part_names_in_the_configured_catalog(tmp_path: Path) -> None:
     local = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path)
     assert local.table("heartbeat_events") == "spark_catalog.heartbeat.heartbeat_events"
-    on_databricks = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, dbt_target="databricks",
-                           catalog="sales", schema="orchestration")
+    on_databricks = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=tmp_path,
+        dbt_target="databricks",
+        catalog="sales",
+        schema="orchestration",
+    )
     assert on_databricks.table("heartbeat_events") == "sales.orchestration.heartbeat_events"

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from harness.config import PROJECT_DIR, config_from_mapping
-from harness.vocabulary import EventType, JobState, ReadType, SensorSource, Status
 from harness.sensors import build_registry
+from harness.vocabulary import EventType, JobState, ReadType, SensorSource, Status
 
 
 def dbt_vars() -> dict[str, Any]:
@@ -29,8 +29,12 @@ def test_the_dbt_project_knows_exactly_the_harness_source_kinds_statuses_states_
 def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -> None:
     event_types = dbt_vars()["heartbeat_event_types"]
     assert list(event_types) == [e.value for e in EventType]
-    flags_read = set(re.findall(r"heartbeat_event_types_with\('(\w+)'\)",
-                                (PROJECT_DIR / "models" / "intermediate" / "int_heartbeat__row_events.sql").read_text()))
+    flags_read = set(
+        re.findall(
+            r"heartbeat_event_types_with\('(\w+)'\)",
+            (PROJECT_DIR / "models" / "intermediate" / "int_heartbeat__row_events.sql").read_text(),
+        )
+    )
     assert {flag for flags in event_types.values() for flag in flags} <= flags_read
 
 

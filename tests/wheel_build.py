@@ -22,9 +22,23 @@ from harness.config import PROJECT_DIR
 BUILD_TIMEOUT_SECONDS = 300
 # What is never part of a build: the state of local runs, virtualenvs, earlier builds, and dbt_packages
 # (a link back to this project).
-_NOT_COPIED = shutil.ignore_patterns(".git", ".venv", "state", "dist", "build", "target", "logs", "dbt_packages",
-                                     "__pycache__", "*.egg-info", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-                                     "spark-warehouse", "metastore_db")
+_NOT_COPIED = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "state",
+    "dist",
+    "build",
+    "target",
+    "logs",
+    "dbt_packages",
+    "__pycache__",
+    "*.egg-info",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "spark-warehouse",
+    "metastore_db",
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +55,11 @@ class Distributions:
 def source_files(package: str = "harness") -> set[str]:
     """Every file of the package in the source tree, as a wheel names it (`harness/backends/base.py`)."""
     root = PROJECT_DIR / package
-    return {f"{package}/{p.relative_to(root).as_posix()}" for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        f"{package}/{p.relative_to(root).as_posix()}"
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 @lru_cache(maxsize=1)
@@ -54,8 +71,13 @@ def build_distributions() -> Distributions:
     source = workdir / "source"
     shutil.copytree(PROJECT_DIR, source, ignore=_NOT_COPIED, symlinks=True)
     out = workdir / "dist"
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out)],
-                          cwd=source, capture_output=True, text=True, timeout=BUILD_TIMEOUT_SECONDS)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"python -m build failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
     (wheel,) = out.glob("*.whl")

@@ -30,10 +30,10 @@ for variable in [CONFIG_ENV, *ENV_OVERRIDES.values()]:
 
 from dbt.cli.main import dbtRunner  # noqa: E402
 
-from harness.refresh import change_range, metrics  # noqa: E402
 from harness.commands.refresh import project_config  # noqa: E402
-from harness.refresh.runner import run  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
+from harness.refresh import change_range, metrics  # noqa: E402
+from harness.refresh.runner import run  # noqa: E402
 from harness.state.lock import StateLock  # noqa: E402
 
 FAIL_FLAG = "DEMO_FAIL_AFTER_BUILD"
@@ -50,8 +50,11 @@ def main() -> int:
     upstream = given.upstream(triggers.name)
     files = change_range.trigger_files(triggers, upstream)
     extracts = [str(HERE / "extracts" / f.read_text().strip()) for f in files]
-    print(f"batch {change_range.batch_id()}: trigger files {[f.name for f in files]} -> extracts "
-          f"{[Path(e).name for e in extracts]}", flush=True)
+    print(
+        f"batch {change_range.batch_id()}: trigger files {[f.name for f in files]} -> extracts "
+        f"{[Path(e).name for e in extracts]}",
+        flush=True,
+    )
     if not extracts:
         print("nothing to load")
         return 0
@@ -68,11 +71,15 @@ def main() -> int:
         run(config, ["build", "--select", "customers"], customer_extracts=extracts)
         batch = change_range.batch_id()
         print("\nthe batch's records and their status codes:")
-        spark.sql(f"select customer_id, name, city, updated_at, s_record_status_code from "
-                  f"{config.table('customers__batches')} where s_batch_id = '{batch}' order by customer_id").show()
+        spark.sql(
+            f"select customer_id, name, city, updated_at, s_record_status_code from "
+            f"{config.table('customers__batches')} where s_batch_id = '{batch}' order by customer_id"
+        ).show()
         print("the dataset:")
-        spark.sql(f"select customer_id, name, city, updated_at, s_batch_id from {config.table('customers')} "
-                  "order by customer_id").show(truncate=False)
+        spark.sql(
+            f"select customer_id, name, city, updated_at, s_batch_id from {config.table('customers')} "
+            "order by customer_id"
+        ).show(truncate=False)
         print(metrics.render_all(spark, config, "customers"))
     flag = config.state_dir / FAIL_FLAG
     if flag.exists():

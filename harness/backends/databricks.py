@@ -52,12 +52,12 @@ from databricks.sdk.service.jobs import (
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
 from harness.config import Config, JobParameterNames, env_secret
-from harness.state.files import write_atomic
-from harness.refresh.change_range import RANGE_FILE_KEY
-from harness.state.layout import StateLayout
 from harness.errors import BackendError
-from harness.vocabulary import dumps
 from harness.redact import redact, register_secret
+from harness.refresh.change_range import RANGE_FILE_KEY
+from harness.state.files import write_atomic
+from harness.state.layout import StateLayout
+from harness.vocabulary import dumps
 
 log = logging.getLogger(__name__)
 
@@ -69,20 +69,37 @@ PARAMETER_LIMIT_BYTES = 10_000
 RANGE_INLINE_LIMIT_BYTES = 8_000
 
 # 4xx answers: the service looked at the request and did not start a run.
-_REFUSALS: tuple[type[DatabricksError], ...] = (BadRequest, Unauthenticated, PermissionDenied, NotFound,
-                                                ResourceConflict)
+_REFUSALS: tuple[type[DatabricksError], ...] = (
+    BadRequest,
+    Unauthenticated,
+    PermissionDenied,
+    NotFound,
+    ResourceConflict,
+)
 
-_ACTIVE = {RunLifeCycleState.QUEUED, RunLifeCycleState.PENDING, RunLifeCycleState.RUNNING,
-           RunLifeCycleState.TERMINATING, RunLifeCycleState.BLOCKED, RunLifeCycleState.WAITING_FOR_RETRY}
+_ACTIVE = {
+    RunLifeCycleState.QUEUED,
+    RunLifeCycleState.PENDING,
+    RunLifeCycleState.RUNNING,
+    RunLifeCycleState.TERMINATING,
+    RunLifeCycleState.BLOCKED,
+    RunLifeCycleState.WAITING_FOR_RETRY,
+}
 _SUCCESS = {RunResultState.SUCCESS, RunResultState.SUCCESS_WITH_FAILURES}
 _SUCCESS_CODES = {TerminationCodeCode.SUCCESS, TerminationCodeCode.SUCCESS_WITH_FAILURES}
 # The run was never run: skipped because a run of the job was going (max_concurrent_runs, started by
 # hand or by another trigger), the job's queue or the workspace's limit of active runs was full.
-_SKIPPED_CODES = {TerminationCodeCode.SKIPPED, TerminationCodeCode.MAX_CONCURRENT_RUNS_EXCEEDED,
-                  TerminationCodeCode.MAX_JOB_QUEUE_SIZE_EXCEEDED, TerminationCodeCode.WORKSPACE_RUN_LIMIT_EXCEEDED}
+_SKIPPED_CODES = {
+    TerminationCodeCode.SKIPPED,
+    TerminationCodeCode.MAX_CONCURRENT_RUNS_EXCEEDED,
+    TerminationCodeCode.MAX_JOB_QUEUE_SIZE_EXCEEDED,
+    TerminationCodeCode.WORKSPACE_RUN_LIMIT_EXCEEDED,
+}
 
 
-def parameter_values(names: JobParameterNames, request: RunRequest, state_dir: Path | None = None) -> dict[str, str] | None:
+def parameter_values(
+    names: JobParameterNames, request: RunRequest, state_dir: Path | None = None
+) -> dict[str, str] | None:
     """The job parameters a run request carries under the job's configured names. A change range longer
     than RANGE_INLINE_LIMIT_BYTES is written whole to the state folder (by rename, so a reader sees all
     of it or nothing; the same request writes the same file) and handed by reference."""
@@ -95,8 +112,9 @@ def parameter_values(names: JobParameterNames, request: RunRequest, state_dir: P
             path = StateLayout(state_dir).range_file(request.idempotency_token)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, text)
-            text = dumps({"job_id": request.job_id, "run_context_id": request.idempotency_token,
-                          RANGE_FILE_KEY: str(path)})
+            text = dumps(
+                {"job_id": request.job_id, "run_context_id": request.idempotency_token, RANGE_FILE_KEY: str(path)}
+            )
         params[names.change_range] = text
     return params or None
 
@@ -188,8 +206,10 @@ class DatabricksBackend(JobBackend):
     def _call(self, action: Callable[[WorkspaceClient], T]) -> T:
         """One SDK call within the retry budget; an exhausted budget marks the workspace unreachable."""
         if time.monotonic() < self._unreachable_until:
-            raise _Unreachable(f"not sent: the workspace did not answer a moment ago ({self._unreachable_reason}); "
-                               f"retrying after databricks.unreachable_cooldown_seconds")
+            raise _Unreachable(
+                f"not sent: the workspace did not answer a moment ago ({self._unreachable_reason}); "
+                f"retrying after databricks.unreachable_cooldown_seconds"
+            )
         client = self.client()
         self._clock.deadline = time.time() + self.settings.retry_timeout_seconds
         try:
@@ -201,7 +221,8 @@ class DatabricksBackend(JobBackend):
             raise _Unreachable(
                 f"no answer from {client.config.host} within databricks.retry_timeout_seconds="
                 f"{self.settings.retry_timeout_seconds} (http_timeout_seconds={self.settings.http_timeout_seconds:g}): "
-                f"{reason}") from None
+                f"{reason}"
+            ) from None
 
     def _where(self) -> str:
         host = self._client.config.host if self._client is not None else None
@@ -213,16 +234,23 @@ class DatabricksBackend(JobBackend):
         try:
             job_id = _numeric(request.job_id, "job")
         except ValueError as exc:
-            raise StartRefused(f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
-                               "(Workflows > the job > Job details)") from None
+            raise StartRefused(
+                f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
+                "(Workflows > the job > Job details)"
+            ) from None
         try:
             parameters = parameter_values(self.settings.parameters_for(request.job_id), request, self.config.state_dir)
         except OSError as exc:  # nothing was sent
-            raise StartRefused(f"{job}: its change range is too large for a job parameter and cannot be written to "
-                               f"the state folder {self.config.state_dir}: {exc}") from None
+            raise StartRefused(
+                f"{job}: its change range is too large for a job parameter and cannot be written to "
+                f"the state folder {self.config.state_dir}: {exc}"
+            ) from None
         try:
-            waiter = self._call(lambda c: c.jobs.run_now(
-                job_id=job_id, idempotency_token=request.idempotency_token, job_parameters=parameters))
+            waiter = self._call(
+                lambda c: c.jobs.run_now(
+                    job_id=job_id, idempotency_token=request.idempotency_token, job_parameters=parameters
+                )
+            )
             return str(waiter.run_id)
         except BackendError as exc:  # authentication not configured: nothing was sent
             raise StartRefused(f"{job}: {exc}") from None
@@ -238,22 +266,30 @@ class DatabricksBackend(JobBackend):
     def _refusal_advice(self, exc: DatabricksError, request: RunRequest, parameters: dict[str, str] | None) -> str:
         said = _describe(exc)
         if _deleted_token(exc):
-            return (f"the run Databricks started for this request (idempotency token {request.idempotency_token}) "
-                    f"was deleted in the workspace, and a deleted run's token is never reused ({said}); the rows go "
-                    "back to their status and the next start of the job sends a new token")
+            return (
+                f"the run Databricks started for this request (idempotency token {request.idempotency_token}) "
+                f"was deleted in the workspace, and a deleted run's token is never reused ({said}); the rows go "
+                "back to their status and the next start of the job sends a new token"
+            )
         if isinstance(exc, NotFound) or "does not exist" in str(exc):
-            return (f"does not exist{self._where()} ({said}); check trigger_job_id in the controls CSV "
-                    "against the job's id in the workspace")
+            return (
+                f"does not exist{self._where()} ({said}); check trigger_job_id in the controls CSV "
+                "against the job's id in the workspace"
+            )
         if isinstance(exc, Unauthenticated):
-            return (f"the workspace refused the credentials ({said}); renew DATABRICKS_TOKEN or fix the "
-                    "profile / OAuth client of the heartbeat")
+            return (
+                f"the workspace refused the credentials ({said}); renew DATABRICKS_TOKEN or fix the "
+                "profile / OAuth client of the heartbeat"
+            )
         if isinstance(exc, PermissionDenied):
-            return (f"the heartbeat's identity may not run it ({said}); grant it CAN MANAGE RUN on the job")
+            return f"the heartbeat's identity may not run it ({said}); grant it CAN MANAGE RUN on the job"
         if parameters:
             names = ", ".join(sorted(parameters))
-            return (f"the run request was refused ({said}); if the job declares no job parameters "
-                    f"{names}, declare them on the job or set databricks.jobs.\"{request.job_id}\".job_parameters: "
-                    "false (or map them to the job's own parameter names) in heartbeat.yml")
+            return (
+                f"the run request was refused ({said}); if the job declares no job parameters "
+                f'{names}, declare them on the job or set databricks.jobs."{request.job_id}".job_parameters: '
+                "false (or map them to the job's own parameter names) in heartbeat.yml"
+            )
         return f"the run request was refused ({said})"
 
     def poll(self, job_id: str, run_id: str) -> RunStatus:
@@ -264,7 +300,8 @@ class DatabricksBackend(JobBackend):
         except NotFound as exc:
             raise BackendError(
                 f"Databricks job {job_id}: run {run_id} not found{self._where()} ({_describe(exc)}); if it was "
-                f"deleted, close it with `python -m harness complete --job-id {job_id}` or `retry`") from None
+                f"deleted, close it with `python -m harness complete --job-id {job_id}` or `retry`"
+            ) from None
         except _Unreachable as exc:
             raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {exc}") from None
         except DatabricksError as exc:
@@ -307,15 +344,22 @@ def run_status(run: Run) -> RunStatus:
     ended = _ended(run)
     message = (details.message or "").strip()
     if details.code in _SUCCESS_CODES:
-        note = ("succeeded with failures in non-leaf tasks"
-                if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES else "")
+        note = (
+            "succeeded with failures in non-leaf tasks"
+            if details.code is TerminationCodeCode.SUCCESS_WITH_FAILURES
+            else ""
+        )
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (details.code.value, note, message) if p), ended)
     if details.code in _SKIPPED_CODES:
-        return RunStatus(RunState.SKIPPED, redact(f"{details.code.value}: {message}" if message else details.code.value)
-                         or details.code.value, ended)
+        return RunStatus(
+            RunState.SKIPPED,
+            redact(f"{details.code.value}: {message}" if message else details.code.value) or details.code.value,
+            ended,
+        )
     kind = details.type
-    label = details.code.value + (f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS
-                                  else "")
+    label = details.code.value + (
+        f" ({kind.value})" if kind is not None and kind is not TerminationTypeType.SUCCESS else ""
+    )
     return RunStatus(RunState.FAILED, redact(f"{label}: {message}" if message else label) or label, ended)
 
 
@@ -339,8 +383,9 @@ def _from_state(run: Run) -> RunStatus:
     if life is None or life in _ACTIVE:
         return RunStatus(RunState.RUNNING, message)
     if life is RunLifeCycleState.SKIPPED:
-        return RunStatus(RunState.SKIPPED, redact(f"SKIPPED: {message}" if message else "SKIPPED") or "SKIPPED",
-                         _ended(run))
+        return RunStatus(
+            RunState.SKIPPED, redact(f"SKIPPED: {message}" if message else "SKIPPED") or "SKIPPED", _ended(run)
+        )
     if result in _SUCCESS:
         note = "succeeded with failures in non-leaf tasks" if result is RunResultState.SUCCESS_WITH_FAILURES else ""
         return RunStatus(RunState.SUCCEEDED, "; ".join(p for p in (result.value, note, message) if p), _ended(run))

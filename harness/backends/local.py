@@ -123,9 +123,15 @@ class LocalBackend(JobBackend):
             for _ in range(2):
                 if self._launcher is None or self._launcher.poll() is not None:
                     self._launcher = subprocess.Popen(
-                        [sys.executable, "-m", "harness.backends.local_launcher"], stdin=subprocess.PIPE,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                        close_fds=True, cwd=str(Path(__file__).resolve().parents[2]), text=True)
+                        [sys.executable, "-m", "harness.backends.local_launcher"],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                        close_fds=True,
+                        cwd=str(Path(__file__).resolve().parents[2]),
+                        text=True,
+                    )
                 try:
                     assert self._launcher.stdin is not None
                     self._launcher.stdin.write(json.dumps(str(run_dir)) + "\n")
@@ -133,8 +139,10 @@ class LocalBackend(JobBackend):
                     return
                 except OSError:  # the launcher died: a new one
                     self._launcher = None
-        raise BackendError(f"the local runner could not launch run {run_dir.name}: its launcher process "
-                           "keeps dying (see the heartbeat's log); the next tick launches the run again")
+        raise BackendError(
+            f"the local runner could not launch run {run_dir.name}: its launcher process "
+            "keeps dying (see the heartbeat's log); the next tick launches the run again"
+        )
 
     def _ensure_launched(self, run_dir: Path) -> None:
         """Launch a run no supervisor claimed: its start provably never happened. Should the first
@@ -164,5 +172,6 @@ class LocalBackend(JobBackend):
             return RunStatus(RunState.RUNNING)  # claimed this instant: its pid is being written
         if result_file.exists():  # finished between the two reads
             return self.poll(job_id, run_id)
-        return RunStatus(RunState.FAILED, "the local runner's supervisor process died without a result",
-                         datetime.now(timezone.utc))
+        return RunStatus(
+            RunState.FAILED, "the local runner's supervisor process died without a result", datetime.now(timezone.utc)
+        )

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from harness.state.files import write_atomic
 
-
 LAUNCHED = "launched"
 
 
@@ -50,8 +49,14 @@ def supervise(run_dir: Path) -> int:
     started = datetime.now(timezone.utc)
     with open(run_dir / "output.log", "wb") as log:
         try:
-            proc = subprocess.Popen(["/bin/bash", "-c", meta["command"]], cwd=meta["cwd"], env=env,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                ["/bin/bash", "-c", meta["command"]],
+                cwd=meta["cwd"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             return _finish(run_dir, started, 127, f"could not start the command: {exc}")
         try:
@@ -70,8 +75,12 @@ def _last_line(path: Path) -> str:
 
 
 def _finish(run_dir: Path, started: datetime, code: int, message: str) -> int:
-    result = {"exit_code": code, "message": message, "started_at": started.isoformat(),
-              "ended_at": datetime.now(timezone.utc).isoformat()}
+    result = {
+        "exit_code": code,
+        "message": message,
+        "started_at": started.isoformat(),
+        "ended_at": datetime.now(timezone.utc).isoformat(),
+    }
     write_atomic(run_dir / "result.json", json.dumps(result))
     return 0
 

@@ -1,17 +1,17 @@
 """Command line: `python -m harness COMMAND`.
 
-  tick       one heartbeat: track runs, refresh the models, sense, start ready jobs
-  run        tick every --interval seconds until Ctrl-C
-  status     a count of jobs by state, then every job: whether it starts and why, and its rows
-  why        one job: its decision and reason, its rows, their latest events
-  events     browse the event log (--job, --upstream, --type, --since)
-  report     write the timeline page (HTML) into the state folder
-  complete   mark a job's latest run successful (the "update status" step a job can run last)
-  retry      hand a FAILED job's range to its next run (no manual backfill)
-  publish    register a change of a table (rows with sensor_source `published` trigger on it)
-  validate   check the controls CSV without touching any table
-  seed       load the controls CSV now (a running heartbeat applies it at its next tick)
-  docs       generate the dbt docs site (the rules, in words) into the state folder
+tick       one heartbeat: track runs, refresh the models, sense, start ready jobs
+run        tick every --interval seconds until Ctrl-C
+status     a count of jobs by state, then every job: whether it starts and why, and its rows
+why        one job: its decision and reason, its rows, their latest events
+events     browse the event log (--job, --upstream, --type, --since)
+report     write the timeline page (HTML) into the state folder
+complete   mark a job's latest run successful (the "update status" step a job can run last)
+retry      hand a FAILED job's range to its next run (no manual backfill)
+publish    register a change of a table (rows with sensor_source `published` trigger on it)
+validate   check the controls CSV without touching any table
+seed       load the controls CSV now (a running heartbeat applies it at its next tick)
+docs       generate the dbt docs site (the rules, in words) into the state folder
 """
 
 from __future__ import annotations
@@ -28,16 +28,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from harness import refresh
+
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
 from harness.commands import operator
-from harness import refresh
 from harness.config import Config, load_config
 from harness.errors import HeartbeatError, StateBusyError
-from harness.vocabulary import PUBLISH_OPERATIONS
 from harness.state.lock import StateLock
 from harness.state.status import snapshot_rows
+from harness.vocabulary import PUBLISH_OPERATIONS
 
 log = logging.getLogger("harness")
 
@@ -50,8 +51,12 @@ class JsonFormatter(logging.Formatter):
     (a tick step's tick_id, step, seconds, counts, job ids started or refused)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
-                "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        line = {
+            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         line |= {k: v for k, v in vars(record).items() if k not in _RECORD_FIELDS}
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -60,8 +65,11 @@ class JsonFormatter(logging.Formatter):
 
 def setup_logging(fmt: str, verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s heartbeat %(levelname)-7s %(message)s", "%H:%M:%S"))
+    handler.setFormatter(
+        JsonFormatter()
+        if fmt == "json"
+        else logging.Formatter("%(asctime)s heartbeat %(levelname)-7s %(message)s", "%H:%M:%S")
+    )
     root = logging.getLogger("harness")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -157,8 +165,9 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     rows = snapshot_rows(config.state_dir)
     job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
     if rows is not None and not job_rows:
-        raise HeartbeatError(f"job {job_id} is not in the control table (as of the last tick); check "
-                             "trigger_job_id in the controls CSV")
+        raise HeartbeatError(
+            f"job {job_id} is not in the control table (as of the last tick); check trigger_job_id in the controls CSV"
+        )
     moving = request.events(job_rows, "from the command line")
     if rows is not None and not moving:
         print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")
@@ -182,8 +191,9 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
     already in the event log is not queued again."""
     from harness.jobs import publish
 
-    publication = publish.Publication(args.table, args.snapshot, publish.partitions(args.partition),
-                                      publish.pairs(args.tag, "--tag"), args.operation)
+    publication = publish.Publication(
+        args.table, args.snapshot, publish.partitions(args.partition), publish.pairs(args.tag, "--tag"), args.operation
+    )
     what = f"{publication.table}" + (f" snapshot {publication.snapshot_id}" if publication.snapshot_id else "")
     if publish.recorded(config.state_dir, publication):
         print(f"{what}: already published (nothing added)")
@@ -192,9 +202,11 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
     print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
     watching = publish.watching_rows(snapshot_rows(config.state_dir), publication.table)
     if watching is not None and not watching:
-        print(f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "
-              f"{publication.table.strip()!r}: nothing triggers on it now; it is recorded anyway, and a row added "
-              f"within {publish.PUBLICATION_WINDOW.days} days sees it (check the table name against the controls CSV)")
+        print(
+            f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "
+            f"{publication.table.strip()!r}: nothing triggers on it now; it is recorded anyway, and a row added "
+            f"within {publish.PUBLICATION_WINDOW.days} days sees it (check the table name against the controls CSV)"
+        )
     elif watching:
         print(f"watched by {len(watching)} row(s): {', '.join(sorted({r.key.trigger_job_id for r in watching}))}")
     return 0
@@ -251,8 +263,12 @@ def cmd_docs(config: Config, args: argparse.Namespace) -> int:
 
 def _logging_options(p: argparse.ArgumentParser, default: object) -> None:
     """Before or after the subcommand's name: `--log-format json tick` and `tick --log-format json`."""
-    p.add_argument("--log-format", choices=["text", "json"], default=default,
-                   help="progress lines as text (default) or one JSON object per line")
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=default,
+        help="progress lines as text (default) or one JSON object per line",
+    )
     p.add_argument("-v", "--verbose", action="store_true", default=default, help="debug lines too")
 
 
@@ -264,29 +280,41 @@ def _setting(text: str) -> tuple[str, str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--config", help="config file (default: $HEARTBEAT_CONFIG or ./heartbeat.yml)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", type=_setting,
-                   help="a key of the config file (dotted for a section: databricks.dbt_http_path=...), "
-                        "over the file and the environment; repeatable")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_setting,
+        help="a key of the config file (dotted for a section: databricks.dbt_http_path=...), "
+        "over the file and the environment; repeatable",
+    )
     p.add_argument("--log-format", choices=["text", "json"], default="text")
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
     tick = sub.add_parser("tick", help="one heartbeat")
-    tick.add_argument("--dry-run", action="store_true",
-                      help="sense and decide, print which jobs would start with their change ranges; "
-                           "start nothing, append nothing")
+    tick.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="sense and decide, print which jobs would start with their change ranges; start nothing, append nothing",
+    )
     tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
     run.add_argument("--interval", type=float, default=60.0, help="seconds from one tick's start to the next's")
     run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
-    run.add_argument("--until-idle", action="store_true",
-                     help="stop after a tick that started nothing while no run was going")
+    run.add_argument(
+        "--until-idle", action="store_true", help="stop after a tick that started nothing while no run was going"
+    )
     run.set_defaults(func=cmd_run)
     operator.register(sub)
-    for name, func, text in (("complete", cmd_complete, "mark the job's latest run successful"),
-                             ("retry", cmd_retry, "hand a FAILED job's range to its next run")):
+    for name, func, text in (
+        ("complete", cmd_complete, "mark the job's latest run successful"),
+        ("retry", cmd_retry, "hand a FAILED job's range to its next run"),
+    ):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--job-id", required=True)
         sp.set_defaults(func=func)

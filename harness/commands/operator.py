@@ -13,13 +13,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.state import event_reader
-from harness.state import status
 from harness.config import Config
 from harness.errors import HeartbeatError
-from harness.vocabulary import EventType
+from harness.state import event_reader, status
 from harness.state.lock import StateLock
 from harness.views.watermarks import describe
+from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
     from harness.runtime import Runtime
@@ -34,9 +33,11 @@ def _state_file(path: Path) -> dict[str, Any] | None:
     try:
         return status.read_json(path)
     except ValueError as exc:
-        raise HeartbeatError(f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
-                             "(was it copied or edited by hand?); the next tick writes it again, or delete it "
-                             "and run `python -m harness tick`") from None
+        raise HeartbeatError(
+            f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
+            "(was it copied or edited by hand?); the next tick writes it again, or delete it "
+            "and run `python -m harness tick`"
+        ) from None
 
 
 def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
@@ -55,8 +56,15 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     selection = status.Selection(job_id=args.job, state=args.state)
     render = status.render_json if args.json else status.render
     snapshot = _snapshot(config)
-    print(render(snapshot, _state_file(config.layout.health), StateLock(state).current_holder(),
-                 selection, waiting=status.waiting_reasons(state)))
+    print(
+        render(
+            snapshot,
+            _state_file(config.layout.health),
+            StateLock(state).current_holder(),
+            selection,
+            waiting=status.waiting_reasons(state),
+        )
+    )
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
@@ -68,8 +76,16 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
-    print(status.render_why(snapshot, args.job, events, since, _state_file(config.layout.health),
-                            status.waiting_reasons(config.state_dir)))
+    print(
+        status.render_why(
+            snapshot,
+            args.job,
+            events,
+            since,
+            _state_file(config.layout.health),
+            status.waiting_reasons(config.state_dir),
+        )
+    )
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
 
 
@@ -86,11 +102,15 @@ def event_types(given: list[str] | None) -> list[str]:
 def cmd_events(config: Config, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     types = event_types(args.type)
-    events = _events(config, event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types,
-                                                limit=args.limit))
+    events = _events(
+        config,
+        event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types, limit=args.limit),
+    )
     if not events and _unknown_job(_snapshot(config), args.job):
-        print(f"job {args.job} is not in the control table (as of the last tick) and has no events since "
-              f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; check trigger_job_id in the controls CSV")
+        print(
+            f"job {args.job} is not in the control table (as of the last tick) and has no events since "
+            f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; check trigger_job_id in the controls CSV"
+        )
         return 1
     if args.json:
         for event in events:
@@ -109,8 +129,16 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     path = Path(args.output) if args.output else config.layout.report
     events = _events(config, event_reader.EventQuery(since, limit=0))
-    written = report.write_report(config.state_dir, config.project_dir, path, since, events, job_ids=args.job or (),
-                                  max_jobs=args.max_jobs, publishes=config.publish.on_success)
+    written = report.write_report(
+        config.state_dir,
+        config.project_dir,
+        path,
+        since,
+        events,
+        job_ids=args.job or (),
+        max_jobs=args.max_jobs,
+        publishes=config.publish.on_success,
+    )
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0
 
@@ -122,11 +150,15 @@ def print_dry_run(runtime: "Runtime") -> int:
     print(f"dry run: nothing started, nothing appended ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)")
     if result.unfolded:
         print("note: events wait to be folded into the control table; the next tick folds them first")
-    print(f"sensed {result.rows_sensed} rows, {result.upstreams_checked} upstreams: "
-          f"{len(result.detections)} rows with new data, {len(result.check_errors)} check errors")
+    print(
+        f"sensed {result.rows_sensed} rows, {result.upstreams_checked} upstreams: "
+        f"{len(result.detections)} rows with new data, {len(result.check_errors)} check errors"
+    )
     for d in result.detections:
-        print(f"    new data  {d.key.sensor_source}:{d.key.sensor_id} -> {d.key.trigger_job_id}: "
-              f"watermark {describe(d.watermark)}")
+        print(
+            f"    new data  {d.key.sensor_source}:{d.key.sensor_id} -> {d.key.trigger_job_id}: "
+            f"watermark {describe(d.watermark)}"
+        )
     for message in result.check_errors:
         print(f"    error     {message}")
     if result.decisions is None:
@@ -136,9 +168,11 @@ def print_dry_run(runtime: "Runtime") -> int:
     for change in result.would_start:
         print(f"job {change['job_id']} would start with:")
         for u in change["upstreams"]:
-            print(f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
-                  f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
-                  f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}")
+            print(
+                f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
+                f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
+                f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}"
+            )
     return 0
 
 
@@ -146,8 +180,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     states = ", ".join(status.STATE_CHOICES)
     p = sub.add_parser("status", help="jobs by state, then each job's decision and rows (no Spark)")
     p.add_argument("--job", help="only this job (trigger_job_id)")
-    p.add_argument("--state", type=str.strip, metavar="STATE",
-                   help=f"only jobs in this state, or with a row of this status: {states}")
+    p.add_argument(
+        "--state",
+        type=str.strip,
+        metavar="STATE",
+        help=f"only jobs in this state, or with a row of this status: {states}",
+    )
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
     p.set_defaults(func=cmd_status)
 
@@ -162,10 +200,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--job", help="only this job's events")
     p.add_argument("--upstream", help="only events of upstreams whose label (source:sensor_id) contains this")
     p.add_argument("--type", action="append", metavar="TYPE", help=f"only this event type (repeatable): {types}")
-    p.add_argument("--since", default=event_reader.DEFAULT_SINCE,
-                   help=f"events since (90s, 30m, 2h, 7d, or an ISO time; default {event_reader.DEFAULT_SINCE})")
-    p.add_argument("--limit", type=int, default=event_reader.DEFAULT_LIMIT,
-                   help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)")
+    p.add_argument(
+        "--since",
+        default=event_reader.DEFAULT_SINCE,
+        help=f"events since (90s, 30m, 2h, 7d, or an ISO time; default {event_reader.DEFAULT_SINCE})",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=event_reader.DEFAULT_LIMIT,
+        help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per event and line")
     p.set_defaults(func=cmd_events)
 

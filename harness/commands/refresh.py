@@ -60,8 +60,9 @@ def parse_vars(text: str | None) -> dict[str, Any]:
     return parsed
 
 
-def run_action(config: Config, model: str, action: str, batch: str | None = None,
-               variables: dict[str, Any] | None = None) -> None:
+def run_action(
+    config: Config, model: str, action: str, batch: str | None = None, variables: dict[str, Any] | None = None
+) -> None:
     """Run the model's refresh materialization with `action` (reset or unload) in-process; `variables`:
     the project's other vars."""
     from harness.refresh.metrics import METRICS_SUFFIX
@@ -103,8 +104,8 @@ def _recompute(config: Config, args: argparse.Namespace, action: str, batch: str
     variables = parse_vars(args.vars)
 
     def act() -> int:
-        from harness.refresh import metrics
         from harness.platform.spark import get_spark
+        from harness.refresh import metrics
 
         spark = get_spark(project)
         run_action(project, args.model, action, batch, variables)
@@ -116,13 +117,15 @@ def _recompute(config: Config, args: argparse.Namespace, action: str, batch: str
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
     def act() -> int:
-        from harness.refresh import metrics
         from harness.platform.spark import get_spark
+        from harness.refresh import metrics
 
         spark = get_spark(config)
         if args.model and not spark.catalog.tableExists(config.table(args.model + metrics.METRICS_SUFFIX)):
-            raise RefreshError(f"{args.model}: no refresh metrics in {config.catalog}.{config.schema} "
-                               f"(not a refresh model, or no batch loaded yet)")
+            raise RefreshError(
+                f"{args.model}: no refresh metrics in {config.catalog}.{config.schema} "
+                f"(not a refresh model, or no batch loaded yet)"
+            )
         print(metrics.render_all(spark, config, args.model))
         return 0
 
@@ -131,8 +134,12 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `refresh` and its subcommands to the harness's command line."""
-    refresh = subparsers.add_parser("refresh", help="unload, reset and status of materialized='refresh' models",
-                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    refresh = subparsers.add_parser(
+        "refresh",
+        help="unload, reset and status of materialized='refresh' models",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = refresh.add_subparsers(dest="refresh_command", required=True)
     project_help = "the dbt project of the model (default: the heartbeat's own)"
     vars_help = "the project's other vars, as dbt --vars takes them (YAML or JSON)"

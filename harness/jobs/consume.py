@@ -37,7 +37,6 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from harness.config import Config, load_config
 from harness.errors import HeartbeatError
-from harness.vocabulary import SensorSource
 from harness.refresh.change_range import ChangeRange, UpstreamRange, from_environment, parse, trigger_files
 from harness.sensors import key_values
 from harness.sensors.base import NewData, Upstream
@@ -46,33 +45,49 @@ from harness.sensors.delta import CommitLog, DeltaSensor, TableState, is_path
 from harness.sensors.jdbc import JdbcSensor, KeyMax
 from harness.sensors.kafka import KafkaSensor, TopicOffsets
 from harness.sensors.published import Published, PublishedSensor, publication_time
+from harness.vocabulary import SensorSource
 
 DEFAULT_TIMEOUT_SECONDS = 600.0  # one upstream's read (Kafka requests and consumption, JDBC query)
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 
-FILE_SCHEMA = StructType([StructField("name", StringType()), StructField("path", StringType()),
-                          StructField("size", LongType()), StructField("landed", TimestampType())])
-PUBLICATION_SCHEMA = ("table string, snapshot_id string, operation string, partition_values map<string,string>, "
-                      "tags map<string,string>, event_time timestamp, publication_id string")
+FILE_SCHEMA = StructType(
+    [
+        StructField("name", StringType()),
+        StructField("path", StringType()),
+        StructField("size", LongType()),
+        StructField("landed", TimestampType()),
+    ]
+)
+PUBLICATION_SCHEMA = (
+    "table string, snapshot_id string, operation string, partition_values map<string,string>, "
+    "tags map<string,string>, event_time timestamp, publication_id string"
+)
 
 
 class ConsumeError(HeartbeatError):
     """An upstream's range cannot be read; the message names the upstream."""
 
 
-def read_range(spark: SparkSession, change_range: ChangeRange | str | None = None, *,
-               config: Config | None = None) -> dict[str, DataFrame]:
+def read_range(
+    spark: SparkSession, change_range: ChangeRange | str | None = None, *, config: Config | None = None
+) -> dict[str, DataFrame]:
     """Each upstream's data in the range, by its label (`kafka:orders`). `change_range`: the parsed
     range, its JSON text, or None for HEARTBEAT_CHANGE_RANGE. `config`: the heartbeat's (Kafka, JDBC,
     Delta settings; the trigger root), default as `python -m harness` finds it."""
-    given = from_environment() if change_range is None else parse(change_range) if isinstance(change_range, str) \
+    given = (
+        from_environment()
+        if change_range is None
+        else parse(change_range)
+        if isinstance(change_range, str)
         else change_range
+    )
     config = config or load_config()
     return {u.label: read_upstream(spark, u, config=config) for u in given.upstreams}
 
 
-def read_upstream(spark: SparkSession, upstream: UpstreamRange, *, config: Config,
-                  timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> DataFrame:
+def read_upstream(
+    spark: SparkSession, upstream: UpstreamRange, *, config: Config, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+) -> DataFrame:
     """One upstream's data in its range."""
     if upstream.end is None:
         raise ConsumeError(f"{upstream.label}: the range has no end: nothing was detected for it")
@@ -96,21 +111,29 @@ def read_upstream(spark: SparkSession, upstream: UpstreamRange, *, config: Confi
         return _publications(spark, context, target, upstream, config)
     if source is SensorSource.ICEBERG_TABLE:
         return _iceberg(spark, context, target, upstream, config)
-    raise ConsumeError(f"{upstream.label}: reading the range of {source.value} is not supported; its range "
-                       f"is from {dict(upstream.start or {})} to {dict(upstream.end)}")
+    raise ConsumeError(
+        f"{upstream.label}: reading the range of {source.value} is not supported; its range "
+        f"is from {dict(upstream.start or {})} to {dict(upstream.end)}"
+    )
 
 
 # --- Delta -----------------------------------------------------------------------------------------
-def _delta(spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange,
-           config: Config) -> DataFrame:
+def _delta(
+    spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange, config: Config
+) -> DataFrame:
     assert upstream.end is not None
     version = int(upstream.end["version"])
     sensor = DeltaSensor.from_settings(config.delta, delta_on_spark=config.table_format == "delta")
     if target.upstream_key or not is_path(target.sensor_id):
         # The sensor's own reads: the key range of version `to`, or Spark's VERSION AS OF for a name.
         end = upstream.end.get("max")
-        position = TableState(target.sensor_id, version, CommitLog(target.sensor_id, sensor.paths.storage_options),
-                              key=target.upstream_key, key_max=key_values.decode(end) if end else None)
+        position = TableState(
+            target.sensor_id,
+            version,
+            CommitLog(target.sensor_id, sensor.paths.storage_options),
+            key=target.upstream_key,
+            key_max=key_values.decode(end) if end else None,
+        )
         return sensor.new_data_frame(context, target, position, upstream.start)
     table = sensor.paths.open(target, version)
     start = int(upstream.start["version"]) if upstream.start and "version" in upstream.start else -1
@@ -129,8 +152,10 @@ def _delta(spark: SparkSession, context: CheckContext, target: Upstream, upstrea
     for v in range(start + 1, version + 1):
         commit = log.commit(v)
         if commit is None:
-            raise ConsumeError(f"{target.label}: the commit of version {v} can no longer be read (log cleaned "
-                               "up); read the table as of the range's end instead")
+            raise ConsumeError(
+                f"{target.label}: the commit of version {v} can no longer be read (log cleaned "
+                "up); read the table as of the range's end instead"
+            )
         added.extend(commit.added_files)
     root = target.sensor_id.rstrip("/")
     return _parquet(spark, [f"{root}/{unquote(path)}" for path in added], root, schema)
@@ -146,9 +171,16 @@ def _spark_compatible(schema: Any) -> Any:
     """delta-rs's view and unsigned types (string_view, the feed's uint64 versions) as types Spark takes."""
     import pyarrow as pa
 
-    plain = {pa.string_view(): pa.string(), pa.large_string(): pa.string(), pa.binary_view(): pa.binary(),
-             pa.large_binary(): pa.binary(), pa.uint8(): pa.int16(), pa.uint16(): pa.int32(),
-             pa.uint32(): pa.int64(), pa.uint64(): pa.int64()}
+    plain = {
+        pa.string_view(): pa.string(),
+        pa.large_string(): pa.string(),
+        pa.binary_view(): pa.binary(),
+        pa.large_binary(): pa.binary(),
+        pa.uint8(): pa.int16(),
+        pa.uint16(): pa.int32(),
+        pa.uint32(): pa.int64(),
+        pa.uint64(): pa.int64(),
+    }
     return pa.schema([field.with_type(plain.get(field.type, field.type)) for field in schema])
 
 
@@ -160,8 +192,9 @@ def _parquet(spark: SparkSession, files: list[str], root: str, schema: StructTyp
 
 
 # --- Iceberg ---------------------------------------------------------------------------------------
-def _iceberg(spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange,
-             config: Config) -> DataFrame:
+def _iceberg(
+    spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange, config: Config
+) -> DataFrame:
     """The rows of the data files the snapshots in the range added (their manifests say which), read by
     Spark: what the range appended or rewrote. A job that never succeeded gets the table as of `to`."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -182,12 +215,17 @@ def _iceberg(spark: SparkSession, context: CheckContext, target: Upstream, upstr
     while current is not None and current != int(start):
         snapshot = table.snapshot_by_id(current)
         if snapshot is None:
-            raise ConsumeError(f"{upstream.label}: snapshot {current} of the range has expired from the table's "
-                               "metadata; read the table as of the range's end instead")
+            raise ConsumeError(
+                f"{upstream.label}: snapshot {current} of the range has expired from the table's "
+                "metadata; read the table as of the range's end instead"
+            )
         for manifest in snapshot.manifests(table.io):
             if manifest.added_snapshot_id == current:
-                files += [e.data_file.file_path for e in manifest.fetch_manifest_entry(table.io)
-                          if e.status == ManifestEntryStatus.ADDED]
+                files += [
+                    e.data_file.file_path
+                    for e in manifest.fetch_manifest_entry(table.io)
+                    if e.status == ManifestEntryStatus.ADDED
+                ]
         current = snapshot.parent_snapshot_id
     if not files:
         return spark.createDataFrame([], schema)
@@ -216,8 +254,9 @@ def _files(spark: SparkSession, upstream: UpstreamRange, config: Config) -> Data
     return spark.createDataFrame(rows, FILE_SCHEMA)
 
 
-def _publications(spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange,
-                  config: Config) -> DataFrame:
+def _publications(
+    spark: SparkSession, context: CheckContext, target: Upstream, upstream: UpstreamRange, config: Config
+) -> DataFrame:
     assert upstream.end is not None
     sensor = PublishedSensor(config.state_dir)
     position = sensor.read_position(context, target)
@@ -225,6 +264,16 @@ def _publications(spark: SparkSession, context: CheckContext, target: Upstream, 
     records = [r for r in position.records if end and publication_time(r) <= datetime.fromisoformat(end)]
     new = sensor.detect(target, Published(tuple(records)), upstream.start)
     found: list[dict[str, Any]] = new.changes["publications"] if isinstance(new, NewData) else []
-    rows = [(r["table"], r["snapshot_id"], r["operation"], r["partition_values"], r["tags"],
-             publication_time(r), r["publication_id"]) for r in found]
+    rows = [
+        (
+            r["table"],
+            r["snapshot_id"],
+            r["operation"],
+            r["partition_values"],
+            r["tags"],
+            publication_time(r),
+            r["publication_id"],
+        )
+        for r in found
+    ]
     return spark.createDataFrame(rows, PUBLICATION_SCHEMA)

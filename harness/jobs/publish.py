@@ -24,13 +24,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from harness.config import Config, PublishSettings, load_config
 from harness.errors import HeartbeatError
+from harness.partition_filter import COLUMN_NAME, parse_filter
+from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, EventLog, now
 from harness.state.event_reader import EventQuery, read_events
-from harness.partition_filter import COLUMN_NAME, parse_filter
+from harness.state.layout import StateLayout
 from harness.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
 from harness.vocabulary import ControlRow, EventType, SensorSource, upstream_label
-from harness.sensors.published import PUBLICATION_WINDOW
-from harness.state.layout import StateLayout
 
 _NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
 
@@ -56,8 +56,7 @@ class Publication:
             check_partition_value(column, value)
         if not self.publication_id:
             same = f"{self.table.strip()}\x00{self.snapshot_id}" if self.snapshot_id else None
-            object.__setattr__(self, "publication_id",
-                               uuid.uuid5(_NAMESPACE, same).hex if same else uuid.uuid4().hex)
+            object.__setattr__(self, "publication_id", uuid.uuid5(_NAMESPACE, same).hex if same else uuid.uuid4().hex)
 
     @property
     def upstream_label(self) -> str:
@@ -65,24 +64,39 @@ class Publication:
 
     def record(self) -> dict[str, Any]:
         """The Data Change Event: what the event's details and a downstream run's range carry."""
-        return {"table": self.table.strip(), "snapshot_id": self.snapshot_id, "operation": self.operation,
-                "partition_values": dict(self.partition_values), "tags": dict(self.tags),
-                "event_time": self.event_time.isoformat(), "table_format": SensorSource.PUBLISHED.value,
-                "publication_id": self.publication_id}
+        return {
+            "table": self.table.strip(),
+            "snapshot_id": self.snapshot_id,
+            "operation": self.operation,
+            "partition_values": dict(self.partition_values),
+            "tags": dict(self.tags),
+            "event_time": self.event_time.isoformat(),
+            "table_format": SensorSource.PUBLISHED.value,
+            "publication_id": self.publication_id,
+        }
 
     def event(self) -> Event:
-        return Event(EventType.CHANGE_PUBLISHED, upstream=(SensorSource.PUBLISHED.value, self.table.strip()),
-                     message=f"{self.table.strip()}: change published"
-                             + (f" (snapshot {self.snapshot_id})" if self.snapshot_id else ""),
-                     details=self.record(), event_id=self.publication_id, event_time=self.event_time)
+        return Event(
+            EventType.CHANGE_PUBLISHED,
+            upstream=(SensorSource.PUBLISHED.value, self.table.strip()),
+            message=f"{self.table.strip()}: change published"
+            + (f" (snapshot {self.snapshot_id})" if self.snapshot_id else ""),
+            details=self.record(),
+            event_id=self.publication_id,
+            event_time=self.event_time,
+        )
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Publication:
-        return cls(table=record["table"], snapshot_id=record.get("snapshot_id"),
-                   partition_values=record.get("partition_values") or {}, tags=record.get("tags") or {},
-                   operation=record.get("operation", "APPEND"),
-                   event_time=datetime.fromisoformat(record["event_time"]),
-                   publication_id=record["publication_id"])
+        return cls(
+            table=record["table"],
+            snapshot_id=record.get("snapshot_id"),
+            partition_values=record.get("partition_values") or {},
+            tags=record.get("tags") or {},
+            operation=record.get("operation", "APPEND"),
+            event_time=datetime.fromisoformat(record["event_time"]),
+            publication_id=record["publication_id"],
+        )
 
 
 def pairs(values: Iterable[str], option: str) -> dict[str, str]:
@@ -102,8 +116,10 @@ def partitions(values: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for text in values:
         if ";" in text:
-            raise HeartbeatError(f"publish: --partition {text!r}: one partition per --partition (no ';'); "
-                                 "repeat the option for more columns")
+            raise HeartbeatError(
+                f"publish: --partition {text!r}: one partition per --partition (no ';'); "
+                "repeat the option for more columns"
+            )
         try:
             (spec,) = parse_filter(text).partitions
         except ValueError as exc:
@@ -121,8 +137,10 @@ def check_partition_value(column: str, value: str, given: str | None = None) -> 
     if not COLUMN_NAME.fullmatch(column):
         raise HeartbeatError(f"publish: {what}: {column!r} is not a column name (letters, digits, _)")
     if not value.strip() or any(c in value for c in "/=;") or "{{" in value or "}}" in value:
-        raise HeartbeatError(f"publish: {what}: value {value!r} must be a literal partition value "
-                             "(e.g. ds=2026-11-22; several columns as ds=2026-11-22/hour=03)")
+        raise HeartbeatError(
+            f"publish: {what}: value {value!r} must be a literal partition value "
+            "(e.g. ds=2026-11-22; several columns as ds=2026-11-22/hour=03)"
+        )
 
 
 def watching_rows(rows: Sequence[ControlRow] | None, table: str) -> list[ControlRow] | None:
@@ -157,8 +175,12 @@ def recorded(state_dir: Path, publication: Publication) -> bool:
     log's files without Spark. False when they cannot be read here: the tick records each id once anyway."""
     if not publication.snapshot_id:
         return False
-    query = EventQuery(since=datetime.now(timezone.utc) - PUBLICATION_WINDOW, upstream=publication.upstream_label,
-                       event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0)
+    query = EventQuery(
+        since=datetime.now(timezone.utc) - PUBLICATION_WINDOW,
+        upstream=publication.upstream_label,
+        event_types=(EventType.CHANGE_PUBLISHED.value,),
+        limit=0,
+    )
     try:
         return any(e["event_id"] == publication.publication_id for e in read_events(state_dir, query))
     except HeartbeatError:
@@ -169,8 +191,9 @@ def recorded(state_dir: Path, publication: Publication) -> bool:
 def new_events(events: EventLog, publications: Sequence[Publication]) -> list[Event]:
     """The events of the publications whose id the log does not hold yet (each id once), to append."""
     unique = list({p.publication_id: p for p in publications}.values())
-    known = events.existing_ids([p.publication_id for p in unique], EventType.CHANGE_PUBLISHED,
-                                PUBLICATION_WINDOW.days + 1)
+    known = events.existing_ids(
+        [p.publication_id for p in unique], EventType.CHANGE_PUBLISHED, PUBLICATION_WINDOW.days + 1
+    )
     return [p.event() for p in unique if p.publication_id not in known]
 
 
@@ -186,20 +209,37 @@ def apply_queued(events: EventLog, state_dir: Path) -> int:
 def on_success(settings: PublishSettings, events: Sequence[Event]) -> list[Publication]:
     """For each successful run (RUN_SUCCEEDED, MANUAL_COMPLETE) of a job with `publish.on_success`,
     a publication of each table it writes; the run id is the snapshot id, so a run publishes once."""
-    runs = {(e.row.trigger_job_id, e.run_id) for e in events
-            if e.row is not None and e.run_id and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)}
-    return [Publication(table, snapshot_id=run_id, tags={"job_id": job_id, "run_id": run_id})
-            for job_id, run_id in sorted(runs) for table in settings.on_success.get(job_id, [])]
+    runs = {
+        (e.row.trigger_job_id, e.run_id)
+        for e in events
+        if e.row is not None and e.run_id and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
+    }
+    return [
+        Publication(table, snapshot_id=run_id, tags={"job_id": job_id, "run_id": run_id})
+        for job_id, run_id in sorted(runs)
+        for table in settings.on_success.get(job_id, [])
+    ]
 
 
-def publish(table: str, *, partition: Mapping[str, str] | None = None, snapshot: str | int | None = None,
-            tags: Mapping[str, str] | None = None, operation: str = "APPEND",
-            config: Config | None = None) -> Publication:
+def publish(
+    table: str,
+    *,
+    partition: Mapping[str, str] | None = None,
+    snapshot: str | int | None = None,
+    tags: Mapping[str, str] | None = None,
+    operation: str = "APPEND",
+    config: Config | None = None,
+) -> Publication:
     """Register a change of `table` for the heartbeat whose configuration is `config` (default: as
     `python -m harness` finds it). Queued for its next tick, which appends it before sensing; safe to
     call from a job while the heartbeat runs, and twice with the same snapshot (one event)."""
     config = config or load_config()
-    publication = Publication(table, str(snapshot) if snapshot is not None else None, dict(partition or {}),
-                              dict(tags or {}), operation.upper())
+    publication = Publication(
+        table,
+        str(snapshot) if snapshot is not None else None,
+        dict(partition or {}),
+        dict(tags or {}),
+        operation.upper(),
+    )
     enqueue(config.state_dir, publication)
     return publication

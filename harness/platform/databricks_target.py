@@ -42,6 +42,7 @@ def prepare(config: Config) -> None:
         except Exception as exc:  # noqa: BLE001 - the SDK's errors, or the runtime's dbutils' own
             raise BackendError(
                 f"databricks.dbt_token_secret {secret}: cannot read the secret ({type(exc).__name__}: {exc}); "
-                f"grant the heartbeat's identity READ on the secret scope {scope!r}") from None
+                f"grant the heartbeat's identity READ on the secret scope {scope!r}"
+            ) from None
         register_secret(token)
         os.environ[TOKEN_ENVS[0]] = token

@@ -15,10 +15,10 @@ import json
 import logging
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
-from contextlib import contextmanager
 
 from harness.config import Config
 from harness.errors import DbtError
@@ -66,12 +66,18 @@ def dbt_args(config: Config, command: list[str], **extra_vars: Any) -> list[str]
     """The whole dbt command line for `command` (e.g. ["build", "--select", ...]) under `config`."""
     return [
         *command,
-        "--project-dir", str(config.project_dir),
-        "--profiles-dir", str(config.project_dir),
-        "--target", config.dbt_target,
-        "--target-path", str(config.dbt_target_path),
-        "--log-path", str(config.dbt_log_path),
-        "--vars", json.dumps(dbt_vars(config, **extra_vars)),
+        "--project-dir",
+        str(config.project_dir),
+        "--profiles-dir",
+        str(config.project_dir),
+        "--target",
+        config.dbt_target,
+        "--target-path",
+        str(config.dbt_target_path),
+        "--log-path",
+        str(config.dbt_log_path),
+        "--vars",
+        json.dumps(dbt_vars(config, **extra_vars)),
     ]
 
 
@@ -150,8 +156,9 @@ def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manife
         _manifests[key] = _manifests.pop(key)  # the newest used last
         return _manifests[key]
     command = dbt_args(config, ["parse"], **extra_vars)
-    result = dbtRunner().invoke(["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *command]
-                                if quiet else command)
+    result = dbtRunner().invoke(
+        ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *command] if quiet else command
+    )
     from dbt.contracts.graph.manifest import Manifest
 
     if not result.success or not isinstance(result.result, Manifest):
@@ -166,8 +173,11 @@ def project_digest(config: Config) -> str:
     """What dbt's parse of the project depends on: its files (models, macros, the heartbeat adapter's
     macros, dbt_project.yml, profiles.yml), the target and the vars."""
     roots = [config.project_dir / "models", config.project_dir / "macros", *_adapter_macros()]
-    files = [config.project_dir / "dbt_project.yml", config.project_dir / "profiles.yml",
-             *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml"))]
+    files = [
+        config.project_dir / "dbt_project.yml",
+        config.project_dir / "profiles.yml",
+        *sorted(f for root in roots for f in root.rglob("*") if f.is_file() and f.suffix in (".sql", ".yml")),
+    ]
     digest = hashlib.sha256(dumps([config.dbt_target, dbt_vars(config)]).encode())
     for f in files:
         digest.update(f.name.encode() + f.read_bytes())

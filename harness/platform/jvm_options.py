@@ -94,8 +94,9 @@ def train(state_dir: Path) -> None:
     spark.sql(f"ALTER TABLE archive_training.state SET LOCATION '{folder.as_uri()}'")
     spark.sql("REFRESH TABLE archive_training.state")
     spark.sql("ANALYZE TABLE archive_training.state COMPUTE STATISTICS")
-    spark.createDataFrame([("c", None, "z", None)], "id string, at timestamp, kind string, day date") \
-        .write.insertInto("archive_training.events")
+    spark.createDataFrame([("c", None, "z", None)], "id string, at timestamp, kind string, day date").write.insertInto(
+        "archive_training.events"
+    )
     spark.table("archive_training.events").orderBy("id").collect()
     spark.stop()
 
@@ -109,8 +110,12 @@ def make_archive() -> Path:
         env = {**os.environ, DUMP_ENV: str(dump), "SPARK_LOCAL_IP": "127.0.0.1"}
         # Reading the output to its end waits for the JVM too (it shares the output), so the archive it
         # writes as it exits is whole before it is moved into place.
-        done = subprocess.run([sys.executable, "-m", "harness.platform.jvm_options", "--train", str(Path(work) / "state")],
-                              env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.platform.jvm_options", "--train", str(Path(work) / "state")],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not dump.exists():
             dump.unlink(missing_ok=True)
             raise RuntimeError(f"no class archive was written: {done.stderr.strip()[-2000:]}")

@@ -94,8 +94,9 @@ def get_spark(config: Config) -> SparkSession:
     if remote is not None:
         # The local Connect server takes the settings below when it starts; the client then tries to
         # set them again on its session and warns that the static ones cannot change.
-        warnings.filterwarnings("ignore", message=r"Failed to set .* due to \[CANNOT_MODIFY_CONFIG\]",
-                                category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message=r"Failed to set .* due to \[CANNOT_MODIFY_CONFIG\]", category=UserWarning
+        )
     config.state_dir.mkdir(parents=True, exist_ok=True)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
     delta_jars = list(config.delta_jars)
@@ -105,9 +106,16 @@ def get_spark(config: Config) -> SparkSession:
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
-        .config("spark.driver.extraJavaOptions", " ".join([
-            f"-Dderby.system.home={config.state_dir}", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-            *java_options()]))
+        .config(
+            "spark.driver.extraJavaOptions",
+            " ".join(
+                [
+                    f"-Dderby.system.home={config.state_dir}",
+                    f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+                    *java_options(),
+                ]
+            ),
+        )
         .config(SESSION_TIME_ZONE, "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")

@@ -56,8 +56,9 @@ class ChangeRange:
             if upstream.sensor_id == sensor_id and upstream.sensor_source == sensor_source:
                 return upstream
         known = ", ".join(u.label for u in self.upstreams) or "none"
-        raise ChangeRangeError(f"the change range of job {self.job_id} has no upstream {sensor_source}:{sensor_id} "
-                               f"(it has: {known})")
+        raise ChangeRangeError(
+            f"the change range of job {self.job_id} has no upstream {sensor_source}:{sensor_id} (it has: {known})"
+        )
 
 
 def _referenced(raw: Any) -> Any:
@@ -70,10 +71,12 @@ def _referenced(raw: Any) -> Any:
     except OSError as exc:
         raise ChangeRangeError(
             f"the change range of run {raw.get('run_context_id')} was handed by reference to {path}, which "
-            f"cannot be read ({exc}); grant the job's identity READ VOLUME on the heartbeat's state volume") from None
+            f"cannot be read ({exc}); grant the job's identity READ VOLUME on the heartbeat's state volume"
+        ) from None
     if whole.get("run_context_id") != raw.get("run_context_id"):
-        raise ChangeRangeError(f"{path} holds the range of run {whole.get('run_context_id')}, not of "
-                               f"{raw.get('run_context_id')}")
+        raise ChangeRangeError(
+            f"{path} holds the range of run {whole.get('run_context_id')}, not of {raw.get('run_context_id')}"
+        )
     return whole
 
 
@@ -83,11 +86,18 @@ def parse(text: str) -> ChangeRange:
     try:
         raw = _referenced(json.loads(text))
         upstreams = tuple(
-            UpstreamRange(sensor_source=str(u["sensor_source"]), sensor_id=str(u["sensor_id"]),
-                          dependency=str(u.get("dependency", "")), start=u.get("from"), end=u.get("to"))
-            for u in raw.get("upstreams", []))
-        return ChangeRange(job_id=str(raw.get("job_id", "")), run_context_id=str(raw.get("run_context_id", "")),
-                           upstreams=upstreams)
+            UpstreamRange(
+                sensor_source=str(u["sensor_source"]),
+                sensor_id=str(u["sensor_id"]),
+                dependency=str(u.get("dependency", "")),
+                start=u.get("from"),
+                end=u.get("to"),
+            )
+            for u in raw.get("upstreams", [])
+        )
+        return ChangeRange(
+            job_id=str(raw.get("job_id", "")), run_context_id=str(raw.get("run_context_id", "")), upstreams=upstreams
+        )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ChangeRangeError(f"not a change range the heartbeat sends: {exc}: {text[:200]}") from None
 

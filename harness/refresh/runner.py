@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.platform import dbt_runner
 from harness.config import Config
 from harness.errors import DbtError
+from harness.platform import dbt_runner
 
 
 def run(config: Config, command: list[str], **variables: Any) -> dbt_runner.DbtOutcome:
@@ -22,8 +22,9 @@ def run(config: Config, command: list[str], **variables: Any) -> dbt_runner.DbtO
         details = failed_nodes(config)
         if not details:
             raise
-        raise DbtError(f"dbt {command[0]} failed: " + "; ".join(f"{name}: {message}" for name, message in details)) \
-            from exc
+        raise DbtError(
+            f"dbt {command[0]} failed: " + "; ".join(f"{name}: {message}" for name, message in details)
+        ) from exc
 
 
 def failed_nodes(config: Config) -> list[tuple[str, str]]:

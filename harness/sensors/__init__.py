@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable
 
 from harness.config import Config
 from harness.errors import ConfigError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Sensor
+from harness.vocabulary import SensorSource
 
 Registry = dict[SensorSource, Sensor[Any]]
 
@@ -66,6 +66,7 @@ def _builders(config: Config) -> dict[SensorSource, Callable[[], Sensor[Any]]]:
             from harness.sensors.sap import SapChainSensor
 
             return SapChainSensor.from_settings(kind, config.sap_bw if kind is SensorSource.SAP_BW else config.sap_b4)
+
         return build
 
     def upstream_sensor_table() -> Sensor[Any]:

@@ -21,8 +21,8 @@ from typing import Any, Generic, Mapping, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource, upstream_label
 from harness.sensors.context import CheckContext
+from harness.vocabulary import SensorSource, upstream_label
 
 Watermark = Mapping[str, Any]
 
@@ -78,8 +78,9 @@ class Sensor(ABC, Generic[P]):
     def detect(self, upstream: Upstream, position: P, since: Watermark | None) -> Detection:
         """Compare the position with one row's watermark (None: never sensed, any data is new)."""
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: P,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: P, since: Watermark | None
+    ) -> DataFrame:
         """The data beyond `since` up to `position` as a DataFrame on `context.spark` (the view
         `sensor_new_data` of preprocess_query)."""
         raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.source.value}")

@@ -43,8 +43,9 @@ class ChangeEvent:
 
     def touches(self, partition: Sequence[tuple[str, str]]) -> bool:
         """The event touched a partition matching these (column, value) pairs (a subset of its columns)."""
-        return any(all(str(values.get(column)) == value for column, value in partition)
-                   for values in self.partition_values)
+        return any(
+            all(str(values.get(column)) == value for column, value in partition) for values in self.partition_values
+        )
 
 
 def described(events: Sequence[ChangeEvent]) -> dict[str, Any]:

@@ -46,8 +46,9 @@ class CheckContext:
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
-    def starting_now(cls, spark: SparkSession | None, timeout_seconds: float,
-                     clock: Callable[[], float] = time.monotonic) -> CheckContext:
+    def starting_now(
+        cls, spark: SparkSession | None, timeout_seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> CheckContext:
         return cls(spark, clock() + timeout_seconds, timeout_seconds, clock)
 
     def remaining(self) -> float:

@@ -30,8 +30,6 @@ from pyspark.sql import DataFrame
 
 from harness.config import DeltaSettings, env_secret
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
-from harness.sensors.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
@@ -47,7 +45,9 @@ from harness.sensors.delta_log import (
     parse_commit,
 )
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
+from harness.sensors.preprocess import quote_identifier
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
+from harness.vocabulary import SensorSource
 
 
 def is_path(sensor_id: str) -> bool:
@@ -83,8 +83,10 @@ class TableState:
         """The add actions of the current snapshot grouped by partition; a partition's fingerprint is
         that of its files' paths (an overwrite replaces them)."""
         if self.files is None:
-            raise SensorError(f"{self.table}: a partition trigger reads the table's files from its log, which "
-                              "needs the table's path or URI as sensor_id (e.g. s3://bucket/sales/orders)")
+            raise SensorError(
+                f"{self.table}: a partition trigger reads the table's files from its log, which "
+                "needs the table's path or URI as sensor_id (e.g. s3://bucket/sales/orders)"
+            )
         actions = self.files()
         if actions.num_rows == 0:
             return []
@@ -92,8 +94,12 @@ class TableState:
         paths: dict[tuple[Any, ...], list[str]] = defaultdict(list)
         for row in actions.select(["path", *columns]).to_pylist():
             paths[tuple(row[c] for c in columns)].append(row["path"])
-        return [PartitionContent({c: None if v is None else str(v) for c, v in zip(self.partition_columns, values)},
-                                 fingerprint(files)) for values, files in paths.items()]
+        return [
+            PartitionContent(
+                {c: None if v is None else str(v) for c, v in zip(self.partition_columns, values)}, fingerprint(files)
+            )
+            for values, files in paths.items()
+        ]
 
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
         seen = seen_version(since)
@@ -142,15 +148,23 @@ class PathTables:
             return DeltaTable(upstream.sensor_id, version=version, storage_options=self.storage_options or None)
         except (DeltaError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SensorError(f"{upstream.label}: cannot read the Delta table: {first}; "
-                              "check the path (sensor_id) and delta.storage_options") from exc
+            raise SensorError(
+                f"{upstream.label}: cannot read the Delta table: {first}; "
+                "check the path (sensor_id) and delta.storage_options"
+            ) from exc
 
     def position(self, upstream: Upstream) -> TableState:
         table = self.open(upstream)
         key_max = self._key_max(upstream, table) if upstream.upstream_key else None
-        return TableState(upstream.sensor_id, table.version(), CommitLog(upstream.sensor_id, self.storage_options),
-                          tuple(table.metadata().partition_columns), upstream.upstream_key, key_max,
-                          files=lambda: pa.table(table.get_add_actions(flatten=True)))
+        return TableState(
+            upstream.sensor_id,
+            table.version(),
+            CommitLog(upstream.sensor_id, self.storage_options),
+            tuple(table.metadata().partition_columns),
+            upstream.upstream_key,
+            key_max,
+            files=lambda: pa.table(table.get_add_actions(flatten=True)),
+        )
 
     @staticmethod
     def _key_max(upstream: Upstream, table: DeltaTable) -> Any:
@@ -162,13 +176,17 @@ class PathTables:
             return None
         if stat in actions.column_names:
             column = actions.column(stat)
-            exact = pa.types.is_integer(column.type) or pa.types.is_decimal(column.type) or pa.types.is_date(column.type)
+            exact = (
+                pa.types.is_integer(column.type) or pa.types.is_decimal(column.type) or pa.types.is_date(column.type)
+            )
             if exact and column.null_count == 0:
                 return pc.max(column).as_py()
         dataset = table.to_pyarrow_dataset()
         if key not in dataset.schema.names:
-            raise SensorError(f"{upstream.label}: upstream_key {key!r} is not a column of the table "
-                              f"(columns: {', '.join(dataset.schema.names)})")
+            raise SensorError(
+                f"{upstream.label}: upstream_key {key!r} is not a column of the table "
+                f"(columns: {', '.join(dataset.schema.names)})"
+            )
         return pc.max(dataset.to_table(columns=[key]).column(key)).as_py()
 
     def new_rows(self, upstream: Upstream, state: TableState, since: Watermark | None) -> pa.Table:
@@ -209,12 +227,15 @@ class NamedTables:
             raise SensorError(
                 f"{upstream.label}: a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on "
                 "Spark's classpath (not found in this session); give the table's path or URI as sensor_id "
-                "instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)")
+                "instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)"
+            )
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         key = quote_identifier(upstream.upstream_key) if upstream.upstream_key else None
         try:
             with context.spark_until_deadline(upstream.label) as spark:
-                history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()]
+                history = [
+                    r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()
+                ]
                 key_max = spark.sql(f"SELECT max({key}) AS m FROM {name}").collect()[0][0] if key else None
         except SensorError:
             raise
@@ -223,8 +244,13 @@ class NamedTables:
                 raise context.timed_out(upstream.label) from exc
             raise SensorError(f"{upstream.label}: {spark_error_text(exc)}") from exc
         commits = {c.version: c for c in map(commit_from_history, history)}
-        return TableState(upstream.sensor_id, max(commits, default=-1), KnownCommits(commits),
-                          key=upstream.upstream_key, key_max=key_max)
+        return TableState(
+            upstream.sensor_id,
+            max(commits, default=-1),
+            KnownCommits(commits),
+            key=upstream.upstream_key,
+            key_max=key_max,
+        )
 
     @staticmethod
     def new_rows(context: CheckContext, upstream: Upstream, state: TableState, since: Watermark | None) -> DataFrame:
@@ -276,10 +302,13 @@ class DeltaSensor(Sensor[TableState]):
         first = seen + 1 if seen < position.version else 0  # version went back: the table was recreated
         commits, undescribed = commits_between(position.commits, first, position.version)
         if undescribed == 0 and not any(c.change for c in commits):
-            return NothingNew(f"versions {first}-{position.version} change no data "
-                              f"({', '.join(sorted({c.operation for c in commits}))})")
-        changes = describe_changes(upstream.sensor_id, seen, position.version, commits, undescribed,
-                                   bool(position.partition_columns))
+            return NothingNew(
+                f"versions {first}-{position.version} change no data "
+                f"({', '.join(sorted({c.operation for c in commits}))})"
+            )
+        changes = describe_changes(
+            upstream.sensor_id, seen, position.version, commits, undescribed, bool(position.partition_columns)
+        )
         return NewData(watermark=position.watermark, changes=changes)
 
     @staticmethod
@@ -289,15 +318,19 @@ class DeltaSensor(Sensor[TableState]):
             return NothingNew(f"no {upstream.upstream_key} value yet (table empty)")
         if not key_values.is_beyond(position.key_max, previous):
             return NothingNew(f"max({upstream.upstream_key}) is still {previous['value'] if previous else None}")
-        return NewData(watermark=position.watermark, changes={
-            "upstream_key": upstream.upstream_key,
-            "key_from": previous["value"] if previous else None,
-            "key_to": position.watermark["max"]["value"],
-            "version_to": position.version,
-        })
+        return NewData(
+            watermark=position.watermark,
+            changes={
+                "upstream_key": upstream.upstream_key,
+                "key_from": previous["value"] if previous else None,
+                "key_to": position.watermark["max"]["value"],
+                "version_to": position.version,
+            },
+        )
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: TableState,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: TableState, since: Watermark | None
+    ) -> DataFrame:
         if not is_path(upstream.sensor_id):
             return self.names.new_rows(context, upstream, position, since)
         rows = self.paths.new_rows(upstream, position, since)

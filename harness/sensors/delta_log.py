@@ -16,16 +16,36 @@ from typing import Any, Iterable, Mapping, Protocol
 from harness.sensors.change_events import ChangeEvent, described, overall_operation
 
 MAX_DETAILED_COMMITS = 100  # commits described in one event; older ones are counted, not described
-_DATA_OPERATIONS = {"DELETE": "DELETE", "UPDATE": "UPDATE", "MERGE": "UPDATE", "RESTORE": "UPDATE",
-                    "TRUNCATE": "DELETE"}
+_DATA_OPERATIONS = {
+    "DELETE": "DELETE",
+    "UPDATE": "UPDATE",
+    "MERGE": "UPDATE",
+    "RESTORE": "UPDATE",
+    "TRUNCATE": "DELETE",
+}
 _WRITE_MODES = {"append": "APPEND", "overwrite": "UPDATE"}
 
 Partition = tuple[tuple[str, str | None], ...]  # (column, value) pairs, sorted
 # commitInfo fields Delta writers set themselves; any other text field is a tag its writer attached
 # (delta-rs `CommitProperties(custom_metadata=...)`, Spark's `userMetadata`).
-_COMMIT_INFO_FIELDS = {"timestamp", "operation", "operationParameters", "operationMetrics", "engineInfo",
-                       "clientVersion", "isolationLevel", "isBlindAppend", "txnId", "readVersion", "userId",
-                       "userName", "clusterId", "job", "notebook", "inCommitTimestamp"}
+_COMMIT_INFO_FIELDS = {
+    "timestamp",
+    "operation",
+    "operationParameters",
+    "operationMetrics",
+    "engineInfo",
+    "clientVersion",
+    "isolationLevel",
+    "isBlindAppend",
+    "txnId",
+    "readVersion",
+    "userId",
+    "userName",
+    "clusterId",
+    "job",
+    "notebook",
+    "inCommitTimestamp",
+}
 
 
 @dataclass(frozen=True)
@@ -41,16 +61,26 @@ class Commit:
     tags: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> dict[str, Any]:
-        return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation,
-                "change": self.change}
+        return {
+            "version": self.version,
+            "timestamp": self.timestamp,
+            "operation": self.operation,
+            "change": self.change,
+        }
 
     def change_event(self, table: str) -> ChangeEvent:
         """The version as a data change event (only for versions that change data)."""
-        return ChangeEvent(event_time=self.timestamp, table=table, table_format="delta", snapshot_id=self.version,
-                           snapshot_time=self.timestamp,
-                           previous_snapshot_id=self.version - 1 if self.version > 0 else None,
-                           operation=self.change or "UPDATE", partition_values=tuple(dict(p) for p in self.partitions),
-                           tags=dict(self.tags))
+        return ChangeEvent(
+            event_time=self.timestamp,
+            table=table,
+            table_format="delta",
+            snapshot_id=self.version,
+            snapshot_time=self.timestamp,
+            previous_snapshot_id=self.version - 1 if self.version > 0 else None,
+            operation=self.change or "UPDATE",
+            partition_values=tuple(dict(p) for p in self.partitions),
+            tags=dict(self.tags),
+        )
 
 
 def change_kind(operation: str, parameters: Mapping[str, Any], adds: int, removes: int) -> str | None:
@@ -113,8 +143,12 @@ def commit_from_history(entry: Mapping[str, Any]) -> Commit:
         adds = max(adds, 1)
     if operation.startswith(("OPTIMIZE", "VACUUM")):
         adds = removes = 0  # rewrites files, never data
-    return Commit(version=int(entry["version"]), timestamp=_commit_time(entry.get("timestamp")), operation=operation,
-                  change=change_kind(operation, parameters, adds, removes))
+    return Commit(
+        version=int(entry["version"]),
+        timestamp=_commit_time(entry.get("timestamp")),
+        operation=operation,
+        change=change_kind(operation, parameters, adds, removes),
+    )
 
 
 class CommitSource(Protocol):
@@ -145,8 +179,9 @@ def overall_change(commits: Iterable[Commit]) -> str | None:
     return overall_operation(c.change for c in commits)
 
 
-def describe_changes(table: str, seen: int, version: int, commits: list[Commit], undescribed: int,
-                     partitioned: bool) -> dict[str, Any]:
+def describe_changes(
+    table: str, seen: int, version: int, commits: list[Commit], undescribed: int, partitioned: bool
+) -> dict[str, Any]:
     """The event's details for versions after `seen` (-1: never sensed) up to `version`."""
     data = [c for c in commits if c.change]
     changes: dict[str, Any] = {

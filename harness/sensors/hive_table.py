@@ -28,12 +28,12 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import SparkSession
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
+from harness.vocabulary import SensorSource
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,10 @@ class HiveState:
     @property
     def watermark(self) -> Watermark:
         files = [f.key for p in self.partitions for f in p.files]
-        return {"fingerprint": fingerprint(files),
-                "modified_ms": max((p.modified_ms for p in self.partitions), default=0)}
+        return {
+            "fingerprint": fingerprint(files),
+            "modified_ms": max((p.modified_ms for p in self.partitions), default=0),
+        }
 
     def partition_contents(self) -> Sequence[PartitionContent]:
         return [PartitionContent(p.values, fingerprint([f.key for f in p.files])) for p in self.partitions]
@@ -83,19 +85,39 @@ class HiveState:
         if now == before:
             return []
         changed = sorted((p for p in self.partitions if p.modified_ms > after), key=lambda p: p.modified_ms)
-        events = [ChangeEvent(event_time=_iso(p.modified_ms), table=self.table, table_format="hive", snapshot_id=now,
-                              snapshot_time=_iso(p.modified_ms), previous_snapshot_id=before, operation="APPEND",
-                              partition_values=(p.values,) if self.partition_columns else ())
-                  for p in changed]
+        events = [
+            ChangeEvent(
+                event_time=_iso(p.modified_ms),
+                table=self.table,
+                table_format="hive",
+                snapshot_id=now,
+                snapshot_time=_iso(p.modified_ms),
+                previous_snapshot_id=before,
+                operation="APPEND",
+                partition_values=(p.values,) if self.partition_columns else (),
+            )
+            for p in changed
+        ]
         if not events:
-            events = [ChangeEvent(event_time=None, table=self.table, table_format="hive", snapshot_id=now,
-                                  snapshot_time=None, previous_snapshot_id=before, operation="DELETE")]
+            events = [
+                ChangeEvent(
+                    event_time=None,
+                    table=self.table,
+                    table_format="hive",
+                    snapshot_id=now,
+                    snapshot_time=None,
+                    previous_snapshot_id=before,
+                    operation="DELETE",
+                )
+            ]
         return events
 
 
 def _describe(spark: SparkSession, name: str) -> tuple[str, tuple[str, ...]]:
     """The table's location and partition columns."""
-    rows = [(str(r[0]).strip(), str(r[1] or "").strip()) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()]
+    rows = [
+        (str(r[0]).strip(), str(r[1] or "").strip()) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    ]
     location = next((value for key, value in rows if key == "Location"), "")
     columns: list[str] = []
     if "# Partition Information" in [k for k, _ in rows]:
@@ -113,8 +135,13 @@ def _list_files(spark: SparkSession, location: str, label: str) -> list[DataFile
     read. Spark leaves hidden `_`/`.` files out. Runs on classic Spark and on Spark Connect alike (no
     context, no JVM access from Python). A location with no folder yet holds no files."""
     try:
-        rows = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(location)
-                .selectExpr("path", "length", "unix_millis(modificationTime) AS modified_ms").collect())
+        rows = (
+            spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .load(location)
+            .selectExpr("path", "length", "unix_millis(modificationTime) AS modified_ms")
+            .collect()
+        )
     except Exception as exc:  # noqa: BLE001 - a table created but never written has no folder yet
         if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
             return []
@@ -125,7 +152,7 @@ def _list_files(spark: SparkSession, location: str, label: str) -> list[DataFile
         path = _path_part(str(row["path"]))
         if not path.startswith(root + "/"):
             raise SensorError(f"{label}: a listed file {row['path']} is not under the table's location {location}")
-        relative = path[len(root) + 1:]
+        relative = path[len(root) + 1 :]
         if any(part.startswith(("_", ".")) for part in relative.split("/")):
             continue
         files.append(DataFile(relative, int(row["length"]), int(row["modified_ms"])))
@@ -148,8 +175,10 @@ class HiveTableSensor(Sensor[HiveState]):
                 location, columns = _describe(spark, name)
                 specs = [str(r[0]) for r in spark.sql(f"SHOW PARTITIONS {name}").collect()] if columns else [""]
                 if not location:
-                    raise SensorError(f"{upstream.label}: the metastore gives no location for the table "
-                                      "(a view?); name a table whose files are in a folder")
+                    raise SensorError(
+                        f"{upstream.label}: the metastore gives no location for the table "
+                        "(a view?); name a table whose files are in a folder"
+                    )
                 files = _list_files(spark, location, upstream.label)
         except SensorError:
             raise

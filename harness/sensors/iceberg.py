@@ -26,11 +26,11 @@ from pyiceberg.table import Table
 
 from harness.config import IcebergSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
+from harness.vocabulary import SensorSource
 
 DEFAULT_CATALOG = "default"
 _CHANGES = {"append": "APPEND", "overwrite": "UPDATE", "delete": "DELETE"}  # replace: no data change
@@ -83,10 +83,17 @@ class IcebergState:
 
     def change_event(self, snapshot: Snapshot) -> ChangeEvent:
         tags = {k: v for k, v in snapshot.properties.items() if not _is_metric(k)}
-        return ChangeEvent(event_time=snapshot.timestamp, table=self.table_name, table_format="iceberg",
-                           snapshot_id=snapshot.snapshot_id, snapshot_time=snapshot.timestamp,
-                           previous_snapshot_id=snapshot.parent_id, operation=snapshot.change or "UPDATE",
-                           partition_values=self._touched(snapshot.snapshot_id), tags=tags)
+        return ChangeEvent(
+            event_time=snapshot.timestamp,
+            table=self.table_name,
+            table_format="iceberg",
+            snapshot_id=snapshot.snapshot_id,
+            snapshot_time=snapshot.timestamp,
+            previous_snapshot_id=snapshot.parent_id,
+            operation=snapshot.change or "UPDATE",
+            partition_values=self._touched(snapshot.snapshot_id),
+            tags=tags,
+        )
 
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
         chain, _ = self.between(_seen(since))
@@ -114,8 +121,12 @@ class IcebergState:
         for position, spec_field in enumerate(spec.fields):
             value = record[position]
             source_type = schema.find_type(spec_field.source_id)
-            values.append((spec_field.name,
-                           None if value is None else str(spec_field.transform.to_human_string(source_type, value))))
+            values.append(
+                (
+                    spec_field.name,
+                    None if value is None else str(spec_field.transform.to_human_string(source_type, value)),
+                )
+            )
         return tuple(values)
 
     def partition_contents(self) -> Sequence[PartitionContent]:
@@ -135,8 +146,25 @@ class IcebergState:
 
 def _is_metric(key: str) -> bool:
     """The summary fields Iceberg writers fill in themselves (added-data-files, total-records, ...)."""
-    return key.startswith(("added-", "deleted-", "removed-", "total-", "changed-", "replace-", "manifests-",
-                           "entries-", "engine-", "iceberg-", "spark.", "app-id")) or key in _SUMMARY_FIELDS
+    return (
+        key.startswith(
+            (
+                "added-",
+                "deleted-",
+                "removed-",
+                "total-",
+                "changed-",
+                "replace-",
+                "manifests-",
+                "entries-",
+                "engine-",
+                "iceberg-",
+                "spark.",
+                "app-id",
+            )
+        )
+        or key in _SUMMARY_FIELDS
+    )
 
 
 def _seen(since: Watermark | None) -> int | None:
@@ -168,8 +196,9 @@ class IcebergSensor(Sensor[IcebergState]):
         name, table = name.strip() or DEFAULT_CATALOG, table.strip()
         if name not in self.catalogs:
             known = ", ".join(self.catalogs) or "none"
-            raise SensorError(f"{upstream.label}: no Iceberg catalog {name!r} in heartbeat.yml "
-                              f"(iceberg.catalogs: {known})")
+            raise SensorError(
+                f"{upstream.label}: no Iceberg catalog {name!r} in heartbeat.yml (iceberg.catalogs: {known})"
+            )
         if "." not in table:
             raise SensorError(f"{upstream.label}: expected namespace.table after the catalog, e.g. sales.orders")
         try:
@@ -191,14 +220,19 @@ class IcebergSensor(Sensor[IcebergState]):
         if context.expired:
             raise context.timed_out(upstream.label)
         snapshots = {
-            s.snapshot_id: Snapshot(s.snapshot_id, s.parent_snapshot_id, _iso(s.timestamp_ms),
-                                    s.summary.operation.value if s.summary else "append",
-                                    dict(s.summary.additional_properties) if s.summary else {})
+            s.snapshot_id: Snapshot(
+                s.snapshot_id,
+                s.parent_snapshot_id,
+                _iso(s.timestamp_ms),
+                s.summary.operation.value if s.summary else "append",
+                dict(s.summary.additional_properties) if s.summary else {},
+            )
             for s in table.snapshots()
         }
         current = table.current_snapshot()
-        return IcebergState(name, table, current.snapshot_id if current else None, snapshots,
-                            tuple(f.name for f in table.spec().fields))
+        return IcebergState(
+            name, table, current.snapshot_id if current else None, snapshots, tuple(f.name for f in table.spec().fields)
+        )
 
     def detect(self, upstream: Upstream, position: IcebergState, since: Watermark | None) -> Detection:
         seen = _seen(since)
@@ -209,7 +243,9 @@ class IcebergSensor(Sensor[IcebergState]):
         chain, found = position.between(seen)
         data = [s for s in chain if s.change]
         if found and not data:
-            return NothingNew(f"snapshots after {seen} change no data ({', '.join(sorted({s.operation for s in chain}))})")
+            return NothingNew(
+                f"snapshots after {seen} change no data ({', '.join(sorted({s.operation for s in chain}))})"
+            )
         events = [position.change_event(s) for s in data[-MAX_EVENTS:]]
         changes: dict[str, Any] = {
             "snapshot_id_from": seen,
@@ -219,9 +255,12 @@ class IcebergSensor(Sensor[IcebergState]):
             **described(events),
         }
         if not found:
-            changes["note"] = (f"snapshot {seen} is not an ancestor of the current one (rolled back or expired): "
-                               "the listed snapshots are the current one's ancestors" if seen is not None else
-                               "never sensed: the newest snapshots are listed")
+            changes["note"] = (
+                f"snapshot {seen} is not an ancestor of the current one (rolled back or expired): "
+                "the listed snapshots are the current one's ancestors"
+                if seen is not None
+                else "never sensed: the newest snapshots are listed"
+            )
         if position.partition_columns:
             touched = {tuple(p.items()) for e in events for p in e.partition_values}
             changes["partitions"] = [dict(p) for p in sorted(touched, key=str)]

@@ -20,11 +20,11 @@ from pyspark.sql import DataFrame, Row
 
 from harness.config import JdbcConnectionSettings, JdbcSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.spark_sql import spark_error_text
+from harness.vocabulary import SensorSource
 
 DEFAULT_CONNECTION = "default"
 QUERY_TIMEOUT = "queryTimeout"  # Spark's JDBC reader option, in whole seconds (0: none)
@@ -66,8 +66,12 @@ class JdbcConnection:
     def reader_options(self, query_timeout_seconds: float) -> dict[str, str]:
         """Spark's JDBC reader options; the query timeout rounded up, so it never ends a query before
         the deadline it was derived from."""
-        options = {**self.properties, "url": self.url, "driver": self.driver,
-                   QUERY_TIMEOUT: str(max(1, math.ceil(query_timeout_seconds)))}
+        options = {
+            **self.properties,
+            "url": self.url,
+            "driver": self.driver,
+            QUERY_TIMEOUT: str(max(1, math.ceil(query_timeout_seconds))),
+        }
         if self.user:
             options["user"] = self.user
         if self.password is not None:
@@ -83,11 +87,14 @@ def connection_from(name: str, spec: JdbcConnectionSettings, where: str) -> Jdbc
         try:
             float(spec.properties[QUERY_TIMEOUT])
         except ValueError:
-            raise ConfigError(f"{where}.properties.{QUERY_TIMEOUT}: a number of seconds, "
-                              f"got {spec.properties[QUERY_TIMEOUT]!r}") from None
+            raise ConfigError(
+                f"{where}.properties.{QUERY_TIMEOUT}: a number of seconds, got {spec.properties[QUERY_TIMEOUT]!r}"
+            ) from None
     user = env_secret(spec.user_env, f"{where}.user_env") if spec.user_env else spec.user
     return JdbcConnection(
-        name=name, url=spec.url, driver=spec.driver,
+        name=name,
+        url=spec.url,
+        driver=spec.driver,
         user=user,
         password=env_secret(spec.password_env, f"{where}.password_env"),
         identifier_quote=spec.identifier_quote,
@@ -120,13 +127,13 @@ def jdbc_frame(context: CheckContext, connection: JdbcConnection, query: str, la
     spark = context.session(label)
     timeout = context.time_left(label, connection.query_timeout_cap)
     try:
-        return spark.read.format("jdbc").options(**connection.reader_options(timeout)).option(
-            "query", query).load()
+        return spark.read.format("jdbc").options(**connection.reader_options(timeout)).option("query", query).load()
     except Exception as exc:  # noqa: BLE001 - py4j/JDBC errors vary by driver; reported with their cause
         if context.expired:
             raise context.timed_out(label) from exc
-        raise SensorError(f"{label}: cannot query {connection.name} ({connection.url}): "
-                          f"{spark_error_text(exc)}") from exc
+        raise SensorError(
+            f"{label}: cannot query {connection.name} ({connection.url}): {spark_error_text(exc)}"
+        ) from exc
 
 
 def jdbc_rows(context: CheckContext, connection: JdbcConnection, query: str, label: str) -> list[Row]:
@@ -174,16 +181,20 @@ class JdbcSensor(Sensor[KeyMax]):
             where = f"jdbc.connections.{name}"
             for key in ("schema_", "log_table"):
                 if getattr(spec, key) is not None:
-                    raise ConfigError(f"{where}.{key.rstrip('_')}: only sap_bw and sap_b4 connections have a "
-                                      "chain log table; a jdbc row names its table in sensor_id")
+                    raise ConfigError(
+                        f"{where}.{key.rstrip('_')}: only sap_bw and sap_b4 connections have a "
+                        "chain log table; a jdbc row names its table in sensor_id"
+                    )
             connections[name] = connection_from(name, spec, where)
         return cls(connections)
 
     def _target(self, upstream: Upstream) -> tuple[JdbcConnection, str, str]:
         """(connection, quoted table, quoted key column)."""
         if not upstream.upstream_key:
-            raise SensorError(f"{upstream.label}: jdbc rows need an upstream_key (the column whose max "
-                              "value is the watermark, e.g. an id or an updated_at column)")
+            raise SensorError(
+                f"{upstream.label}: jdbc rows need an upstream_key (the column whose max "
+                "value is the watermark, e.g. an id or an updated_at column)"
+            )
         name, rest = split_connection(upstream)
         if name not in self.connections:
             raise unknown_connection(upstream, name, "jdbc", self.connections)
@@ -210,8 +221,9 @@ class JdbcSensor(Sensor[KeyMax]):
         }
         return NewData(watermark=position.watermark, changes=changes)
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: KeyMax,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: KeyMax, since: Watermark | None
+    ) -> DataFrame:
         connection, table, key = self._target(upstream)
         if position.value is None:
             raise SensorError(f"{upstream.label}: the table is empty: there are no new rows to read")

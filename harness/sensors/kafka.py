@@ -26,30 +26,41 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 
 from harness.config import KafkaClientSettings, KafkaSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.vocabulary import SensorSource
 
 log = logging.getLogger(__name__)
 
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _PLAIN_KEYS = {  # heartbeat.yml key -> librdkafka property
-    "bootstrap_servers": "bootstrap.servers", "security_protocol": "security.protocol",
-    "sasl_mechanism": "sasl.mechanism", "username": "sasl.username",
-    "ssl_ca_location": "ssl.ca.location", "ssl_certificate_location": "ssl.certificate.location",
-    "ssl_key_location": "ssl.key.location", "ssl_endpoint_identification_algorithm":
-        "ssl.endpoint.identification.algorithm",
+    "bootstrap_servers": "bootstrap.servers",
+    "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "username": "sasl.username",
+    "ssl_ca_location": "ssl.ca.location",
+    "ssl_certificate_location": "ssl.certificate.location",
+    "ssl_key_location": "ssl.key.location",
+    "ssl_endpoint_identification_algorithm": "ssl.endpoint.identification.algorithm",
 }
-_SECRET_KEYS = {"username_env": "sasl.username", "password_env": "sasl.password",
-                "ssl_key_password_env": "ssl.key.password"}
+_SECRET_KEYS = {
+    "username_env": "sasl.username",
+    "password_env": "sasl.password",
+    "ssl_key_password_env": "ssl.key.password",
+}
 DEFAULT_MAX_MESSAGES = 10_000
 DEFAULT_TIMEOUT_SECONDS = 10.0
 
-MESSAGE_SCHEMA = StructType([
-    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-    StructField("partition", IntegerType()), StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-])
+MESSAGE_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -69,16 +80,17 @@ class KafkaClient:
         """The configuration of a client for one check; a SensorError when no brokers are configured (only
         the `kafka:` section itself can lack them: a product without brokers is refused at the start)."""
         if not self.bootstrap_servers:
-            raise SensorError(f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
-                              f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml")
+            raise SensorError(
+                f"{upstream.label}: no Kafka brokers configured; set kafka.bootstrap_servers "
+                f"(or kafka.products.{product or '<product>'}.bootstrap_servers) in heartbeat.yml"
+            )
         return {**self.conf, "logger": log}
 
 
 def kafka_client(section: KafkaClientSettings, where: str) -> KafkaClient:
     """One client's settings resolved: secrets read from the environment, the properties checked."""
     values = section.model_dump()
-    conf: dict[str, Any] = {prop: str(values[key]) for key, prop in _PLAIN_KEYS.items()
-                            if values.get(key) is not None}
+    conf: dict[str, Any] = {prop: str(values[key]) for key, prop in _PLAIN_KEYS.items() if values.get(key) is not None}
     conf["security.protocol"] = section.security_protocol or "PLAINTEXT"
     for key, prop in _SECRET_KEYS.items():
         value = env_secret(values.get(key), f"{where}.{key}")
@@ -86,8 +98,9 @@ def kafka_client(section: KafkaClientSettings, where: str) -> KafkaClient:
             conf[prop] = value
     conf.update(section.properties)
     _check_with_librdkafka(conf, section.properties, where)
-    return KafkaClient(where, conf, section.max_messages or DEFAULT_MAX_MESSAGES,
-                       section.timeout_seconds or DEFAULT_TIMEOUT_SECONDS)
+    return KafkaClient(
+        where, conf, section.max_messages or DEFAULT_MAX_MESSAGES, section.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
+    )
 
 
 def _check_with_librdkafka(conf: Mapping[str, Any], properties: Mapping[str, str], where: str) -> None:
@@ -125,8 +138,10 @@ def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
     head, sep, tail = upstream.sensor_id.partition(":")
     product, topic = (head.strip(), tail.strip()) if sep else (None, head.strip())
     if not _TOPIC.match(topic):
-        raise SensorError(f"{upstream.label}: {topic!r} is not a Kafka topic name "
-                          "(letters, digits, '.', '_', '-'); sensor_id is 'product: topic' or 'topic'")
+        raise SensorError(
+            f"{upstream.label}: {topic!r} is not a Kafka topic name "
+            "(letters, digits, '.', '_', '-'); sensor_id is 'product: topic' or 'topic'"
+        )
     return product or None, topic
 
 
@@ -144,8 +159,9 @@ class KafkaSensor(Sensor[TopicOffsets]):
             where = f"kafka.products.{product}"
             products[product] = kafka_client(settings.for_product(product), where)
             if not products[product].bootstrap_servers:
-                raise ConfigError(f"{where}.bootstrap_servers: not set, neither for the product nor in "
-                                  "kafka.bootstrap_servers")
+                raise ConfigError(
+                    f"{where}.bootstrap_servers: not set, neither for the product nor in kafka.bootstrap_servers"
+                )
         return cls(kafka_client(settings.for_product(None), "kafka"), products)
 
     def client(self, product: str | None) -> KafkaClient:
@@ -167,8 +183,9 @@ class KafkaSensor(Sensor[TopicOffsets]):
         except KafkaException as exc:
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
-            raise SensorError(f"{upstream.label}: cannot read offsets of {topic} from "
-                              f"{client.bootstrap_servers}: {exc.args[0].str()}") from exc
+            raise SensorError(
+                f"{upstream.label}: cannot read offsets of {topic} from {client.bootstrap_servers}: {exc.args[0].str()}"
+            ) from exc
         return TopicOffsets(topic, earliest, end)
 
     @staticmethod
@@ -180,10 +197,10 @@ class KafkaSensor(Sensor[TopicOffsets]):
         return sorted(metadata.partitions)
 
     @staticmethod
-    def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: OffsetSpec,
-                 timeout: float) -> dict[int, int]:
-        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
-                                     request_timeout=timeout)
+    def _offsets(
+        admin: AdminClient, topic: str, partitions: list[int], spec: OffsetSpec, timeout: float
+    ) -> dict[int, int]:
+        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions}, request_timeout=timeout)
         return {tp.partition: int(future.result().offset) for tp, future in futures.items()}
 
     def detect(self, upstream: Upstream, position: TopicOffsets, since: Watermark | None) -> Detection:
@@ -216,20 +233,29 @@ class KafkaSensor(Sensor[TopicOffsets]):
             ranges.append(entry)
         return ranges
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: TopicOffsets,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: TopicOffsets, since: Watermark | None
+    ) -> DataFrame:
         product, _ = parse_sensor_id(upstream)
         messages = self._consume(context, upstream, product, position.topic, self.ranges(position, since))
         return context.session(upstream.label).createDataFrame(messages, MESSAGE_SCHEMA)
 
-    def _consume(self, context: CheckContext, upstream: Upstream, product: str | None, topic: str,
-                 ranges: list[dict[str, int | bool]]) -> list[tuple[Any, ...]]:
+    def _consume(
+        self,
+        context: CheckContext,
+        upstream: Upstream,
+        product: str | None,
+        topic: str,
+        ranges: list[dict[str, int | bool]],
+    ) -> list[tuple[Any, ...]]:
         """Read the messages in `ranges` (at most `max_messages`), without a consumer group commit."""
         client = self.client(product)
         conf = client.config_for(upstream, product) | {
-            "group.id": "heartbeat-sensor", "enable.auto.commit": False, "enable.partition.eof": True}
-        wanted = {int(r["partition"]): (int(max(r["from"], r.get("expired_before", 0))), int(r["to"]))
-                  for r in ranges}
+            "group.id": "heartbeat-sensor",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+        wanted = {int(r["partition"]): (int(max(r["from"], r.get("expired_before", 0))), int(r["to"])) for r in ranges}
         consumer = Consumer(conf)
         try:
             consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in wanted.items()])
@@ -238,8 +264,9 @@ class KafkaSensor(Sensor[TopicOffsets]):
             consumer.close()
 
     @staticmethod
-    def _poll(context: CheckContext, consumer: Consumer, upstream: Upstream, wanted: dict[int, tuple[int, int]],
-              limit: int) -> list[tuple[Any, ...]]:
+    def _poll(
+        context: CheckContext, consumer: Consumer, upstream: Upstream, wanted: dict[int, tuple[int, int]], limit: int
+    ) -> list[tuple[Any, ...]]:
         """Consume until every wanted partition reached its end offset, `limit` messages were read, or the
         check's deadline came (CheckTimedOut)."""
         rows: list[tuple[Any, ...]] = []

@@ -38,8 +38,12 @@ def encode(value: KeyValue) -> dict[str, Any]:
 def decode(stored: Mapping[str, Any]) -> KeyValue:
     kind, value = stored.get("type"), stored.get("value")
     decoders = {
-        "int": int, "float": float, "decimal": Decimal, "string": str,
-        "timestamp": datetime.fromisoformat, "date": date.fromisoformat,
+        "int": int,
+        "float": float,
+        "decimal": Decimal,
+        "string": str,
+        "timestamp": datetime.fromisoformat,
+        "date": date.fromisoformat,
     }
     if kind not in decoders or value is None:
         raise SensorError(f"stored watermark value {dict(stored)!r} is not a typed key value")

@@ -56,14 +56,22 @@ def fingerprint(parts: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
 
 
-def detect_partitions(label: str, position: PartitionedPosition, trigger: PartitionFilter,
-                      tags: Mapping[str, str], since: Watermark | None, at: datetime) -> Detection:
+def detect_partitions(
+    label: str,
+    position: PartitionedPosition,
+    trigger: PartitionFilter,
+    tags: Mapping[str, str],
+    since: Watermark | None,
+    at: datetime,
+) -> Detection:
     """One row's partition trigger at the tick's time `at`."""
     unknown = sorted(trigger.columns - set(position.partition_columns))
     if unknown:
         columns = ", ".join(position.partition_columns) or "nothing (not partitioned)"
-        raise SensorError(f"{label}: partition_filter {trigger.text!r} names {', '.join(unknown)}, "
-                          f"but the table is partitioned by {columns}")
+        raise SensorError(
+            f"{label}: partition_filter {trigger.text!r} names {', '.join(unknown)}, "
+            f"but the table is partitioned by {columns}"
+        )
     wanted = trigger.render(at)
     contents = position.partition_contents()
     ready: dict[str, str] = {}
@@ -84,17 +92,21 @@ def detect_partitions(label: str, position: PartitionedPosition, trigger: Partit
     if tags and not any(tags_match(tags, e.tags) for e in events):
         wanted_tags = ";".join(f"{k}={v}" for k, v in tags.items())
         return NothingNew(f"partition {', '.join(changed)} changed, but no change of it carries the tags {wanted_tags}")
-    return NewData(watermark={**position.watermark, "partitions": ready}, changes={
-        "partition_filter": trigger.text,
-        "partitions_ready": list(ready),
-        "partitions_changed": changed,
-        "partitions_overwritten": [name for name in changed if name in acted],
-        **described(events),
-    })
+    return NewData(
+        watermark={**position.watermark, "partitions": ready},
+        changes={
+            "partition_filter": trigger.text,
+            "partitions_ready": list(ready),
+            "partitions_changed": changed,
+            "partitions_overwritten": [name for name in changed if name in acted],
+            **described(events),
+        },
+    )
 
 
-def _events_of(position: PartitionedPosition, since: Watermark | None, changed: list[Partition],
-               acted: Mapping[str, str]) -> list[ChangeEvent]:
+def _events_of(
+    position: PartitionedPosition, since: Watermark | None, changed: list[Partition], acted: Mapping[str, str]
+) -> list[ChangeEvent]:
     """The change events behind the changed partitions: since the watermark for a partition acted on
     before (its overwrite), every retained one for a partition never acted on (it may have landed
     before the row's watermark moved for another partition)."""
@@ -102,5 +114,8 @@ def _events_of(position: PartitionedPosition, since: Watermark | None, changed: 
     recent = position.events_since(since)
     pool = position.events_since(None) if fresh else recent
     recent_ids = {e.snapshot_id for e in recent}
-    return [e for e in pool
-            if any(e.touches(p) for p in fresh) or (e.snapshot_id in recent_ids and any(e.touches(p) for p in changed))]
+    return [
+        e
+        for e in pool
+        if any(e.touches(p) for p in fresh) or (e.snapshot_id in recent_ids and any(e.touches(p) for p in changed))
+    ]

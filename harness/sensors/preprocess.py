@@ -10,8 +10,19 @@ from sqlglot.errors import ParseError
 from harness.errors import PreprocessQueryError
 
 PLACEHOLDER = "?upstream_key"
-_FORBIDDEN = (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Drop, exp.Create, exp.Alter, exp.Command,
-              exp.TruncateTable, exp.Use, exp.Set)
+_FORBIDDEN = (
+    exp.Insert,
+    exp.Delete,
+    exp.Update,
+    exp.Merge,
+    exp.Drop,
+    exp.Create,
+    exp.Alter,
+    exp.Command,
+    exp.TruncateTable,
+    exp.Use,
+    exp.Set,
+)
 
 
 def quote_identifier(name: str) -> str:

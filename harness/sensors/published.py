@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HeartbeatError, SensorError
-from harness.state.event_reader import EventQuery, plain, read_events
-from harness.vocabulary import EventType, SensorSource, upstream_label
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.state.event_reader import EventQuery, plain, read_events
+from harness.vocabulary import EventType, SensorSource, upstream_label
 
 PUBLICATION_WINDOW = timedelta(days=30)  # a row that never saw a publication sees those of this window
 GRACE = timedelta(minutes=10)  # a publication recorded this much behind the newest is still seen
@@ -56,21 +56,28 @@ class PublishedSensor(Sensor[Published]):
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> Published:
         since = datetime.now(timezone.utc) - PUBLICATION_WINDOW
-        query = EventQuery(since=since, upstream=upstream.label,
-                           event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0)
+        query = EventQuery(
+            since=since, upstream=upstream.label, event_types=(EventType.CHANGE_PUBLISHED.value,), limit=0
+        )
         try:
             events = read_events(self.state_dir, query)
         except HeartbeatError as exc:
             raise SensorError(f"{upstream.label}: cannot read the published changes: {exc}") from exc
-        records = tuple(plain(e)["details"] for e in events
-                        if upstream_label(e["sensor_source"], e["sensor_id"]) == upstream.label)
+        records = tuple(
+            plain(e)["details"] for e in events if upstream_label(e["sensor_source"], e["sensor_id"]) == upstream.label
+        )
         return Published(tuple(sorted(records, key=publication_time)))
 
     def detect(self, upstream: Upstream, position: Published, since: Watermark | None) -> Detection:
         seen = datetime.fromisoformat(since["published_at"]) if since and since.get("published_at") else None
         recent = set(since.get("recent", [])) if since else set()
-        new = [r for r in position.records if seen is None or publication_time(r) > seen
-               or (publication_time(r) >= seen - GRACE and r["publication_id"] not in recent)]
+        new = [
+            r
+            for r in position.records
+            if seen is None
+            or publication_time(r) > seen
+            or (publication_time(r) >= seen - GRACE and r["publication_id"] not in recent)
+        ]
         if not new:
             return NothingNew(f"nothing published since {seen.isoformat() if seen else 'the start'}")
         operations = sorted({r["operation"] for r in new})

@@ -18,10 +18,17 @@ from pyspark.sql import DataFrame
 
 from harness.config import SapSettings
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.jdbc import JdbcConnection, connection_from, jdbc_frame, jdbc_rows, split_connection, unknown_connection
+from harness.sensors.jdbc import (
+    JdbcConnection,
+    connection_from,
+    jdbc_frame,
+    jdbc_rows,
+    split_connection,
+    unknown_connection,
+)
+from harness.vocabulary import SensorSource
 
 GREEN = "G"
 _SAP_TIME = re.compile(r"^\d{14}$")
@@ -38,8 +45,10 @@ class ChainLog:
         """(FROM ... WHERE clause for the chain's green logs, the DATUM || ZEIT expression)."""
         q, literal = self.connection.quote, self.connection.literal
         sap_time = f"{q('DATUM')} || {q('ZEIT')}"
-        where = (f"FROM {self.table} WHERE {q('CHAIN_ID')} = {literal(chain_id)} "
-                 f"AND {q('ANALYZED_STATUS')} = {literal(GREEN)}")
+        where = (
+            f"FROM {self.table} WHERE {q('CHAIN_ID')} = {literal(chain_id)} "
+            f"AND {q('ANALYZED_STATUS')} = {literal(GREEN)}"
+        )
         return where, sap_time
 
 
@@ -88,8 +97,10 @@ class SapChainSensor(Sensor[GreenLogs]):
         rows = jdbc_rows(context, log.connection, query, upstream.label)
         newest = rows[0]["newest"] if rows else None
         if newest is not None and not _SAP_TIME.match(str(newest)):
-            raise SensorError(f"{upstream.label}: DATUM || ZEIT of the newest green log is {newest!r}, expected "
-                              "YYYYMMDDHHMMSS; check that log_table points at the chain log (RSPCLOGCHAIN)")
+            raise SensorError(
+                f"{upstream.label}: DATUM || ZEIT of the newest green log is {newest!r}, expected "
+                "YYYYMMDDHHMMSS; check that log_table points at the chain log (RSPCLOGCHAIN)"
+            )
         return GreenLogs(str(newest) if newest is not None else None, int(rows[0]["green_logs"]) if rows else 0)
 
     def detect(self, upstream: Upstream, position: GreenLogs, since: Watermark | None) -> Detection:
@@ -108,8 +119,9 @@ class SapChainSensor(Sensor[GreenLogs]):
         }
         return NewData(watermark=position.watermark, changes=changes)
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: GreenLogs,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: GreenLogs, since: Watermark | None
+    ) -> DataFrame:
         """The chain's green logs beyond the watermark, up to the position read this tick."""
         log, chain_id = self._target(upstream)
         green, sap_time = log.green_logs(chain_id)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.errors import SensorError
-from harness.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.vocabulary import SensorSource
 
 GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
 
@@ -72,9 +72,7 @@ class TriggerFileSensor(Sensor[FolderListing]):
         if root.resolve() not in folder.parents:
             raise SensorError(f"{upstream.label}: sensor_id must name a folder inside the trigger root {root}")
         if not folder.is_dir():
-            raise SensorError(
-                f"{upstream.label}: trigger folder {folder} does not exist; create it or fix sensor_id"
-            )
+            raise SensorError(f"{upstream.label}: trigger folder {folder} does not exist; create it or fix sensor_id")
         return folder
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> FolderListing:
@@ -95,7 +93,8 @@ class TriggerFileSensor(Sensor[FolderListing]):
         seen_ns = int(since.get("changed_ns", 0)) if since else -1
         recent = set(since.get("recent", [])) if since else set()
         new = [
-            f for f in position.files
+            f
+            for f in position.files
             if f.changed_ns > seen_ns or (f.changed_ns >= seen_ns - GRACE_NS and f.name not in recent)
         ]
         if not new:

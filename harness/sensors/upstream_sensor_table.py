@@ -20,11 +20,11 @@ from pyspark.sql import DataFrame
 
 from harness.config import UpstreamSensorTableSettings
 from harness.errors import ConfigError, SensorError
-from harness.vocabulary import SensorSource
-from harness.sensors.preprocess import quote_identifier
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.preprocess import quote_identifier
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
+from harness.vocabulary import SensorSource
 
 COMPLETED_STATUSES = ("COMPLETED", "PROCESSED_NEW_DATA")
 DEFAULT_MATCH_COLUMN = "sensor_id"
@@ -72,18 +72,24 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
         table, sep, upstream_id = upstream.sensor_id.partition(":")
         table, upstream_id = table.strip(), upstream_id.strip()
         if not sep or not table or not upstream_id:
-            raise SensorError(f"{upstream.label}: sensor_id must look like '<table>: <upstream sensor_id>', "
-                              "e.g. 'main.sales_prod.heartbeat_control_table: orders'")
+            raise SensorError(
+                f"{upstream.label}: sensor_id must look like '<table>: <upstream sensor_id>', "
+                "e.g. 'main.sales_prod.heartbeat_control_table: orders'"
+            )
         if table in self.aliases:
             return self.aliases[table], upstream_id
-        return SensorTable(quoted_table_name(upstream.label, table), quote_identifier(DEFAULT_MATCH_COLUMN)), upstream_id
+        return SensorTable(
+            quoted_table_name(upstream.label, table), quote_identifier(DEFAULT_MATCH_COLUMN)
+        ), upstream_id
 
     def _completed(self, upstream: Upstream) -> tuple[str, dict[str, Any]]:
         """FROM ... WHERE for the upstream's completed loads, and its parameters."""
         target, upstream_id = self._target(upstream)
         statuses = ", ".join(f"'{s}'" for s in COMPLETED_STATUSES)
-        return (f"FROM {target.table} WHERE {target.match_column} = :upstream_id AND status IN ({statuses})",
-                {"upstream_id": upstream_id})
+        return (
+            f"FROM {target.table} WHERE {target.match_column} = :upstream_id AND status IN ({statuses})",
+            {"upstream_id": upstream_id},
+        )
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> CompletedLoads:
         where, args = self._completed(upstream)
@@ -95,11 +101,13 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors name the missing table or column
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
-            raise SensorError(f"{upstream.label}: cannot read the upstream sensor table: "
-                              f"{spark_error_text(exc)}") from exc
+            raise SensorError(
+                f"{upstream.label}: cannot read the upstream sensor table: {spark_error_text(exc)}"
+            ) from exc
         if newest is not None and not isinstance(newest, datetime):
-            raise SensorError(f"{upstream.label}: status_change_timestamp is {type(newest).__name__}, "
-                              "expected a timestamp column")
+            raise SensorError(
+                f"{upstream.label}: status_change_timestamp is {type(newest).__name__}, expected a timestamp column"
+            )
         return CompletedLoads(newest)
 
     def detect(self, upstream: Upstream, position: CompletedLoads, since: Watermark | None) -> Detection:
@@ -108,14 +116,18 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
             return NothingNew("no completed load of it yet")
         if previous is not None and position.newest <= datetime.fromisoformat(previous):
             return NothingNew(f"no load completed after {previous}")
-        return NewData(watermark=position.watermark, changes={
-            "upstream_id": self._target(upstream)[1],
-            "completed_from": previous,
-            "completed_to": position.watermark["status_change_timestamp"],
-        })
+        return NewData(
+            watermark=position.watermark,
+            changes={
+                "upstream_id": self._target(upstream)[1],
+                "completed_from": previous,
+                "completed_to": position.watermark["status_change_timestamp"],
+            },
+        )
 
-    def new_data_frame(self, context: CheckContext, upstream: Upstream, position: CompletedLoads,
-                       since: Watermark | None) -> DataFrame:
+    def new_data_frame(
+        self, context: CheckContext, upstream: Upstream, position: CompletedLoads, since: Watermark | None
+    ) -> DataFrame:
         """The upstream's completed-load rows beyond the watermark."""
         where, args = self._completed(upstream)
         query = f"SELECT * {where} AND status_change_timestamp <= :upper"

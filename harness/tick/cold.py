@@ -22,23 +22,22 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from harness.tick import inbox
-from harness.jobs import publish
-from harness.tick import retention
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
-from harness.tick.fold import fold_id
+from harness.jobs import publish
 from harness.platform.dbt_runner import project_digest
-from harness.tick.freshness import stale_rows
-from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
 from harness.runtime import build_backend
-from harness.tick.sensing import sense
 from harness.sensors import build_registry
 from harness.state.status import plain_record, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
+from harness.tick import inbox, retention
+from harness.tick.fold import fold_id
+from harness.tick.freshness import stale_rows
+from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
+from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
 
 if TYPE_CHECKING:
     from harness.runtime import Runtime
@@ -70,8 +69,12 @@ class Handover:
 def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
     """The full tick takes what a current snapshot holds as its readings of the tables (they change only
     at a fold, and none happened since): it reads none of them again before its first fold."""
-    runtime.tables.keep(snapshot["rows"], {RowKey(*key) for key in snapshot["sensed"]}, snapshot["open_runs"],
-                        snapshot["controls_sha256"])
+    runtime.tables.keep(
+        snapshot["rows"],
+        {RowKey(*key) for key in snapshot["sensed"]},
+        snapshot["open_runs"],
+        snapshot["controls_sha256"],
+    )
 
 
 def run(config: Config, report: TickReport) -> Handover | None:
@@ -103,8 +106,12 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         if tracked.events or recovered:
             return Handover(f"{len(tracked.events) + len(recovered)} run events to record")
         report.runs_running = tracked.running
-        step.done(f"{len(runs)} open: {tracked.running} running, 0 succeeded, 0 failed, 0 starts repaired, "
-                  "0 rows recovered by a later success", open=len(runs), running=tracked.running)
+        step.done(
+            f"{len(runs)} open: {tracked.running} running, 0 succeeded, 0 failed, 0 starts repaired, "
+            "0 rows recovered by a later success",
+            open=len(runs),
+            running=tracked.running,
+        )
 
     with Step(report, "fold") as step:
         controls_error = _controls_error(config, snapshot)
@@ -118,12 +125,19 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
         outcome = sense(sensed, build_registry(config, kinds), None, config)
         if outcome.events:
-            return Handover(f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
-                            "to read through Spark")
+            return Handover(
+                f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
+                "to read through Spark"
+            )
         record_waiting(config.state_dir, outcome.nothing_new)
         report.upstreams_checked = outcome.upstreams
-        step.done(f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, 0 errors",
-                  rows=len(sensed), upstreams=outcome.upstreams, new_data=0, errors=0)
+        step.done(
+            f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, 0 errors",
+            rows=len(sensed),
+            upstreams=outcome.upstreams,
+            new_data=0,
+            errors=0,
+        )
 
     if _newly_stale(sensed):
         return Handover("upstreams newly stale")

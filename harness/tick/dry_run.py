@@ -12,11 +12,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.vocabulary import ControlRow, EventType, JobState
 from harness.runtime import Runtime
-from harness.tick.sensing import sense
 from harness.state.tables import Detection, JobDecision, as_detected, detections
+from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
+from harness.vocabulary import ControlRow, EventType, JobState
 
 log = logging.getLogger("harness.tick.dry_run")
 
@@ -47,7 +47,10 @@ def dry_run(runtime: Runtime) -> DryRun:
         rows_by_job.setdefault(row.key.trigger_job_id, []).append(row)
     for decision in out.decisions:
         if decision.should_start:
-            started = [TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency)
-                       for r in rows_by_job.get(decision.job_id, []) if r.job_state == JobState.UNPAUSED.value]
+            started = [
+                TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency)
+                for r in rows_by_job.get(decision.job_id, [])
+                if r.job_state == JobState.UNPAUSED.value
+            ]
             out.would_start.append(change_range(decision.job_id, "dry-run", started))
     return out

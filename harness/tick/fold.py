@@ -26,16 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.platform import dbt_runner
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
-from harness.state.files import write_atomic
-from harness.state.event_log import Event
-from harness.vocabulary import EventType
+from harness.platform import dbt_runner
 from harness.runtime import Runtime
-from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.state.event_log import Event
+from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
+from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +101,11 @@ def views_current(runtime: Runtime) -> bool:
     """The models exist and were built from this very project, vars and target. A control table that is
     gone (dropped by an operator, a lost metastore) makes the next fold rebuild it from the CSV and events."""
     recorded = runtime.config.layout.models_digest
-    return (recorded.exists() and recorded.read_text().strip() == dbt_runner.project_digest(runtime.config)
-            and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)))
+    return (
+        recorded.exists()
+        and recorded.read_text().strip() == dbt_runner.project_digest(runtime.config)
+        and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS))
+    )
 
 
 def seed_vars(config: Config) -> dict[str, Any]:

@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 from harness.config import FreshnessSettings
 from harness.durations import parse_duration
+from harness.redact import redact
 from harness.state.event_log import Event, now
 from harness.vocabulary import ControlRow, EventType, RowKey
-from harness.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,13 @@ def stale_rows(rows: Sequence[ControlRow], judged: set[RowKey], at: datetime) ->
     return out
 
 
-def freshness_events(rows: Sequence[ControlRow], sensing_events: Sequence[Event], settings: FreshnessSettings,
-                     cwd: Path, at: datetime | None = None) -> list[Event]:
+def freshness_events(
+    rows: Sequence[ControlRow],
+    sensing_events: Sequence[Event],
+    settings: FreshnessSettings,
+    cwd: Path,
+    at: datetime | None = None,
+) -> list[Event]:
     """FRESHNESS_MISSED for each row sensed in this tick (`rows`, with `sensing_events` the events its
     checks produced) whose lapse is new, each notified once."""
     at = at or now()
@@ -77,14 +82,24 @@ def freshness_events(rows: Sequence[ControlRow], sensing_events: Sequence[Event]
             "unchanged_seconds": round(age.total_seconds()),
             "detected_at": at.isoformat(),
         }
-        message = (f"{row.label}: no new data for {_words(age)}, expected within {row.expected_within} "
-                   f"(last new data {row.latest_event_fetched_timestamp:%Y-%m-%d %H:%M:%S} UTC)")
-        notification = notify({**details, "event_type": EventType.FRESHNESS_MISSED.value, "message": message},
-                              settings, cwd)
+        message = (
+            f"{row.label}: no new data for {_words(age)}, expected within {row.expected_within} "
+            f"(last new data {row.latest_event_fetched_timestamp:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+        notification = notify(
+            {**details, "event_type": EventType.FRESHNESS_MISSED.value, "message": message}, settings, cwd
+        )
         if notification:
             details["notification"] = notification
-        events.append(Event(EventType.FRESHNESS_MISSED, row=row.key, watermark_before=row.watermark,
-                            message=message, details=details))
+        events.append(
+            Event(
+                EventType.FRESHNESS_MISSED,
+                row=row.key,
+                watermark_before=row.watermark,
+                message=message,
+                details=details,
+            )
+        )
     return events
 
 
@@ -98,15 +113,23 @@ def notify(payload: dict[str, Any], settings: FreshnessSettings, cwd: Path) -> d
         outcome["webhook"] = _post(settings.webhook_url, body, settings.timeout_seconds)
     for channel, result in outcome.items():
         if not result.startswith("delivered"):
-            log.warning("%s: freshness notification (%s) %s; it is not retried", payload.get("upstream"), channel,
-                        result)
+            log.warning(
+                "%s: freshness notification (%s) %s; it is not retried", payload.get("upstream"), channel, result
+            )
     return outcome
 
 
 def _run_command(command: str, body: str, timeout: float, cwd: Path) -> str:
     try:
-        done = subprocess.run(["/bin/bash", "-c", command], input=body, text=True, capture_output=True,
-                              timeout=timeout, cwd=cwd, check=False)
+        done = subprocess.run(
+            ["/bin/bash", "-c", command],
+            input=body,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            cwd=cwd,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return f"failed: timed out after {timeout:g}s (freshness.timeout_seconds)"
     except OSError as exc:
@@ -118,8 +141,9 @@ def _run_command(command: str, body: str, timeout: float, cwd: Path) -> str:
 
 
 def _post(url: str, body: str, timeout: float) -> str:
-    request = urllib.request.Request(url, data=body.encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "heartbeat"})
+    request = urllib.request.Request(
+        url, data=body.encode(), method="POST", headers={"Content-Type": "application/json", "User-Agent": "heartbeat"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) only (config)
             return f"delivered: HTTP {response.status}"

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 from harness.errors import HeartbeatError
 from harness.state.event_log import Event
-from harness.vocabulary import ControlRow, EventType
-from harness.tick.triggering import manual_events
 from harness.state.layout import StateLayout
+from harness.tick.triggering import manual_events
+from harness.vocabulary import ControlRow, EventType
 
 COMMANDS = ("complete", "retry")
 
@@ -37,17 +37,32 @@ class Request:
         `complete` counts the run's range as consumed; `retry` hands it to the next run."""
         job_rows = [r for r in rows if r.key.trigger_job_id == self.job_id]
         if self.command == "complete":
-            events = manual_events(job_rows, EventType.MANUAL_COMPLETE, f"job {self.job_id}: completed by hand ({where})")
+            events = manual_events(
+                job_rows, EventType.MANUAL_COMPLETE, f"job {self.job_id}: completed by hand ({where})"
+            )
         elif self.command == "retry":
-            events = manual_events(job_rows, EventType.RETRY_REQUESTED,
-                                   f"job {self.job_id}: retry requested ({where}); the next run covers the failed range")
+            events = manual_events(
+                job_rows,
+                EventType.RETRY_REQUESTED,
+                f"job {self.job_id}: retry requested ({where}); the next run covers the failed range",
+            )
         else:
             raise HeartbeatError(f"unknown request {self.command!r}; expected one of {', '.join(COMMANDS)}")
         namespace = uuid.UUID(hex=self.request_id)
-        return [Event(e.event_type, row=e.row, status=e.status, watermark_before=e.watermark_before,
-                      watermark_after=e.watermark_after, run_id=e.run_id, idempotency_token=e.idempotency_token,
-                      message=e.message, event_id=uuid.uuid5(namespace, _row_name(e)).hex)
-                for e in events]
+        return [
+            Event(
+                e.event_type,
+                row=e.row,
+                status=e.status,
+                watermark_before=e.watermark_before,
+                watermark_after=e.watermark_after,
+                run_id=e.run_id,
+                idempotency_token=e.idempotency_token,
+                message=e.message,
+                event_id=uuid.uuid5(namespace, _row_name(e)).hex,
+            )
+            for e in events
+        ]
 
 
 def _row_name(event: Event) -> str:
@@ -62,8 +77,12 @@ def new_request(command: str, job_id: str) -> Request:
 def submit(state_dir: Path, request: Request) -> Path:
     folder = StateLayout(state_dir).inbox
     folder.mkdir(parents=True, exist_ok=True)
-    body = {"request_id": request.request_id, "command": request.command, "args": {"job_id": request.job_id},
-            "requested_at": request.requested_at.isoformat()}
+    body = {
+        "request_id": request.request_id,
+        "command": request.command,
+        "args": {"job_id": request.job_id},
+        "requested_at": request.requested_at.isoformat(),
+    }
     path = folder / f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
     tmp = folder / f".{path.name}"
     tmp.write_text(json.dumps(body))
@@ -78,8 +97,15 @@ def pending(state_dir: Path) -> list[Request]:
     out = []
     for path in sorted(folder.glob("*.json")):
         body: dict[str, Any] = json.loads(path.read_text())
-        out.append(Request(path, body["request_id"], body["command"], str(body["args"]["job_id"]),
-                           datetime.fromisoformat(body["requested_at"])))
+        out.append(
+            Request(
+                path,
+                body["request_id"],
+                body["command"],
+                str(body["args"]["job_id"]),
+                datetime.fromisoformat(body["requested_at"]),
+            )
+        )
     return out
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from harness.vocabulary import RowKey
 from harness.sensors.change_events import MAX_EVENTS
+from harness.vocabulary import RowKey
 
 RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "events_not_listed": n}
 RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at
@@ -54,8 +54,9 @@ def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRang
     return out
 
 
-def _chain(newest: Mapping[tuple[RowKey, str], Mapping[str, Any]], key: RowKey, start: str | None,
-           end: str | None) -> tuple[list[Mapping[str, Any]], bool]:
+def _chain(
+    newest: Mapping[tuple[RowKey, str], Mapping[str, Any]], key: RowKey, start: str | None, end: str | None
+) -> tuple[list[Mapping[str, Any]], bool]:
     """The detections from `end` back to `start`, newest first, and whether the chain reached `start`."""
     chain: list[Mapping[str, Any]] = []
     seen: set[str] = set()

@@ -25,13 +25,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from harness.config import Config
-from harness.state.event_log import create_statement
-from harness.state.files import write_atomic
-from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
-from harness.views.report import event_facets
 from harness.runtime import Runtime
-from harness.state.tables import CONTROL_TABLE
+from harness.state.event_log import create_statement
+from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
+from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
+from harness.state.tables import CONTROL_TABLE
+from harness.views.report import event_facets
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,8 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     new_days = f"{PARTITION_COLUMN} BETWEEN DATE'{first}' AND DATE'{limit - timedelta(days=1)}'"
     archived = spark.sql(
         f"SELECT e.* FROM (SELECT * FROM {events} WHERE {new_days}) AS e "
-        f"LEFT ANTI JOIN (SELECT event_id FROM {archive} WHERE {new_days}) AS a ON a.event_id = e.event_id")
+        f"LEFT ANTI JOIN (SELECT event_id FROM {archive} WHERE {new_days}) AS a ON a.event_id = e.event_id"
+    )
     archived_count = archived.count()
     archived.write.insertInto(archive)
 
@@ -116,8 +117,9 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
 def _kept_events(runtime: Runtime, source: str, limit: date) -> str:
     """The events of the days before `limit` that a rebuild of the control table needs."""
     columns = ", ".join(runtime.spark.table(runtime.config.table(EVENTS_TABLE)).columns)
-    detections = ", ".join(f"'{kind}'" for kind, parts in event_facets(runtime.config.project_dir).items()
-                           if "detection" in parts)
+    detections = ", ".join(
+        f"'{kind}'" for kind, parts in event_facets(runtime.config.project_dir).items() if "detection" in parts
+    )
     key = ", ".join(KEY)
     joined = " AND ".join(f"c.{k} = o.{k}" for k in KEY)
     return f"""
@@ -125,12 +127,12 @@ def _kept_events(runtime: Runtime, source: str, limit: date) -> str:
             SELECT *, row_number() OVER (
                 PARTITION BY {key}, event_type, status IS NULL ORDER BY event_time DESC, event_id) AS recency
             FROM {source}
-            WHERE {PARTITION_COLUMN} < DATE'{limit}' AND {' AND '.join(f'{k} IS NOT NULL' for k in KEY)}
+            WHERE {PARTITION_COLUMN} < DATE'{limit}' AND {" AND ".join(f"{k} IS NOT NULL" for k in KEY)}
         ),
         deduplicated AS (
             SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY event_time) AS occurrence FROM old
         )
-        SELECT {', '.join(f'o.{c}' for c in columns.split(', '))}
+        SELECT {", ".join(f"o.{c}" for c in columns.split(", "))}
         FROM deduplicated AS o
         LEFT JOIN {runtime.config.table(CONTROL_TABLE)} AS c ON {joined}
         WHERE o.occurrence = 1 AND (o.recency = 1 OR (
@@ -143,12 +145,18 @@ def _rewrite_old_days(runtime: Runtime, events: str, kept: str, limit: date) -> 
     """Replace the days before `limit` with the kept events; returns how many days were left empty."""
     spark, config = runtime.spark, runtime.config
     if config.table_format == "delta":  # one transaction
-        spark.sql(f"DELETE FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' "
-                  f"AND event_id NOT IN (SELECT event_id FROM {kept})")
+        spark.sql(
+            f"DELETE FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' "
+            f"AND event_id NOT IN (SELECT event_id FROM {kept})"
+        )
         return 0
     kept_days = {r[0] for r in spark.sql(f"SELECT DISTINCT {PARTITION_COLUMN} FROM {kept}").collect()}
-    old_days = {r[0] for r in spark.sql(
-        f"SELECT DISTINCT {PARTITION_COLUMN} FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}'").collect()}
+    old_days = {
+        r[0]
+        for r in spark.sql(
+            f"SELECT DISTINCT {PARTITION_COLUMN} FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}'"
+        ).collect()
+    }
     if kept_days:
         spark.table(kept).write.option("partitionOverwriteMode", "dynamic").insertInto(events, overwrite=True)
     empty = sorted(old_days - kept_days)

@@ -24,23 +24,20 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Callable
 
-from harness.tick import cold
-from harness.tick import fold
-from harness.tick import inbox
-from harness.jobs import publish
-from harness.tick import retention
 from harness.config import Config
 from harness.errors import DbtError, root_cause
-from harness.state.event_log import Event
 from harness.faults import crash_point, tick_started
-from harness.tick.freshness import freshness_events
-from harness.vocabulary import ControlRow, EventType
+from harness.jobs import publish
 from harness.runtime import Runtime
-from harness.tick.sensing import sense
+from harness.state.event_log import Event
 from harness.state.status import TickResult, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
+from harness.tick import cold, fold, inbox, retention
+from harness.tick.freshness import freshness_events
+from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
+from harness.vocabulary import ControlRow, EventType
 
 log = logging.getLogger("harness.tick.run")
 
@@ -56,8 +53,12 @@ def apply_requests(runtime: Runtime) -> int:
     for request in requests:
         events = request.events(rows, f"requested at {request.requested_at.isoformat()}")
         if not events:
-            log.warning("%s of job %s requested at %s: the job has no run IN_PROGRESS or FAILED (check "
-                        "--job-id); nothing done", request.command, request.job_id, request.requested_at.isoformat())
+            log.warning(
+                "%s of job %s requested at %s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done",
+                request.command,
+                request.job_id,
+                request.requested_at.isoformat(),
+            )
         runtime.events.append(with_publications(runtime, events))
         inbox.done(request)
     return published + len(requests)
@@ -72,8 +73,11 @@ def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: boo
     seconds = fold.fold(runtime, with_seed=with_seed)
     report.dbt_builds += 1
     report.controls_applied = report.controls_applied or with_seed
-    step.done(f"control table refreshed{' with the new controls CSV' if with_seed else ''} "
-              f"(dbt {seconds:.1f}s)", dbt_seconds=round(seconds, 3), with_seed=with_seed)
+    step.done(
+        f"control table refreshed{' with the new controls CSV' if with_seed else ''} (dbt {seconds:.1f}s)",
+        dbt_seconds=round(seconds, 3),
+        with_seed=with_seed,
+    )
 
 
 def new_report() -> TickReport:
@@ -102,8 +106,9 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     return run_tick(runtime, report, started_at, started)
 
 
-def run_tick(runtime: Runtime, report: TickReport | None = None, started_at: datetime | None = None,
-             started: float | None = None) -> TickReport:
+def run_tick(
+    runtime: Runtime, report: TickReport | None = None, started_at: datetime | None = None, started: float | None = None
+) -> TickReport:
     """One full tick; `report` and the start times when it goes on from a cold tick's first look."""
     report = report or new_report()
     runtime.events.tick_id = report.tick_id
@@ -116,8 +121,13 @@ def run_tick(runtime: Runtime, report: TickReport | None = None, started_at: dat
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
         report.error = root_cause(exc)
-        log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error,
-                      extra={"tick_id": report.tick_id, "step": report.step})
+        log.exception(
+            "tick %s failed in step %s: %s",
+            report.tick_id,
+            report.step,
+            report.error,
+            extra={"tick_id": report.tick_id, "step": report.step},
+        )
     finally:
         record_tick(runtime.config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
     return report
@@ -139,11 +149,18 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired
         report.runs_skipped = tracked.skipped
-        step.done(f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
-                  f"{tracked.failed} failed, {tracked.skipped} skipped, {tracked.repaired} starts repaired, "
-                  f"{len(recovered)} rows recovered by a later success",
-                  open=len(runs), running=tracked.running, succeeded=tracked.succeeded, failed=tracked.failed,
-                  skipped=tracked.skipped, repaired=tracked.repaired, recovered=len(recovered))
+        step.done(
+            f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
+            f"{tracked.failed} failed, {tracked.skipped} skipped, {tracked.repaired} starts repaired, "
+            f"{len(recovered)} rows recovered by a later success",
+            open=len(runs),
+            running=tracked.running,
+            succeeded=tracked.succeeded,
+            failed=tracked.failed,
+            skipped=tracked.skipped,
+            repaired=tracked.repaired,
+            recovered=len(recovered),
+        )
 
     with Step(report, "fold") as step:
         planned = fold.plan(runtime)
@@ -159,15 +176,24 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         runtime.events.append(sensed.events)
         record_waiting(config.state_dir, sensed.nothing_new)
         crash_point("tick:sensed")
-        report.upstreams_checked, report.new_data, report.check_errors = sensed.upstreams, sensed.new_data, sensed.errors
+        report.upstreams_checked, report.new_data, report.check_errors = (
+            sensed.upstreams,
+            sensed.new_data,
+            sensed.errors,
+        )
         for e in sensed.events:
             if e.event_type is EventType.CHECK_FAILED:
                 log.warning("%s", e.message)
         for ref, reason in sensed.nothing_new.items():
             log.debug("%s: nothing new: %s", ref, reason)
-        step.done(f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
-                  f"{sensed.errors} errors", rows=len(rows), upstreams=sensed.upstreams, new_data=sensed.new_data,
-                  errors=sensed.errors)
+        step.done(
+            f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
+            f"{sensed.errors} errors",
+            rows=len(rows),
+            upstreams=sensed.upstreams,
+            new_data=sensed.new_data,
+            errors=sensed.errors,
+        )
 
     if any(r.expected_within for r in rows):
         with Step(report, "freshness") as step:
@@ -194,10 +220,15 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events, config.runs.max_parallel_starts)
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
-        step.done(f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
-                  f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}",
-                  jobs=len(decisions), ready=len(ready), started=started.started, refused=started.refused,
-                  unconfirmed=started.unconfirmed)
+        step.done(
+            f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
+            f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}",
+            jobs=len(decisions),
+            ready=len(ready),
+            started=started.started,
+            refused=started.refused,
+            unconfirmed=started.unconfirmed,
+        )
 
     if runtime.events.unfolded:
         with Step(report, "fold") as step:
@@ -211,16 +242,21 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         with Step(report, "retention") as step:
             done = retention.compact(runtime, today)
             if done is not None:
-                step.done(f"events before {done.before} compacted: {done.archived} archived, {done.kept} kept, "
-                          f"{done.dropped_days} days dropped", archived=done.archived, kept=done.kept,
-                          dropped_days=done.dropped_days)
+                step.done(
+                    f"events before {done.before} compacted: {done.archived} archived, {done.kept} kept, "
+                    f"{done.dropped_days} days dropped",
+                    archived=done.archived,
+                    kept=done.kept,
+                    dropped_days=done.dropped_days,
+                )
 
 
 def snapshot(runtime: Runtime, tick_id: str) -> None:
     """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
     tables = runtime.tables
-    write_snapshot(runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(),
-                   cold.facts(runtime))
+    write_snapshot(
+        runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(), cold.facts(runtime)
+    )
 
 
 def _named(job_ids: list[str], what: str) -> str:

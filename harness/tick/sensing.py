@@ -24,14 +24,14 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
-from harness.state.event_log import Event, now
-from harness.vocabulary import ControlRow, EventType, SensorSource, Status, dumps
 from harness.partition_filter import parse_filter, parse_tags
-from harness.sensors.preprocess import over_view, render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
+from harness.sensors.preprocess import over_view, render
+from harness.state.event_log import Event, now
+from harness.vocabulary import ControlRow, EventType, SensorSource, Status, dumps
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,11 @@ class UpstreamCheck:
         for row in self.rows:
             try:
                 since = json.loads(row.watermark) if row.watermark else None
-                detection = (self._partition_trigger(row, position, since) if row.partition_filter
-                             else self.sensor.detect(self.upstream, position, since))
+                detection = (
+                    self._partition_trigger(row, position, since)
+                    if row.partition_filter
+                    else self.sensor.detect(self.upstream, position, since)
+                )
                 if isinstance(detection, NewData) and row.preprocess_query:
                     detection = self._preprocess(context, row, position, since, detection)
             except HeartbeatError as exc:
@@ -79,14 +82,16 @@ class UpstreamCheck:
                 reasons[row.key.ref] = detection.reason
                 continue
             details = {"upstream": row.label, "detected_at": now().isoformat(), **detection.changes}
-            events.append(Event(
-                EventType.DATA_CHANGED,
-                row=row.key,
-                status=Status.NEW_EVENT_AVAILABLE.value,
-                watermark_before=row.watermark,
-                watermark_after=dumps(detection.watermark),
-                details=details,
-            ))
+            events.append(
+                Event(
+                    EventType.DATA_CHANGED,
+                    row=row.key,
+                    status=Status.NEW_EVENT_AVAILABLE.value,
+                    watermark_before=row.watermark,
+                    watermark_after=dumps(detection.watermark),
+                    details=details,
+                )
+            )
         return events, reasons
 
     def _partition_trigger(self, row: ControlRow, position: Position, since: Watermark | None) -> Detection:
@@ -98,8 +103,9 @@ class UpstreamCheck:
             raise SensorError(f"{row.label}: partition_filter or tags refused: {exc}") from exc
         return detect_partitions(row.label, position, trigger, tags, since, self.at)
 
-    def _preprocess(self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None,
-                    detection: NewData) -> Detection:
+    def _preprocess(
+        self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None, detection: NewData
+    ) -> Detection:
         if context.spark is None:
             raise SensorError(f"{row.label}: preprocess_query needs Spark")
         query = render(row.preprocess_query or "", row.upstream_key)
@@ -174,8 +180,9 @@ def _describe(upstream: Upstream, exc: BaseException) -> str:
 CheckResult = tuple[list[Event], dict[str, str]]
 
 
-def _run_bounded(checks: list[UpstreamCheck], spark: SparkSession | None, settings: SensingSettings,
-                 clock: Callable[[], float]) -> Iterator[tuple[UpstreamCheck, CheckResult | BaseException]]:
+def _run_bounded(
+    checks: list[UpstreamCheck], spark: SparkSession | None, settings: SensingSettings, clock: Callable[[], float]
+) -> Iterator[tuple[UpstreamCheck, CheckResult | BaseException]]:
     """Run checks on daemon threads, at most `max_parallel_checks` at once. Each check's deadline is set
     when it starts, `check_timeout_seconds` later; the check is given it (its inner waits end by it) and is
     abandoned if it is still running then. Yields (check, result or exception) as each finishes or times out."""

@@ -37,8 +37,7 @@ class TickReport:
     def idle(self) -> bool:
         """Nothing started, nothing waiting for confirmation, no run going (a start re-sent and confirmed
         this tick is a run going), no error."""
-        return not (self.started or self.start_unconfirmed or self.runs_running or self.starts_repaired
-                    or self.error)
+        return not (self.started or self.start_unconfirmed or self.runs_running or self.starts_repaired or self.error)
 
 
 class Step:
@@ -53,11 +52,17 @@ class Step:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.report.seconds[self.name] = round(self.report.seconds.get(self.name, 0.0)
-                                               + time.monotonic() - self.started, 2)
+        self.report.seconds[self.name] = round(
+            self.report.seconds.get(self.name, 0.0) + time.monotonic() - self.started, 2
+        )
 
     def done(self, summary: str, **counts: Any) -> None:
         """The step's progress line; `counts` (numbers, job ids) also go to structured logs as fields."""
         seconds = time.monotonic() - self.started
-        log.info("%-15s %s (%.1fs)", self.name, summary, seconds,
-                 extra={"tick_id": self.report.tick_id, "step": self.name, "seconds": round(seconds, 3), **counts})
+        log.info(
+            "%-15s %s (%.1fs)",
+            self.name,
+            summary,
+            seconds,
+            extra={"tick_id": self.report.tick_id, "step": self.name, "seconds": round(seconds, 3), **counts},
+        )

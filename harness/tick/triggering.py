@@ -27,12 +27,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.errors import BackendError
-from harness.state.event_log import Event, EventLog, now
 from harness.faults import crash_point
-from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
-from harness.tick.range_events import RangeEvents, range_events, reach_their_starts
 from harness.redact import redact
+from harness.state.event_log import Event, EventLog, now
 from harness.state.tables import OpenRunRow
+from harness.tick.range_events import RangeEvents, range_events, reach_their_starts
+from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,13 @@ POLL_FAILURE_REPEAT = timedelta(hours=1)
 
 def make_token(job_id: str, rows: Sequence[ControlRow], previous_token: str | None) -> str:
     """Same job, same consumed watermarks, same previous run -> same token (<= 64 chars)."""
-    basis = dumps({
-        "job": job_id,
-        "watermarks": sorted((r.label, r.watermark or "") for r in rows),
-        "previous": previous_token or "",
-    })
+    basis = dumps(
+        {
+            "job": job_id,
+            "watermarks": sorted((r.label, r.watermark or "") for r in rows),
+            "previous": previous_token or "",
+        }
+    )
     return "hb-" + hashlib.sha256(basis.encode()).hexdigest()[:48]
 
 
@@ -79,12 +81,14 @@ class OpenRun:
     change_events: dict[RowKey, RangeEvents] = field(default_factory=dict)  # per row, when described
 
     def request(self) -> RunRequest:
-        return RunRequest(self.job_id, self.job_name, self.token,
-                          change_range(self.job_id, self.token, self.rows, self.change_events))
+        return RunRequest(
+            self.job_id, self.job_name, self.token, change_range(self.job_id, self.token, self.rows, self.change_events)
+        )
 
 
-def change_range(job_id: str, token: str, rows: Iterable[TriggeredRow],
-                 change_events: Mapping[RowKey, RangeEvents] | None = None) -> dict[str, Any]:
+def change_range(
+    job_id: str, token: str, rows: Iterable[TriggeredRow], change_events: Mapping[RowKey, RangeEvents] | None = None
+) -> dict[str, Any]:
     """What a run is handed: per upstream its range of watermarks, and the change events in it when the
     upstream is a table (`events`, oldest first; `events_complete` false when part of the range's
     detections could not be found)."""
@@ -154,9 +158,14 @@ def _row_events(
 def _intents(run: OpenRun) -> list[Event]:
     """TRIGGER_REQUESTED per row, written before the backend is called; what a repair rebuilds from."""
     return _row_events(
-        run, EventType.TRIGGER_REQUESTED, status=Status.IN_PROGRESS.value,
-        details=lambda r: {"job_name": run.job_name, "previous_status": r.previous_status,
-                           "dependency": "hard" if r.is_hard else "soft"},
+        run,
+        EventType.TRIGGER_REQUESTED,
+        status=Status.IN_PROGRESS.value,
+        details=lambda r: {
+            "job_name": run.job_name,
+            "previous_status": r.previous_status,
+            "dependency": "hard" if r.is_hard else "soft",
+        },
     )
 
 
@@ -173,8 +182,11 @@ class StartOutcome:
     unconfirmed: list[str] = field(default_factory=list)
 
     def add(self, result: StartResult, job_id: str) -> None:
-        {StartResult.STARTED: self.started, StartResult.REFUSED: self.refused,
-         StartResult.UNCONFIRMED: self.unconfirmed}[result].append(job_id)
+        {
+            StartResult.STARTED: self.started,
+            StartResult.REFUSED: self.refused,
+            StartResult.UNCONFIRMED: self.unconfirmed,
+        }[result].append(job_id)
 
 
 def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], StartResult]:
@@ -183,11 +195,14 @@ def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], StartRe
         run_id = backend.start(run.request())
     except StartRefused as exc:
         message = redact(f"job {run.job_id}: start refused by the {backend.name} backend: {exc}")
-        return _row_events(run, EventType.RUN_START_FAILED, message=message,
-                           status=lambda r: r.previous_status), StartResult.REFUSED
+        return _row_events(
+            run, EventType.RUN_START_FAILED, message=message, status=lambda r: r.previous_status
+        ), StartResult.REFUSED
     except (StartUncertain, BackendError) as exc:
-        message = redact(f"job {run.job_id}: start not confirmed by the {backend.name} backend, "
-                         f"the same request is re-sent next tick: {exc}")
+        message = redact(
+            f"job {run.job_id}: start not confirmed by the {backend.name} backend, "
+            f"the same request is re-sent next tick: {exc}"
+        )
         return _row_events(run, EventType.RUN_START_UNCONFIRMED, message=message), StartResult.UNCONFIRMED
     finally:
         crash_point("start:backend-called")
@@ -211,10 +226,13 @@ def start_jobs(
             continue
         previous = max(rows, key=lambda r: r.job_start_timestamp or datetime.min).latest_trigger_token
         token = make_token(job_id, rows, previous)
-        run = OpenRun(token, job_id, job_name, now(), [
-            TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency)
-            for r in rows
-        ])
+        run = OpenRun(
+            token,
+            job_id,
+            job_name,
+            now(),
+            [TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency) for r in rows],
+        )
         runs.append(run)
     outcome = StartOutcome()
     if not runs:
@@ -238,11 +256,22 @@ def open_runs(rows: Sequence[OpenRunRow]) -> list[OpenRun]:
     """Run requests without a recorded outcome (the heartbeat_open_runs model), one per token."""
     runs: dict[str, OpenRun] = {}
     for r in rows:
-        run = runs.setdefault(r.token, OpenRun(
-            r.token, r.job_id, r.job_name, r.requested_at, run_id=r.run_id, flagged_stuck=r.is_flagged_stuck,
-            last_poll_error=r.last_poll_error, last_poll_error_at=r.last_poll_error_at))
-        run.rows.append(TriggeredRow(r.key, r.watermark_before, r.watermark_after, r.previous_status,
-                                     r.is_hard_dependency))
+        run = runs.setdefault(
+            r.token,
+            OpenRun(
+                r.token,
+                r.job_id,
+                r.job_name,
+                r.requested_at,
+                run_id=r.run_id,
+                flagged_stuck=r.is_flagged_stuck,
+                last_poll_error=r.last_poll_error,
+                last_poll_error_at=r.last_poll_error_at,
+            ),
+        )
+        run.rows.append(
+            TriggeredRow(r.key, r.watermark_before, r.watermark_after, r.previous_status, r.is_hard_dependency)
+        )
     return list(runs.values())
 
 
@@ -276,10 +305,15 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
             outcome.running += 1
             age = (datetime.now(timezone.utc) - run.requested_at).total_seconds()
             if age > stuck_after_seconds and not run.flagged_stuck:
-                outcome.events.extend(_row_events(
-                    run, EventType.RUN_STUCK, run_id=run.run_id,
-                    message=f"job {run.job_id}: run {run.run_id} still running after {age / 3600:.1f} h "
-                            f"(runs.stuck_after_seconds = {stuck_after_seconds:g})"))
+                outcome.events.extend(
+                    _row_events(
+                        run,
+                        EventType.RUN_STUCK,
+                        run_id=run.run_id,
+                        message=f"job {run.job_id}: run {run.run_id} still running after {age / 3600:.1f} h "
+                        f"(runs.stuck_after_seconds = {stuck_after_seconds:g})",
+                    )
+                )
             continue
         # When the run itself ended (the event records when the heartbeat learned it).
         ended = {"run_ended_at": status.ended_at.isoformat()} if status.ended_at else {}
@@ -287,23 +321,44 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
             # Not a failure: nothing ran. The rows go back as they were and the job is started again,
             # with the same range (or a longer one) and a new token, after the refused-start wait.
             outcome.skipped += 1
-            outcome.events.extend(_row_events(
-                run, EventType.RUN_SKIPPED, run_id=run.run_id, status=lambda r: r.previous_status,
-                message=redact(f"job {run.job_id}: run {run.run_id} was skipped by the {backend.name} backend, "
-                               f"nothing ran ({status.message}); a run of the job was probably going (started "
-                               "by hand or by another trigger): the same range is started again"),
-                details=lambda r: ended))
+            outcome.events.extend(
+                _row_events(
+                    run,
+                    EventType.RUN_SKIPPED,
+                    run_id=run.run_id,
+                    status=lambda r: r.previous_status,
+                    message=redact(
+                        f"job {run.job_id}: run {run.run_id} was skipped by the {backend.name} backend, "
+                        f"nothing ran ({status.message}); a run of the job was probably going (started "
+                        "by hand or by another trigger): the same range is started again"
+                    ),
+                    details=lambda r: ended,
+                )
+            )
         elif status.state is RunState.SUCCEEDED:
             outcome.succeeded += 1
-            outcome.events.extend(_row_events(run, EventType.RUN_SUCCEEDED, run_id=run.run_id,
-                                              status=Status.COMPLETED.value, message=status.message or None,
-                                              details=lambda r: ended))
+            outcome.events.extend(
+                _row_events(
+                    run,
+                    EventType.RUN_SUCCEEDED,
+                    run_id=run.run_id,
+                    status=Status.COMPLETED.value,
+                    message=status.message or None,
+                    details=lambda r: ended,
+                )
+            )
         else:
             outcome.failed += 1
-            outcome.events.extend(_row_events(
-                run, EventType.RUN_FAILED, run_id=run.run_id, status=Status.FAILED.value,
-                message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}"),
-                details=lambda r: ended))
+            outcome.events.extend(
+                _row_events(
+                    run,
+                    EventType.RUN_FAILED,
+                    run_id=run.run_id,
+                    status=Status.FAILED.value,
+                    message=redact(f"job {run.job_id}: run {run.run_id} failed: {status.message}"),
+                    details=lambda r: ended,
+                )
+            )
     return outcome
 
 
@@ -353,6 +408,12 @@ def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list
             log.warning("job %s: cannot look for a later successful run: %s", job_id, redact(str(exc)))
             continue
         if run_id:
-            out.extend(manual_events(job_rows, EventType.MANUAL_COMPLETE,
-                                     f"job {job_id}: run {run_id} succeeded after the failure", run_id))
+            out.extend(
+                manual_events(
+                    job_rows,
+                    EventType.MANUAL_COMPLETE,
+                    f"job {job_id}: run {run_id} succeeded after the failure",
+                    run_id,
+                )
+            )
     return out

@@ -23,18 +23,27 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from harness.vocabulary import SensorSource, upstream_label
 from harness.state.status import JobView, jobs_of
 from harness.views.watermarks import fit
+from harness.vocabulary import SensorSource, upstream_label
 
 COLLAPSE_AFTER = 12  # an upstream read by more jobs than this is drawn without its edges
 ROWS_SHOWN = 4  # a card lists this many of its job's own rows, then "+N more"
 CARDS_PER_COLUMN = 40  # a depth with more jobs wraps into several columns
 CARD_WIDTH, COLUMN_GAP, ROW_HEIGHT, CARD_HEAD = 300, 90, 15, 22
-VIEW_COLOURS = {JobView.FAILED: "#d62728", JobView.RUNNING: "#1f77b4", JobView.READY: "#2ca02c",
-                JobView.WAITING: "#e6a700", JobView.PAUSED: "#9e9e9e"}
-STATUS_COLOURS = {"FAILED": "#d62728", "IN_PROGRESS": "#1f77b4", "NEW_EVENT_AVAILABLE": "#2ca02c",
-                  "COMPLETED": "#555555"}
+VIEW_COLOURS = {
+    JobView.FAILED: "#d62728",
+    JobView.RUNNING: "#1f77b4",
+    JobView.READY: "#2ca02c",
+    JobView.WAITING: "#e6a700",
+    JobView.PAUSED: "#9e9e9e",
+}
+STATUS_COLOURS = {
+    "FAILED": "#d62728",
+    "IN_PROGRESS": "#1f77b4",
+    "NEW_EVENT_AVAILABLE": "#2ca02c",
+    "COMPLETED": "#555555",
+}
 
 
 @dataclass
@@ -58,8 +67,10 @@ class Graph:
 
 def build(snapshot: Mapping[str, Any], publishes: Mapping[str, Sequence[str]]) -> Graph:
     """The graph of the control table the snapshot holds; `publishes`: job -> the tables it writes."""
-    jobs = {job["job_id"]: JobNode(job["job_id"], view, job.get("reason") or "", rows)
-            for job, rows, view in jobs_of(dict(snapshot))}
+    jobs = {
+        job["job_id"]: JobNode(job["job_id"], view, job.get("reason") or "", rows)
+        for job, rows, view in jobs_of(dict(snapshot))
+    }
     producers: dict[str, list[str]] = defaultdict(list)
     for job_id, tables in publishes.items():
         for table in tables:
@@ -78,9 +89,15 @@ def build(snapshot: Mapping[str, Any], publishes: Mapping[str, Sequence[str]]) -
         node.reads = [r["sensor_id"] for r in node.rows if fed(r)]
         node.publishes = list(publishes.get(node.job_id, []))
     shared = {label: sorted(js) for label, js in readers.items() if len(js) > 1}
-    feeds = sorted({(p, r["sensor_id"], r["trigger_job_id"]) for r in snapshot["rows"]
-                    if r["sensor_source"] == SensorSource.PUBLISHED.value
-                    for p in producers.get(r["sensor_id"], []) if p in jobs and p != r["trigger_job_id"]})
+    feeds = sorted(
+        {
+            (p, r["sensor_id"], r["trigger_job_id"])
+            for r in snapshot["rows"]
+            if r["sensor_source"] == SensorSource.PUBLISHED.value
+            for p in producers.get(r["sensor_id"], [])
+            if p in jobs and p != r["trigger_job_id"]
+        }
+    )
     _set_depths(jobs, feeds)
     return Graph(jobs, shared, feeds)
 
@@ -106,9 +123,15 @@ def _set_depths(jobs: dict[str, JobNode], feeds: Sequence[tuple[str, str, str]])
 
 # --- drawing ----------------------------------------------------------------------------------------
 
+
 def _card_height(node: JobNode) -> int:
-    lines = min(len(node.own_rows), ROWS_SHOWN) + (len(node.own_rows) > ROWS_SHOWN) + bool(node.publishes) \
-        + (len(node.rows) - len(node.reads) > len(node.own_rows)) + bool(node.reads)
+    lines = (
+        min(len(node.own_rows), ROWS_SHOWN)
+        + (len(node.own_rows) > ROWS_SHOWN)
+        + bool(node.publishes)
+        + (len(node.rows) - len(node.reads) > len(node.own_rows))
+        + bool(node.reads)
+    )
     return CARD_HEAD + ROW_HEIGHT * lines + 8
 
 
@@ -125,7 +148,7 @@ def render(graph: Graph) -> str:
         nodes = by_depth[depth]
         for start in range(0, len(nodes), CARDS_PER_COLUMN):
             x, y = first_job_x + column * (CARD_WIDTH + COLUMN_GAP), 40
-            for node in nodes[start:start + CARDS_PER_COLUMN]:
+            for node in nodes[start : start + CARDS_PER_COLUMN]:
                 height = _card_height(node)
                 positions[node.job_id] = (x, y, height)
                 y += height + 10
@@ -146,13 +169,23 @@ def render(graph: Graph) -> str:
             f'<g class="node upstream{" collapsed" if collapsed else ""}" data-id="u:{_attr(label)}" '
             f'data-name="{_attr(label.lower())}"><rect x="{shared_x}" y="{y}" width="{CARD_WIDTH}" height="34" '
             f'rx="4"/><text x="{shared_x + 8}" y="{y + 14}" class="title">{_text(fit(label, 46))}</text>'
-            f'<text x="{shared_x + 8}" y="{y + 28}" class="small">{note}</text><title>{_text(label)}</title></g>')
+            f'<text x="{shared_x + 8}" y="{y + 28}" class="small">{note}</text><title>{_text(label)}</title></g>'
+        )
         if not collapsed:
             for job_id in readers:
                 jx, jy, _ = positions[job_id]
                 hard = any(r["is_hard_dependency"] for r in graph.jobs[job_id].rows if _label(r) == label)
-                parts.append(_edge(shared_x + CARD_WIDTH, y + 17, jx, jy + 11, "hard" if hard else "soft",
-                                   f"u:{label}", f"j:{job_id}"))
+                parts.append(
+                    _edge(
+                        shared_x + CARD_WIDTH,
+                        y + 17,
+                        jx,
+                        jy + 11,
+                        "hard" if hard else "soft",
+                        f"u:{label}",
+                        f"j:{job_id}",
+                    )
+                )
         y += 44
     bottom = max(bottom, y)
     for producer, table, consumer in graph.feeds:
@@ -165,8 +198,9 @@ def render(graph: Graph) -> str:
         parts.append(_card(graph.jobs[job_id], x, y, height))
     width = max([x + CARD_WIDTH for x, _, _ in positions.values()] + [first_job_x]) + 20
     counts = {view: sum(1 for n in graph.jobs.values() if n.view is view) for view in JobView}
-    legend = " ".join(f'<span class="key" style="border-color:{VIEW_COLOURS[v]}">{v.value} {counts[v]}</span>'
-                      for v in JobView)
+    legend = " ".join(
+        f'<span class="key" style="border-color:{VIEW_COLOURS[v]}">{v.value} {counts[v]}</span>' for v in JobView
+    )
     return f"""<section id="dependency-graph">
 <h2>Dependencies</h2>
 <p>Upstreams &rarr; jobs &rarr; the tables they publish &rarr; the jobs those feed; each job's card lists its own
@@ -187,48 +221,69 @@ read by several jobs (by more than {COLLAPSE_AFTER}: collapsed), {len(graph.feed
 
 def _card(node: JobNode, x: int, y: int, height: int) -> str:
     colour = VIEW_COLOURS[node.view]
-    lines = [f'<rect x="{x}" y="{y}" width="{CARD_WIDTH}" height="{height}" rx="5" style="stroke:{colour}"/>',
-             f'<rect x="{x}" y="{y}" width="8" height="{height}" rx="2" style="fill:{colour};stroke:none"/>',
-             f'<text x="{x + 14}" y="{y + 15}" class="title">{_text(fit(node.job_id, 30))}</text>',
-             f'<text x="{x + CARD_WIDTH - 6}" y="{y + 15}" class="state" text-anchor="end" '
-             f'style="fill:{colour}">{node.view.value}</text>']
+    lines = [
+        f'<rect x="{x}" y="{y}" width="{CARD_WIDTH}" height="{height}" rx="5" style="stroke:{colour}"/>',
+        f'<rect x="{x}" y="{y}" width="8" height="{height}" rx="2" style="fill:{colour};stroke:none"/>',
+        f'<text x="{x + 14}" y="{y + 15}" class="title">{_text(fit(node.job_id, 30))}</text>',
+        f'<text x="{x + CARD_WIDTH - 6}" y="{y + 15}" class="state" text-anchor="end" '
+        f'style="fill:{colour}">{node.view.value}</text>',
+    ]
     line_y = y + CARD_HEAD + 10
     for r in node.own_rows[:ROWS_SHOWN]:
         paused = ' text-decoration="line-through"' if r["job_state"] == "PAUSED" else ""
         status = r["status"] or "NULL"
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="row"{paused}>'
-                     f'<tspan class="dep">{"H" if r["is_hard_dependency"] else "s"}</tspan> '
-                     f'{_text(fit(_label(r), 30))} <tspan style="fill:{STATUS_COLOURS.get(status, "#999")}">'
-                     f'{_text(status)}</tspan></text>')
+        lines.append(
+            f'<text x="{x + 14}" y="{line_y}" class="row"{paused}>'
+            f'<tspan class="dep">{"H" if r["is_hard_dependency"] else "s"}</tspan> '
+            f'{_text(fit(_label(r), 30))} <tspan style="fill:{STATUS_COLOURS.get(status, "#999")}">'
+            f"{_text(status)}</tspan></text>"
+        )
         line_y += ROW_HEIGHT
     if len(node.own_rows) > ROWS_SHOWN:
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+{len(node.own_rows) - ROWS_SHOWN} more '
-                     "rows (`status --job`)</text>")
+        lines.append(
+            f'<text x="{x + 14}" y="{line_y}" class="small">+{len(node.own_rows) - ROWS_SHOWN} more '
+            "rows (`status --job`)</text>"
+        )
         line_y += ROW_HEIGHT
     shared = len(node.rows) - len(node.reads) - len(node.own_rows)
     if shared:
         lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+ {shared} shared upstream(s), left</text>')
         line_y += ROW_HEIGHT
     if node.reads:
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">reads {_text(fit(", ".join(node.reads), 42))} '
-                     "(published by jobs here)</text>")
+        lines.append(
+            f'<text x="{x + 14}" y="{line_y}" class="small">reads {_text(fit(", ".join(node.reads), 42))} '
+            "(published by jobs here)</text>"
+        )
         line_y += ROW_HEIGHT
     if node.publishes:
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">publishes {_text(fit(", ".join(node.publishes), 40))}'
-                     "</text>")
-    rows = "\n".join(f"{'hard' if r['is_hard_dependency'] else 'soft'} {_label(r)} {r['status'] or 'NULL'}"
-                     f"{' PAUSED' if r['job_state'] == 'PAUSED' else ''}" for r in node.rows)
-    return (f'<g class="node job" data-id="j:{_attr(node.job_id)}" data-name="{_attr(node.job_id.lower())}" '
-            f'data-search="{_attr(" ".join(_label(r) for r in node.rows).lower())}">{"".join(lines)}'
-            f"<title>{_text(node.job_id)}: {node.view.value}: {_text(node.reason)}\n{_text(rows)}</title></g>")
+        lines.append(
+            f'<text x="{x + 14}" y="{line_y}" class="small">publishes {_text(fit(", ".join(node.publishes), 40))}'
+            "</text>"
+        )
+    rows = "\n".join(
+        f"{'hard' if r['is_hard_dependency'] else 'soft'} {_label(r)} {r['status'] or 'NULL'}"
+        f"{' PAUSED' if r['job_state'] == 'PAUSED' else ''}"
+        for r in node.rows
+    )
+    return (
+        f'<g class="node job" data-id="j:{_attr(node.job_id)}" data-name="{_attr(node.job_id.lower())}" '
+        f'data-search="{_attr(" ".join(_label(r) for r in node.rows).lower())}">{"".join(lines)}'
+        f"<title>{_text(node.job_id)}: {node.view.value}: {_text(node.reason)}\n{_text(rows)}</title></g>"
+    )
 
 
 def _edge(x1: int, y1: int, x2: int, y2: int, kind: str, source: str, target: str, label: str = "") -> str:
     bend = max(30, (x2 - x1) // 2)
     path = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"
-    text = (f'<text x="{(x1 + x2) // 2}" y="{(y1 + y2) // 2 - 3}" class="small" text-anchor="middle">'
-            f"{_text(fit(label, 28))}</text>") if label else ""
-    return (f'<g class="edge {kind}" data-ends="{_attr(source)} {_attr(target)}"><path d="{path}"/>{text}</g>')
+    text = (
+        (
+            f'<text x="{(x1 + x2) // 2}" y="{(y1 + y2) // 2 - 3}" class="small" text-anchor="middle">'
+            f"{_text(fit(label, 28))}</text>"
+        )
+        if label
+        else ""
+    )
+    return f'<g class="edge {kind}" data-ends="{_attr(source)} {_attr(target)}"><path d="{path}"/>{text}</g>'
 
 
 def _text(value: str) -> str:

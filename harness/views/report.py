@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.state import status
-from harness.vocabulary import upstream_label
-from harness.views.watermarks import fit, when
 from harness.state.layout import StateLayout
+from harness.views.watermarks import fit, when
+from harness.vocabulary import upstream_label
 
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 
@@ -82,8 +82,13 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
                 labels.append(job.detections[-1][1])
         elif "run_start" in parts and e.get("run_id"):
             if (job_id, e["run_id"]) not in runs:
-                run = Run(job_id, e["run_id"], t, first_detection_at=pending_detection.pop(job_id, None),
-                          triggered_by=pending_upstreams.pop(job_id, []))
+                run = Run(
+                    job_id,
+                    e["run_id"],
+                    t,
+                    first_detection_at=pending_detection.pop(job_id, None),
+                    triggered_by=pending_upstreams.pop(job_id, []),
+                )
                 runs[(job_id, e["run_id"])] = run
                 job.runs.append(run)
         elif "run_end" in parts:
@@ -127,40 +132,82 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
         runs = [r for j in jobs for r in j.runs if r.outcome == outcome]
         if not runs:
             continue
-        fig.add_trace(go.Bar(
-            name=f"run {outcome}", orientation="h", marker_color=colour, opacity=0.75,
-            y=[r.job_id for r in runs], base=[r.started_at for r in runs],
-            x=[((r.ended_at or now) - r.started_at).total_seconds() * 1000 for r in runs],
-            customdata=[[r.run_id, when(r.started_at), when(r.ended_at) if r.ended_at else "still running",
-                         f"{r.seconds:.0f} s" if r.seconds is not None else "-",
-                         f"{r.wait_seconds:.0f} s" if r.wait_seconds is not None else "-"] for r in runs],
-            hovertemplate=("%{y}<br>run %{customdata[0]}<br>started %{customdata[1]}<br>ended %{customdata[2]}"
-                           "<br>duration %{customdata[3]}<br>first detection to start %{customdata[4]}"
-                           "<extra></extra>")))
+        fig.add_trace(
+            go.Bar(
+                name=f"run {outcome}",
+                orientation="h",
+                marker_color=colour,
+                opacity=0.75,
+                y=[r.job_id for r in runs],
+                base=[r.started_at for r in runs],
+                x=[((r.ended_at or now) - r.started_at).total_seconds() * 1000 for r in runs],
+                customdata=[
+                    [
+                        r.run_id,
+                        when(r.started_at),
+                        when(r.ended_at) if r.ended_at else "still running",
+                        f"{r.seconds:.0f} s" if r.seconds is not None else "-",
+                        f"{r.wait_seconds:.0f} s" if r.wait_seconds is not None else "-",
+                    ]
+                    for r in runs
+                ],
+                hovertemplate=(
+                    "%{y}<br>run %{customdata[0]}<br>started %{customdata[1]}<br>ended %{customdata[2]}"
+                    "<br>duration %{customdata[3]}<br>first detection to start %{customdata[4]}"
+                    "<extra></extra>"
+                ),
+            )
+        )
     detections = [(j.job_id, t, label) for j in jobs for t, label in j.detections]
     if detections:
-        fig.add_trace(go.Scatter(
-            name="detection", mode="markers", marker=dict(symbol="circle-open", size=9, color="#ff7f0e"),
-            x=[t for _, t, _ in detections], y=[job for job, _, _ in detections], text=[d[2] for d in detections],
-            hovertemplate="%{y}<br>new data %{x}<br>%{text}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                name="detection",
+                mode="markers",
+                marker=dict(symbol="circle-open", size=9, color="#ff7f0e"),
+                x=[t for _, t, _ in detections],
+                y=[job for job, _, _ in detections],
+                text=[d[2] for d in detections],
+                hovertemplate="%{y}<br>new data %{x}<br>%{text}<extra></extra>",
+            )
+        )
     starts = [r for j in jobs for r in j.runs]
     if starts:
-        fig.add_trace(go.Scatter(
-            name="start (the upstreams that triggered it)", mode="markers+text",
-            marker=dict(symbol="triangle-right", size=11, color="#111111"),
-            x=[r.started_at for r in starts], y=[r.job_id for r in starts],
-            text=[trigger_text(r) for r in starts], textposition="middle right", textfont=dict(size=10),
-            hovertemplate="%{y}<br>started %{x}<br>%{text}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                name="start (the upstreams that triggered it)",
+                mode="markers+text",
+                marker=dict(symbol="triangle-right", size=11, color="#111111"),
+                x=[r.started_at for r in starts],
+                y=[r.job_id for r in starts],
+                text=[trigger_text(r) for r in starts],
+                textposition="middle right",
+                textfont=dict(size=10),
+                hovertemplate="%{y}<br>started %{x}<br>%{text}<extra></extra>",
+            )
+        )
     errors = [(j.job_id, t, kind, msg) for j in jobs for t, kind, msg in j.errors]
     if errors:
-        fig.add_trace(go.Scatter(
-            name="error", mode="markers", marker=dict(symbol="x", size=9, color="#d62728"),
-            x=[e[1] for e in errors], y=[e[0] for e in errors], text=[f"{e[2]}: {e[3][:200]}" for e in errors],
-            hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                name="error",
+                mode="markers",
+                marker=dict(symbol="x", size=9, color="#d62728"),
+                x=[e[1] for e in errors],
+                y=[e[0] for e in errors],
+                text=[f"{e[2]}: {e[3][:200]}" for e in errors],
+                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
+            )
+        )
     fig.update_layout(
-        title="Jobs: detections, starts and runs", barmode="overlay", height=max(320, 28 * len(jobs) + 160),
-        xaxis=dict(type="date", title="time (UTC)"), yaxis=dict(title=None, autorange="reversed", type="category"),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom"), margin=dict(l=10, r=10, t=70, b=40))
+        title="Jobs: detections, starts and runs",
+        barmode="overlay",
+        height=max(320, 28 * len(jobs) + 160),
+        xaxis=dict(type="date", title="time (UTC)"),
+        yaxis=dict(title=None, autorange="reversed", type="category"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom"),
+        margin=dict(l=10, r=10, t=70, b=40),
+    )
     return fig
 
 
@@ -176,13 +223,25 @@ def wait_figure(jobs: Sequence[JobHistory]) -> Any:
     import plotly.graph_objects as go
 
     runs = [r for j in jobs for r in j.runs if r.wait_seconds is not None]
-    fig = go.Figure(go.Scatter(
-        mode="markers+text", x=[r.started_at for r in runs], y=[r.wait_seconds for r in runs],
-        text=[r.job_id for r in runs], textposition="top center", textfont=dict(size=10), marker=dict(size=8),
-        hovertemplate="%{text}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>"))
-    fig.update_layout(title="Time from the first detection to the start, per run", height=320,
-                      xaxis=dict(type="date", title="start (UTC)"), yaxis=dict(title="seconds", rangemode="tozero"),
-                      margin=dict(l=10, r=10, t=50, b=40))
+    fig = go.Figure(
+        go.Scatter(
+            mode="markers+text",
+            x=[r.started_at for r in runs],
+            y=[r.wait_seconds for r in runs],
+            text=[r.job_id for r in runs],
+            textposition="top center",
+            textfont=dict(size=10),
+            marker=dict(size=8),
+            hovertemplate="%{text}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Time from the first detection to the start, per run",
+        height=320,
+        xaxis=dict(type="date", title="start (UTC)"),
+        yaxis=dict(title="seconds", rangemode="tozero"),
+        margin=dict(l=10, r=10, t=50, b=40),
+    )
     return fig
 
 
@@ -196,26 +255,47 @@ def ticks_figure(ticks: Sequence[dict[str, Any]]) -> Any:
     times = [datetime.fromisoformat(t["started_at"]) for t in ticks]
     x, rows = with_gaps(times, ticks)
     for step in steps:
-        fig.add_trace(go.Scatter(name=step, x=x, y=[(t.get("steps") or {}).get(step, 0.0) if t else None for t in rows],
-                                 mode="lines", stackgroup="steps", connectgaps=False,
-                                 hovertemplate=f"{step}: %{{y:.2f}} s<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                name=step,
+                x=x,
+                y=[(t.get("steps") or {}).get(step, 0.0) if t else None for t in rows],
+                mode="lines",
+                stackgroup="steps",
+                connectgaps=False,
+                hovertemplate=f"{step}: %{{y:.2f}} s<extra></extra>",
+            )
+        )
     failed = [(time, t) for time, t in zip(times, ticks) if t.get("error")]
     if failed:
-        fig.add_trace(go.Scatter(name="failed tick", mode="markers", marker=dict(symbol="x", color="#d62728", size=10),
-                                 x=[f[0] for f in failed], y=[f[1]["seconds"] for f in failed],
-                                 text=[html.escape(str(f[1]["error"]))[:200] for f in failed],
-                                 hovertemplate="%{text}<extra></extra>"))
-    fig.update_layout(title="Ticks: seconds per step", height=360, hovermode="x unified",
-                      xaxis=dict(type="date", title="tick start (UTC)"), yaxis=dict(title="seconds"),
-                      margin=dict(l=10, r=10, t=50, b=40))
+        fig.add_trace(
+            go.Scatter(
+                name="failed tick",
+                mode="markers",
+                marker=dict(symbol="x", color="#d62728", size=10),
+                x=[f[0] for f in failed],
+                y=[f[1]["seconds"] for f in failed],
+                text=[html.escape(str(f[1]["error"]))[:200] for f in failed],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Ticks: seconds per step",
+        height=360,
+        hovermode="x unified",
+        xaxis=dict(type="date", title="tick start (UTC)"),
+        yaxis=dict(title="seconds"),
+        margin=dict(l=10, r=10, t=50, b=40),
+    )
     return fig
 
 
 GAP_FACTOR = 3  # a pause longer than this many usual intervals between ticks is drawn as a gap
 
 
-def with_gaps(times: Sequence[datetime], ticks: Sequence[dict[str, Any]]
-              ) -> tuple[list[datetime], list[dict[str, Any] | None]]:
+def with_gaps(
+    times: Sequence[datetime], ticks: Sequence[dict[str, Any]]
+) -> tuple[list[datetime], list[dict[str, Any] | None]]:
     """The ticks with empty points (None) at both ends of every pause longer than GAP_FACTOR times the
     median interval (and a minute): the stacked chart (its gaps read as zero) lies flat at nothing across
     the pause instead of drawing a slope from the tick before it to the tick after it."""
@@ -236,8 +316,10 @@ def with_gaps(times: Sequence[datetime], ticks: Sequence[dict[str, Any]]
 
 
 def _job_table(jobs: Sequence[JobHistory]) -> str:
-    head = ("<tr><th>job</th><th>detections</th><th>runs</th><th>failed</th><th>median run</th>"
-            "<th>median detection&rarr;start</th><th>errors</th></tr>")
+    head = (
+        "<tr><th>job</th><th>detections</th><th>runs</th><th>failed</th><th>median run</th>"
+        "<th>median detection&rarr;start</th><th>errors</th></tr>"
+    )
     body = []
     for j in jobs:
         outcomes = Counter(r.outcome for r in j.runs)
@@ -247,20 +329,31 @@ def _job_table(jobs: Sequence[JobHistory]) -> str:
             f"<tr><td>{html.escape(j.job_id)}</td><td>{len(j.detections)}</td><td>{len(j.runs)}</td>"
             f"<td>{outcomes.get('failed', 0)}</td>"
             f"<td>{f'{statistics.median(durations):.0f} s' if durations else '-'}</td>"
-            f"<td>{f'{statistics.median(waits):.0f} s' if waits else '-'}</td><td>{len(j.errors)}</td></tr>")
+            f"<td>{f'{statistics.median(waits):.0f} s' if waits else '-'}</td><td>{len(j.errors)}</td></tr>"
+        )
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def render_report(events: Sequence[dict[str, Any]], ticks: Sequence[dict[str, Any]], facets: dict[str, set[str]],
-                  since: datetime, now: datetime, *, job_ids: Sequence[str] = (), max_jobs: int = 40,
-                  summary_line: str = "", warnings: Sequence[str] = (), graph: str = "") -> str:
+def render_report(
+    events: Sequence[dict[str, Any]],
+    ticks: Sequence[dict[str, Any]],
+    facets: dict[str, set[str]],
+    since: datetime,
+    now: datetime,
+    *,
+    job_ids: Sequence[str] = (),
+    max_jobs: int = 40,
+    summary_line: str = "",
+    warnings: Sequence[str] = (),
+    graph: str = "",
+) -> str:
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
-    parts = [f.to_html(full_html=False, include_plotlyjs=(i == 0), default_width="100%")
-             for i, f in enumerate(figures)]
+    parts = [f.to_html(full_html=False, include_plotlyjs=(i == 0), default_width="100%") for i, f in enumerate(figures)]
     shown = f"{len(jobs)} of {len(histories)} jobs with events" + (
-        " (the busiest; choose with --job)" if len(jobs) < len(histories) and not job_ids else "")
+        " (the busiest; choose with --job)" if len(jobs) < len(histories) and not job_ids else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Heartbeat report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:1.5em;color:#222}}
@@ -284,35 +377,53 @@ td:first-child,th:first-child{{text-align:left}}
 STALE_AFTER = 3  # a snapshot older than this many usual tick intervals (and 5 minutes) is stale
 
 
-def state_warnings(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, ticks: Sequence[dict[str, Any]],
-                   now: datetime) -> list[str]:
+def state_warnings(
+    snapshot: dict[str, Any] | None, health: dict[str, Any] | None, ticks: Sequence[dict[str, Any]], now: datetime
+) -> list[str]:
     """What the page's header says before anything else: the ticks since the snapshot failed, the
     controls CSV is refused, or no tick has written the state for much longer than the ticks' interval."""
     out = []
     last = (health or {}).get("last_tick") or {}
     failures = int((health or {}).get("failures_in_a_row") or 0)
-    as_of = f"the state shown is as the tick of {when(snapshot['written_at'])} UTC left it" if snapshot else \
-        "no tick has left a state yet"
+    as_of = (
+        f"the state shown is as the tick of {when(snapshot['written_at'])} UTC left it"
+        if snapshot
+        else "no tick has left a state yet"
+    )
     if failures:
-        out.append(f"The last {failures} tick{'s' if failures > 1 else ''} failed (since "
-                   f"{when((health or {}).get('first_failure_at'))} UTC; last error: {last.get('error')}): {as_of}. "
-                   "`python -m harness status` says more.")
+        out.append(
+            f"The last {failures} tick{'s' if failures > 1 else ''} failed (since "
+            f"{when((health or {}).get('first_failure_at'))} UTC; last error: {last.get('error')}): {as_of}. "
+            "`python -m harness status` says more."
+        )
     if last.get("controls_error"):
-        out.append(f"The controls CSV is refused; the control table keeps the last valid one: "
-                   f"{last['controls_error'].splitlines()[0]} (`python -m harness validate` lists every problem).")
+        out.append(
+            f"The controls CSV is refused; the control table keeps the last valid one: "
+            f"{last['controls_error'].splitlines()[0]} (`python -m harness validate` lists every problem)."
+        )
     if snapshot is not None and not failures:
         starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
         usual = statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0])
         age = (now - datetime.fromisoformat(snapshot["written_at"])).total_seconds()
         if age > max(300.0, STALE_AFTER * usual):
-            out.append(f"No tick has written the state for {age / 60:.0f} min (the ticks came every "
-                       f"{usual:.0f} s): {as_of}. Is the heartbeat running?")
+            out.append(
+                f"No tick has written the state for {age / 60:.0f} min (the ticks came every "
+                f"{usual:.0f} s): {as_of}. Is the heartbeat running?"
+            )
     return out
 
 
-def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime, events: Sequence[dict[str, Any]],
-                 *, job_ids: Sequence[str] = (), max_jobs: int = 40,
-                 publishes: Mapping[str, Sequence[str]] | None = None) -> Path:
+def write_report(
+    state_dir: Path,
+    project_dir: Path,
+    path: Path,
+    since: datetime,
+    events: Sequence[dict[str, Any]],
+    *,
+    job_ids: Sequence[str] = (),
+    max_jobs: int = 40,
+    publishes: Mapping[str, Sequence[str]] | None = None,
+) -> Path:
     """The page over `events` (read by harness.state.event_reader) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
     ticks = status.read_ticks(state_dir, since)
@@ -321,14 +432,22 @@ def write_report(state_dir: Path, project_dir: Path, path: Path, since: datetime
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
-    from harness.views import dependency_graph
     from harness.state.files import write_atomic
+    from harness.views import dependency_graph
 
     graph = dependency_graph.render(dependency_graph.build(snapshot, publishes or {})) if snapshot else ""
 
-    page = render_report(events, ticks, event_facets(project_dir), since, now, job_ids=job_ids, max_jobs=max_jobs,
-                         summary_line=line, warnings=state_warnings(
-                             snapshot, status.read_json_or_none(StateLayout(state_dir).health), ticks, now),
-                         graph=graph)
+    page = render_report(
+        events,
+        ticks,
+        event_facets(project_dir),
+        since,
+        now,
+        job_ids=job_ids,
+        max_jobs=max_jobs,
+        summary_line=line,
+        warnings=state_warnings(snapshot, status.read_json_or_none(StateLayout(state_dir).health), ticks, now),
+        graph=graph,
+    )
     write_atomic(path, page)
     return path

@@ -32,9 +32,8 @@ from dbt.adapters.base import AdapterPlugin, available
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark import SparkAdapter, SparkConnectionManager, SparkCredentials
 from dbt.adapters.spark.relation import SparkRelation
-from dbt_common.exceptions import CompilationError, DbtRuntimeError
-
 from dbt.include import heartbeat as heartbeat_include
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 _held: list[Any] = []  # the state lock of this dbt process, kept until it exits
 _VERSION = re.compile(r"__v\d{8}T\d{6}_[0-9a-f]{8}")  # the suffix of a version folder
@@ -42,8 +41,8 @@ _VERSION = re.compile(r"__v\d{8}T\d{6}_[0-9a-f]{8}")  # the suffix of a version 
 
 def heartbeat_config() -> Any:
     """The harness's Config when the harness runs dbt in-process, else heartbeat.yml's."""
-    from harness.platform import dbt_runner
     from harness.config import load_config
+    from harness.platform import dbt_runner
 
     return dbt_runner.active_config() or load_config()
 
@@ -51,8 +50,8 @@ def heartbeat_config() -> Any:
 def guard_state() -> None:
     """From the command line: take the heartbeat's state lock and open its Spark session, or stop with
     a clear message. Inside the harness, the lock and the session are the harness's own."""
-    from harness.platform import dbt_runner
     from harness.errors import StateBusyError
+    from harness.platform import dbt_runner
     from harness.platform.spark import get_spark
     from harness.state.lock import StateLock
 
@@ -171,7 +170,7 @@ class HeartbeatAdapter(SparkAdapter):
         tables = {r.identifier for r in self.list_relations_without_caching(relation.without_identifier())}
         for entry in folder.iterdir():
             name = entry.name
-            ours = name == identifier or (name.startswith(identifier) and _VERSION.fullmatch(name[len(identifier):]))
+            ours = name == identifier or (name.startswith(identifier) and _VERSION.fullmatch(name[len(identifier) :]))
             if not ours or (keep is not None and entry.resolve() == keep.resolve()):
                 continue
             if name != identifier and name in tables:
@@ -206,9 +205,13 @@ def seed_inserts(relation: str, rows: list[list[Any]], types: list[str]) -> list
     columns = ", ".join(f"cast(c{i} as {t})" for i, t in enumerate(types))
     statements = []
     for first in range(0, len(rows), SEED_ROWS_PER_STATEMENT):
-        chunk = [{f"c{i}": None if v is None else str(v) for i, v in enumerate(row)}
-                 for row in rows[first:first + SEED_ROWS_PER_STATEMENT]]
+        chunk = [
+            {f"c{i}": None if v is None else str(v) for i, v in enumerate(row)}
+            for row in rows[first : first + SEED_ROWS_PER_STATEMENT]
+        ]
         payload = json.dumps(chunk).replace("\\", "\\\\").replace("'", "\\'")
-        statements.append(f"insert into {relation} select {columns} "
-                          f"from (select inline(from_json('{payload}', 'array<struct<{fields}>>')))")
+        statements.append(
+            f"insert into {relation} select {columns} "
+            f"from (select inline(from_json('{payload}', 'array<struct<{fields}>>')))"
+        )
     return statements

@@ -103,8 +103,6 @@ class Event:
         )
 
 
-
-
 def create_statement(table: str, table_format: str) -> str:
     """CREATE TABLE for a table of events (the log, its archive): partitioned by day."""
     columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in EVENT_SCHEMA.fields)
@@ -165,8 +163,10 @@ class EventLog:
         repeatable after a kill at any point (an event id is copied once)."""
         legacy = self.config.table(LEGACY_TABLE)
         columns = ", ".join(f"l.{f.name}" for f in EVENT_SCHEMA.fields if f.name != PARTITION_COLUMN)
-        self.spark.sql(f"INSERT INTO {self.table} SELECT {columns}, to_date(l.event_time) AS {PARTITION_COLUMN} "
-                       f"FROM {legacy} AS l LEFT ANTI JOIN {self.table} AS e ON e.event_id = l.event_id")
+        self.spark.sql(
+            f"INSERT INTO {self.table} SELECT {columns}, to_date(l.event_time) AS {PARTITION_COLUMN} "
+            f"FROM {legacy} AS l LEFT ANTI JOIN {self.table} AS e ON e.event_id = l.event_id"
+        )
         self.spark.sql(f"DROP TABLE {legacy}")
         self.marker.touch()  # the moved events are folded like new ones
 
@@ -229,20 +229,31 @@ class EventLog:
             f"SELECT event_id, event_time, sensor_source, sensor_id, trigger_job_id, watermark_before, "
             f"watermark_after, details FROM {self.table} "
             "WHERE event_type = :type AND array_contains(:jobs, trigger_job_id)" + recent,
-            args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)})
+            args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)},
+        )
         return [r.asDict() for r in frame.collect()]
+
     def existing_ids(self, event_ids: Sequence[str], event_type: EventType, days: int) -> set[str]:
         """Which of `event_ids` (events of `event_type`) the log holds from the last `days` days (only
         those days are read)."""
         if not event_ids:
             return set()
-        frame = self.spark.sql(f"SELECT event_id FROM {self.table} WHERE event_type = :type "
-                               f"AND array_contains(:ids, event_id) AND {PARTITION_COLUMN} >= date_sub(current_date(), "
-                               f"{int(days)})", args={"type": event_type.value, "ids": list(event_ids)})
+        frame = self.spark.sql(
+            f"SELECT event_id FROM {self.table} WHERE event_type = :type "
+            f"AND array_contains(:ids, event_id) AND {PARTITION_COLUMN} >= date_sub(current_date(), "
+            f"{int(days)})",
+            args={"type": event_type.value, "ids": list(event_ids)},
+        )
         return {r[0] for r in frame.collect()}
 
-    def history(self, *, event_types: Sequence[str] = (), job_id: str | None = None,
-                since: datetime | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def history(
+        self,
+        *,
+        event_types: Sequence[str] = (),
+        job_id: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
         """Events, oldest first, filtered by type, job and time (newest `limit` when given)."""
         conditions: list[str] = ["true"]
         args: dict[str, Any] = {}

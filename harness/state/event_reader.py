@@ -55,8 +55,9 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise HeartbeatError(f"--since {text!r}: give a duration (90s, 30m, 2h, 7d, 1w) or a time "
-                             "(2026-11-22T21:40:00)") from None
+        raise HeartbeatError(
+            f"--since {text!r}: give a duration (90s, 30m, 2h, 7d, 1w) or a time (2026-11-22T21:40:00)"
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
@@ -80,8 +81,10 @@ def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
     location = path.read_text().strip()
     parsed = urlparse(location)
     if parsed.scheme not in ("", "file"):
-        raise HeartbeatError(f"the event log is at {location}, which only Spark can read: query the table "
-                             "heartbeat_events there (this command reads local folders only)")
+        raise HeartbeatError(
+            f"the event log is at {location}, which only Spark can read: query the table "
+            "heartbeat_events there (this command reads local folders only)"
+        )
     return Path(unquote(parsed.path))
 
 
@@ -99,7 +102,9 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
         return []
     table = _times_as_utc_naive(table)
     since = query.since.astimezone(timezone.utc).replace(tzinfo=None)
-    mask = pc.greater_equal(table["event_time"].cast(pa.timestamp("us")).cast(pa.int64()), _int64_scalar(_epoch_micros(since)))
+    mask = pc.greater_equal(
+        table["event_time"].cast(pa.timestamp("us")).cast(pa.int64()), _int64_scalar(_epoch_micros(since))
+    )
     if query.job_id is not None:
         mask = pc.and_(mask, pc.match_substring_regex(table["trigger_job_id"], f"^{re.escape(query.job_id)}$"))
     if query.event_types:
@@ -110,7 +115,7 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
         mask = pc.and_(mask, pc.match_substring(label, query.upstream))
     rows = table.filter(mask).to_pylist()  # a null (a column without a value) drops the row
     rows.sort(key=lambda r: r["event_time"])
-    rows = rows[-query.limit:] if query.limit else rows
+    rows = rows[-query.limit :] if query.limit else rows
     for row in rows:
         for name, value in row.items():
             if isinstance(value, datetime):
@@ -158,8 +163,12 @@ def _read_table(folder: Path, since: datetime) -> Any:
 
         return DeltaTable(str(folder)).to_pyarrow_table()
     oldest = since - _CLOCK_SLACK
-    files = [file for day in _day_folders(folder, oldest.date()) for file in sorted(day.iterdir())
-             if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest.timestamp()]
+    files = [
+        file
+        for day in _day_folders(folder, oldest.date())
+        for file in sorted(day.iterdir())
+        if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest.timestamp()
+    ]
     if not files:
         return None
     # File by file on a few threads (the reads release the GIL), with pyarrow.parquet's file reader (not

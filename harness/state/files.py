@@ -42,7 +42,7 @@ def append_line(path: Path, line: str, keep_lines: int) -> None:
     with path.open("a") as handle:
         handle.write(line + "\n")
     if path.stat().st_size > keep_lines * 400:  # keep the file bounded: the newest lines only
-        write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-keep_lines // 2:]))
+        write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-keep_lines // 2 :]))
 
 
 def write_atomic(path: Path, text: str, before_replace: Callable[[], None] | None = None) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.errors import StateBusyError
-from harness.state.files import local_folder
 from harness.state.layout import StateLayout
 
 
@@ -68,5 +67,7 @@ class StateLock:
     def __enter__(self) -> "StateLock":
         return self.acquire()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.release()

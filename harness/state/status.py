@@ -14,11 +14,11 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from harness.state.files import append_line, on_volume, write_atomic
 from harness.faults import crash_point
-from harness.vocabulary import ControlRow, JobState, RowKey, Status, control_row, upstream_label
-from harness.views.watermarks import describe, fit, when
+from harness.state.files import append_line, on_volume, write_atomic
 from harness.state.layout import StateLayout
+from harness.views.watermarks import describe, fit, when
+from harness.vocabulary import ControlRow, JobState, RowKey, Status, control_row, upstream_label
 
 if TYPE_CHECKING:
     from harness.state.tables import JobDecision
@@ -37,14 +37,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_snapshot(state_dir: Path, tick_id: str, decisions: Sequence[JobDecision],
-                   rows: Sequence[dict[str, Any]], facts: dict[str, Any] | None = None) -> None:
+def write_snapshot(
+    state_dir: Path,
+    tick_id: str,
+    decisions: Sequence[JobDecision],
+    rows: Sequence[dict[str, Any]],
+    facts: dict[str, Any] | None = None,
+) -> None:
     """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.tick.cold)."""
     body = {
         "written_at": datetime.now(timezone.utc).isoformat(),
         "tick_id": tick_id,
-        "jobs": [{"job_id": d.job_id, "job_name": d.job_name, "should_start": d.should_start, "reason": d.reason}
-                 for d in decisions],
+        "jobs": [
+            {"job_id": d.job_id, "job_name": d.job_name, "should_start": d.should_start, "reason": d.reason}
+            for d in decisions
+        ],
         "rows": [plain_record(row) for row in rows],
         **(facts or {}),
     }
@@ -52,7 +59,9 @@ def write_snapshot(state_dir: Path, tick_id: str, decisions: Sequence[JobDecisio
 
 
 def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
-    write_atomic(StateLayout(state_dir).snapshot, json.dumps(body), before_replace=lambda: crash_point("status:snapshot"))
+    write_atomic(
+        StateLayout(state_dir).snapshot, json.dumps(body), before_replace=lambda: crash_point("status:snapshot")
+    )
 
 
 def plain_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +81,10 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
     """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
     (RowKey.ref): two rows of one table each keep their own reason."""
-    write_atomic(StateLayout(state_dir).waiting, json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(),
-                                                       "rows": reasons}))
+    write_atomic(
+        StateLayout(state_dir).waiting,
+        json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(), "rows": reasons}),
+    )
 
 
 def read_json_or_none(path: Path) -> dict[str, Any] | None:
@@ -103,35 +114,61 @@ class TickResult:
 
     @classmethod
     def of(cls, report: TickReport, started_at: datetime, seconds: float) -> TickResult:
-        return cls(report.tick_id, started_at, seconds, report.error, steps=dict(report.seconds),
-                   started=report.started, refused=report.start_refused,
-                   step=report.step if report.error else None, controls_error=report.controls_error,
-                   check_errors=report.check_errors)
+        return cls(
+            report.tick_id,
+            started_at,
+            seconds,
+            report.error,
+            steps=dict(report.seconds),
+            started=report.started,
+            refused=report.start_refused,
+            step=report.step if report.error else None,
+            controls_error=report.controls_error,
+            check_errors=report.check_errors,
+        )
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     """Update the health record with one tick's result: the last successful tick, failures in a row."""
     health = read_json(StateLayout(state_dir).health) or {}
     ended = datetime.now(timezone.utc).isoformat()
-    health["last_tick"] = {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
-                           "ended_at": ended, "seconds": round(result.seconds, 2), "error": result.error,
-                           "step": result.step, "controls_error": result.controls_error,
-                           "refused": list(result.refused), "check_errors": result.check_errors}
+    health["last_tick"] = {
+        "tick_id": result.tick_id,
+        "started_at": result.started_at.isoformat(),
+        "ended_at": ended,
+        "seconds": round(result.seconds, 2),
+        "error": result.error,
+        "step": result.step,
+        "controls_error": result.controls_error,
+        "refused": list(result.refused),
+        "check_errors": result.check_errors,
+    }
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)
     else:
         health["failures_in_a_row"] = int(health.get("failures_in_a_row") or 0) + 1
         health["first_failure_at"] = health.get("first_failure_at") or result.started_at.isoformat()
     write_atomic(StateLayout(state_dir).health, json.dumps(health))
-    _append_tick(state_dir, {"tick_id": result.tick_id, "started_at": result.started_at.isoformat(),
-                             "seconds": round(result.seconds, 2), "steps": result.steps, "error": result.error,
-                             "started": list(result.started), "refused": list(result.refused)})
+    _append_tick(
+        state_dir,
+        {
+            "tick_id": result.tick_id,
+            "started_at": result.started_at.isoformat(),
+            "seconds": round(result.seconds, 2),
+            "steps": result.steps,
+            "error": result.error,
+            "started": list(result.started),
+            "refused": list(result.refused),
+        },
+    )
     return health
 
 
 def _append_tick(state_dir: Path, line: dict[str, Any]) -> None:
     # On a volume the file is rewritten whole at every tick: a week of 5-minute ticks is kept there
-    append_line(StateLayout(state_dir).ticks, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT)
+    append_line(
+        StateLayout(state_dir).ticks, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT
+    )
 
 
 def read_ticks(state_dir: Path, since: datetime) -> list[dict[str, Any]]:
@@ -169,8 +206,11 @@ def job_view(job: dict[str, Any], rows: Sequence[dict[str, Any]]) -> JobView:
         return JobView.RUNNING
     if job["should_start"]:
         return JobView.READY
-    if rows and all(r["job_state"] == JobState.PAUSED.value for r in rows) or any(
-            r["job_state"] == JobState.PAUSED.value and r["is_hard_dependency"] for r in rows):
+    if (
+        rows
+        and all(r["job_state"] == JobState.PAUSED.value for r in rows)
+        or any(r["job_state"] == JobState.PAUSED.value and r["is_hard_dependency"] for r in rows)
+    ):
         return JobView.PAUSED
     return JobView.WAITING
 
@@ -231,34 +271,47 @@ def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
     failures = int(health.get("failures_in_a_row") or 0)
-    success = f"last successful tick {when(health.get('last_success_at'))}" if health.get("last_success_at") \
+    success = (
+        f"last successful tick {when(health.get('last_success_at'))}"
+        if health.get("last_success_at")
         else "no successful tick yet"
+    )
     if failures:
-        lines.append(f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
-                     f"(since {when(health.get('first_failure_at'))}); {success}")
+        lines.append(
+            f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
+            f"(since {when(health.get('first_failure_at'))}); {success}"
+        )
         lines.append(f"    last error: {last.get('error')}")
         step = f"in step {last['step']}; " if last.get("step") else ""
-        lines.append(f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
-                     "cause and the next tick goes on")
+        lines.append(
+            f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+            "cause and the next tick goes on"
+        )
     else:
         lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
     if last.get("controls_error"):
         lines.extend(controls_refused(last["controls_error"]))
     if last.get("refused"):
         refused = list(last["refused"])
-        lines.append(f"WARNING: the last tick could not start {len(refused)} job{'s' if len(refused) > 1 else ''}: "
-                     f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''} (`why --job {refused[0]}` "
-                     "says why; it is tried again after the refused-start wait)")
+        lines.append(
+            f"WARNING: the last tick could not start {len(refused)} job{'s' if len(refused) > 1 else ''}: "
+            f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''} (`why --job {refused[0]}` "
+            "says why; it is tried again after the refused-start wait)"
+        )
     if last.get("check_errors"):
-        lines.append(f"WARNING: {last['check_errors']} upstream check(s) failed in the last tick "
-                     "(`events --type CHECK_FAILED --since 1h` names them and the cause)")
+        lines.append(
+            f"WARNING: {last['check_errors']} upstream check(s) failed in the last tick "
+            "(`events --type CHECK_FAILED --since 1h` names them and the cause)"
+        )
     return lines
 
 
 def controls_refused(message: str) -> list[str]:
     """The refused controls CSV, said where an operator looks first (`status`, `why`)."""
-    return ["WARNING: the controls CSV is refused; the control table keeps the last valid one until it is fixed "
-            "(check it with `python -m harness validate`):"] + [f"    {line}" for line in message.splitlines()]
+    return [
+        "WARNING: the controls CSV is refused; the control table keeps the last valid one until it is fixed "
+        "(check it with `python -m harness validate`):"
+    ] + [f"    {line}" for line in message.splitlines()]
 
 
 def _time(value: Any) -> datetime | None:
@@ -308,8 +361,10 @@ def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
 def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
-    lines = [f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
-             f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"]
+    lines = [
+        f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
+        f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"
+    ]
     reason = waiting_reason(r, waiting or {})
     if reason:
         lines.append(f"        waiting: {reason}")
@@ -317,16 +372,23 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
-    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (r.get("status_change_timestamp") or ""):
+    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (
+        r.get("status_change_timestamp") or ""
+    ):
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {r['last_start_refusal']}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     return lines
 
 
-def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-           selection: Selection = Selection(), now: datetime | None = None,
-           waiting: dict[str, str] | None = None) -> str:
+def render(
+    snapshot: dict[str, Any] | None,
+    health: dict[str, Any] | None,
+    holder: str | None,
+    selection: Selection = Selection(),
+    now: datetime | None = None,
+    waiting: dict[str, str] | None = None,
+) -> str:
     now = now or datetime.now(timezone.utc)
     lines = render_health(health, holder)
     if snapshot is None:
@@ -334,10 +396,16 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
         return "\n".join(lines)
     jobs = jobs_of(snapshot)
     counts = summary(jobs)
-    lines.insert(0, f"{len(jobs)} jobs: " + ", ".join(f"{n} {view}" for view, n in counts.items())
-                 + f" ({len(snapshot['rows'])} rows)")
-    lines.append(f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
-                 f"{_age(snapshot['written_at'], now)})")
+    lines.insert(
+        0,
+        f"{len(jobs)} jobs: "
+        + ", ".join(f"{n} {view}" for view, n in counts.items())
+        + f" ({len(snapshot['rows'])} rows)",
+    )
+    lines.append(
+        f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
+        f"{_age(snapshot['written_at'], now)})"
+    )
     shown = 0
     for job, rows, view in jobs:
         if selection.job_id is not None and job["job_id"] != selection.job_id:
@@ -351,32 +419,43 @@ def render(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holde
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
     elif not shown:
-        lines.append("no job matches " + " and ".join(
-            f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v))
+        lines.append(
+            "no job matches "
+            + " and ".join(f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v)
+        )
     return "\n".join(lines)
 
 
-def render_json(snapshot: dict[str, Any] | None, health: dict[str, Any] | None, holder: str | None,
-                selection: Selection = Selection(), now: datetime | None = None,
-                waiting: dict[str, str] | None = None) -> str:
+def render_json(
+    snapshot: dict[str, Any] | None,
+    health: dict[str, Any] | None,
+    holder: str | None,
+    selection: Selection = Selection(),
+    now: datetime | None = None,
+    waiting: dict[str, str] | None = None,
+) -> str:
     now = now or datetime.now(timezone.utc)
     body: dict[str, Any] = {"holder": holder, "health": health, "snapshot": None}
     if snapshot is not None:
         jobs = jobs_of(snapshot)
         body["snapshot"] = {
-            "tick_id": snapshot["tick_id"], "written_at": snapshot["written_at"],
+            "tick_id": snapshot["tick_id"],
+            "written_at": snapshot["written_at"],
             "age_seconds": round((now - datetime.fromisoformat(snapshot["written_at"])).total_seconds(), 1),
             "summary": summary(jobs),
-            "jobs": [job | {"view": view.value,
-                            "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
-                     for job, rows, view in jobs
-                     if (selection.job_id is None or job["job_id"] == selection.job_id)
-                     and (selection.state is None or _matches(selection.state, view, rows))],
+            "jobs": [
+                job
+                | {"view": view.value, "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
+                for job, rows, view in jobs
+                if (selection.job_id is None or job["job_id"] == selection.job_id)
+                and (selection.state is None or _matches(selection.state, view, rows))
+            ],
         }
     return json.dumps(body, indent=2, default=str)
 
 
 # --- why ------------------------------------------------------------------------------------------
+
 
 def event_line(e: dict[str, Any], with_job: bool = True) -> str:
     label = upstream_label(e["sensor_source"], e["sensor_id"]) if e.get("sensor_source") else "-"
@@ -395,33 +474,52 @@ def event_line(e: dict[str, Any], with_job: bool = True) -> str:
     return "  ".join(parts)
 
 
-def render_why(snapshot: dict[str, Any] | None, job_id: str, events: Sequence[dict[str, Any]],
-               since: datetime, health: dict[str, Any] | None = None, waiting: dict[str, str] | None = None) -> str:
+def render_why(
+    snapshot: dict[str, Any] | None,
+    job_id: str,
+    events: Sequence[dict[str, Any]],
+    since: datetime,
+    health: dict[str, Any] | None = None,
+    waiting: dict[str, str] | None = None,
+) -> str:
     refused = ((health or {}).get("last_tick") or {}).get("controls_error")
     if snapshot is None:
-        return "\n".join(["no control table yet: run `python -m harness tick` first"]
-                         + (controls_refused(refused) if refused else []))
+        return "\n".join(
+            ["no control table yet: run `python -m harness tick` first"]
+            + (controls_refused(refused) if refused else [])
+        )
     found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
     if not found:
         known = sorted(j["job_id"] for j in snapshot["jobs"])
         near = [k for k in known if job_id.lower() in k.lower()][:5]
-        line = (f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)"
-                + (f"; did you mean {', '.join(near)}?" if near else ""))
+        line = f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)" + (
+            f"; did you mean {', '.join(near)}?" if near else ""
+        )
         if refused:
-            return "\n".join([line + "; a job only in the refused controls CSV is not loaded until the file "
-                              "is fixed"] + controls_refused(refused))
+            return "\n".join(
+                [line + "; a job only in the refused controls CSV is not loaded until the file is fixed"]
+                + controls_refused(refused)
+            )
         return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
     lines = controls_refused(refused) if refused else []
-    lines += [f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
-             f"    because: {job['reason']}",
-             f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)", "rows:"]
+    lines += [
+        f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
+        f"    because: {job['reason']}",
+        f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)",
+        "rows:",
+    ]
     for r in rows:
         lines.extend(_row_lines(r, waiting))
-        lines.append(f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
-                     f"last successful run consumed {describe(r.get('last_success_watermark'))}")
-    lines.append(f"events since {when(since)} UTC ({len(events)}, newest last):" if events
-                 else f"no events of this job since {when(since)} UTC (widen with --since)")
+        lines.append(
+            f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
+            f"last successful run consumed {describe(r.get('last_success_watermark'))}"
+        )
+    lines.append(
+        f"events since {when(since)} UTC ({len(events)}, newest last):"
+        if events
+        else f"no events of this job since {when(since)} UTC (widen with --since)"
+    )
     lines.extend("    " + event_line(e, with_job=False) for e in events)
     return "\n".join(lines)

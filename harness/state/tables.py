@@ -22,8 +22,8 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
-from harness.state.event_log import Event
 from harness.platform.literal_rows import literal_rows
+from harness.state.event_log import Event
 from harness.vocabulary import ControlRow, EventType, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
@@ -33,9 +33,12 @@ OPEN_RUNS = "heartbeat_open_runs"
 KEY_COLUMNS = tuple(f.name for f in fields(RowKey))  # a control row's key
 ROW_ORDER = ("trigger_job_id", "sensor_source", "sensor_id")  # the order the control table is read in
 DRY_RUN_VIEW = "heartbeat_dry_run_control_table"
-DETECTED_SCHEMA = StructType([StructField(name, TimestampType() if name == "dry_detected_at" else StringType())
-                              for name in ("sensor_source", "sensor_id", "trigger_job_id", "dry_status",
-                                           "dry_watermark", "dry_detected_at")])
+DETECTED_SCHEMA = StructType(
+    [
+        StructField(name, TimestampType() if name == "dry_detected_at" else StringType())
+        for name in ("sensor_source", "sensor_id", "trigger_job_id", "dry_status", "dry_watermark", "dry_detected_at")
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -50,16 +53,27 @@ class Detection:
 
 def detections(events: Sequence[Event]) -> list[Detection]:
     """The detections among a sensing's events (what a fold would make of them: Detection)."""
-    return [Detection(e.row, e.status, e.watermark_after, e.event_time) for e in events
-            if e.event_type is EventType.DATA_CHANGED and e.row is not None and e.status]
+    return [
+        Detection(e.row, e.status, e.watermark_after, e.event_time)
+        for e in events
+        if e.event_type is EventType.DATA_CHANGED and e.row is not None and e.status
+    ]
 
 
 def as_detected(rows: Sequence[ControlRow], found: Sequence[Detection]) -> list[ControlRow]:
     """`rows` as `found` leaves them once folded: each detected row's status, watermark and time of detection."""
     detected = {d.key: d for d in found}
-    return [replace(r, status=detected[r.key].status, watermark=detected[r.key].watermark,
-                    latest_event_fetched_timestamp=detected[r.key].detected_at) if r.key in detected else r
-            for r in rows]
+    return [
+        replace(
+            r,
+            status=detected[r.key].status,
+            watermark=detected[r.key].watermark,
+            latest_event_fetched_timestamp=detected[r.key].detected_at,
+        )
+        if r.key in detected
+        else r
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True)
@@ -99,32 +113,52 @@ def records(frame: DataFrame) -> list[dict[str, Any]]:
 
 
 class Tables:
-    def __init__(self, spark: SparkSession, config: Config, version: Callable[[], int] | None = None,
-                 folds: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: Config,
+        version: Callable[[], int] | None = None,
+        folds: Callable[[], int] | None = None,
+    ) -> None:
         """`version` changes whenever the event log changes, `folds` whenever what dbt built may have
         changed (`version` stands for both when `folds` is not given); without them nothing is kept."""
         self.spark, self.config = spark, config
         self._version, self._folds = version, folds or version
         self._kept: dict[str, tuple[int, datetime, Any]] = {}
 
-    def keep(self, control_table: list[dict[str, Any]], sensed: set[RowKey], open_runs: list[dict[str, Any]],
-             controls_digest: str | None) -> None:
+    def keep(
+        self,
+        control_table: list[dict[str, Any]],
+        sensed: set[RowKey],
+        open_runs: list[dict[str, Any]],
+        controls_digest: str | None,
+    ) -> None:
         """Readings taken elsewhere (a current status snapshot: harness.tick.cold), kept as if read now:
         the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
         if self._folds is None or self._version is None:
             return
         folds, version = self._folds(), self._version()
         rows = [control_row(r) for r in control_table]
-        for key, value, counter in ((CONTROL_TABLE, control_table, folds), (f"{CONTROL_TABLE}:rows", rows, folds),
-                                    (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
-                                    (OPEN_RUNS, open_runs, version), (SEED, controls_digest, folds)):
+        for key, value, counter in (
+            (CONTROL_TABLE, control_table, folds),
+            (f"{CONTROL_TABLE}:rows", rows, folds),
+            (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
+            (OPEN_RUNS, open_runs, version),
+            (SEED, controls_digest, folds),
+        ):
             self._kept[key] = (counter, FOREVER, value)
 
     def exists(self, name: str) -> bool:
         return bool(self.spark.catalog.tableExists(self.config.table(name)))
 
-    def _kept_or(self, key: str, read: Callable[[], T], until: Callable[[T], datetime] = lambda _: FOREVER,
-                 *, of_log: bool = False) -> T:
+    def _kept_or(
+        self,
+        key: str,
+        read: Callable[[], T],
+        until: Callable[[T], datetime] = lambda _: FOREVER,
+        *,
+        of_log: bool = False,
+    ) -> T:
         """The reading kept under `key` while what it reads is the same (what dbt built, or with `of_log`
         the event log itself) and `until` its value has not passed."""
         counter = self._version if of_log else self._folds
@@ -157,17 +191,20 @@ class Tables:
     def _read_sensed_rows(self) -> list[ControlRow]:
         if not self.exists(ELIGIBILITY):
             return []
-        sensed = {RowKey(*(r[k] for k in KEY_COLUMNS))  # the keys only: the rows are read once, above
-                  for r in records(self.spark.table(self.config.table(ELIGIBILITY)).where("is_sensed")
-                                   .select(*KEY_COLUMNS))}
+        sensed = {
+            RowKey(*(r[k] for k in KEY_COLUMNS))  # the keys only: the rows are read once, above
+            for r in records(self.spark.table(self.config.table(ELIGIBILITY)).where("is_sensed").select(*KEY_COLUMNS))
+        }
         return [r for r in self.control_rows() if r.key in sensed]
 
     def _trigger_set(self) -> list[dict[str, Any]]:
         return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), _next_retry)
 
     def job_decisions(self) -> list[JobDecision]:
-        return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-                for r in self._trigger_set()]
+        return [
+            JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
+            for r in self._trigger_set()
+        ]
 
     def decisions_valid_until(self) -> datetime:
         """Until when the trigger set's decisions hold without a new event (the clock alone changes them
@@ -193,19 +230,30 @@ class Tables:
         if detections:
             from pyspark.sql import functions as F
 
-            changed = literal_rows(self.spark, [(d.key.sensor_source, d.key.sensor_id, d.key.trigger_job_id, d.status,
-                                                 d.watermark, d.detected_at) for d in detections], DETECTED_SCHEMA)
+            changed = literal_rows(
+                self.spark,
+                [
+                    (d.key.sensor_source, d.key.sensor_id, d.key.trigger_job_id, d.status, d.watermark, d.detected_at)
+                    for d in detections
+                ],
+                DETECTED_SCHEMA,
+            )
             columns = frame.columns
-            frame = (frame.join(changed, list(KEY_COLUMNS), "left")
-                     .withColumn("status", F.coalesce("dry_status", "status"))
-                     .withColumn("watermark", F.coalesce("dry_watermark", "watermark"))
-                     .withColumn("latest_event_fetched_timestamp",
-                                 F.coalesce("dry_detected_at", "latest_event_fetched_timestamp"))
-                     .select(*columns))
+            frame = (
+                frame.join(changed, list(KEY_COLUMNS), "left")
+                .withColumn("status", F.coalesce("dry_status", "status"))
+                .withColumn("watermark", F.coalesce("dry_watermark", "watermark"))
+                .withColumn(
+                    "latest_event_fetched_timestamp", F.coalesce("dry_detected_at", "latest_event_fetched_timestamp")
+                )
+                .select(*columns)
+            )
         frame.createOrReplaceTempView(DRY_RUN_VIEW)
         sql = re.sub(rf"[\w`.]*\b{CONTROL_TABLE}\b`?", DRY_RUN_VIEW, compiled.read_text())
-        return [JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-                for r in records(self.spark.sql(sql).orderBy("trigger_job_id"))]
+        return [
+            JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
+            for r in records(self.spark.sql(sql).orderBy("trigger_job_id"))
+        ]
 
     def open_runs(self) -> list[OpenRunRow]:
         """The open run requests. The view reads the events from the oldest trigger the control table
@@ -215,8 +263,11 @@ class Tables:
 
     def open_run_records(self) -> list[dict[str, Any]]:
         """The rows of heartbeat_open_runs as read (for the status snapshot)."""
-        return self._kept_or(OPEN_RUNS, lambda: self._read(OPEN_RUNS, "requested_at", "idempotency_token")
-                             if self.exists(CONTROL_TABLE) else [], of_log=True)
+        return self._kept_or(
+            OPEN_RUNS,
+            lambda: self._read(OPEN_RUNS, "requested_at", "idempotency_token") if self.exists(CONTROL_TABLE) else [],
+            of_log=True,
+        )
 
     def controls_digest(self) -> str | None:
         """The digest of the controls CSV the seed table holds; None when it holds none (or no complete load)."""
@@ -232,18 +283,28 @@ class Tables:
 def _next_retry(trigger_set: list[dict[str, Any]]) -> datetime:
     """When the trigger set's decisions change with the clock alone: the earliest time a refused start
     may be retried."""
-    waits = [utc(r["retry_start_after"]) for r in trigger_set
-             if r.get("is_start_refused") and not r["should_start"] and r.get("retry_start_after") is not None]
+    waits = [
+        utc(r["retry_start_after"])
+        for r in trigger_set
+        if r.get("is_start_refused") and not r["should_start"] and r.get("retry_start_after") is not None
+    ]
     return min(waits, default=FOREVER)
 
 
 def open_run_row(r: dict[str, Any]) -> OpenRunRow:
     """A row of heartbeat_open_runs, as Spark returns it or as the status snapshot holds it."""
     return OpenRunRow(
-        token=r["idempotency_token"], job_id=r["trigger_job_id"], job_name=r["trigger_job_name"],
-        requested_at=utc(r["requested_at"]), run_id=r["run_id"], is_flagged_stuck=bool(r["is_flagged_stuck"]),
-        last_poll_error=r["last_poll_error"], last_poll_error_at=utc(r["last_poll_error_at"]),
+        token=r["idempotency_token"],
+        job_id=r["trigger_job_id"],
+        job_name=r["trigger_job_name"],
+        requested_at=utc(r["requested_at"]),
+        run_id=r["run_id"],
+        is_flagged_stuck=bool(r["is_flagged_stuck"]),
+        last_poll_error=r["last_poll_error"],
+        last_poll_error_at=utc(r["last_poll_error_at"]),
         key=RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]),
-        watermark_before=r["watermark_before"], watermark_after=r["watermark_after"],
-        previous_status=r["previous_status"], is_hard_dependency=bool(r["is_hard_dependency"]),
+        watermark_before=r["watermark_before"],
+        watermark_after=r["watermark_after"],
+        previous_status=r["previous_status"],
+        is_hard_dependency=bool(r["is_hard_dependency"]),
     )

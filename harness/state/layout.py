@@ -1,0 +1,111 @@
+"""The state folder's layout: every file and folder the heartbeat keeps in it, named here and nowhere else
+(docs/operations.md says what each holds and what to do with it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.state.files import local_folder
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    root: Path
+
+    # --- the embedded default's Spark: the schema's tables, their metastore, the JVM's output ---------
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def metastore(self) -> Path:
+        return self.root / "metastore_db"
+
+    @property
+    def spark_log(self) -> Path:
+        return self.root / "spark.log"
+
+    # --- the event log ------------------------------------------------------------------------------------
+    @property
+    def events_location(self) -> Path:
+        """The event table's folder, recorded for the readers that need no Spark."""
+        return self.root / "events.location"
+
+    @property
+    def events_unfolded(self) -> Path:
+        """Exists while events may have been appended that the control table has not folded."""
+        return self.root / "events.unfolded"
+
+    @property
+    def retention_record(self) -> Path:
+        return self.root / "events.retention.json"
+
+    # --- the fold -------------------------------------------------------------------------------------
+    @property
+    def models_digest(self) -> Path:
+        """What the models in the schema were built from."""
+        return self.root / "dbt_models.sha256"
+
+    @property
+    def fold_id(self) -> Path:
+        return self.root / "fold.id"
+
+    @property
+    def controls_rejected(self) -> Path:
+        """The digest of the latest refused controls CSV."""
+        return self.root / "controls.rejected.sha256"
+
+    # --- what the operator's commands read ------------------------------------------------------------
+    @property
+    def snapshot(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def health(self) -> Path:
+        return self.root / "health.json"
+
+    @property
+    def waiting(self) -> Path:
+        """Each sensed row's reason for having nothing new, as the last sensing found."""
+        return self.root / "waiting.json"
+
+    @property
+    def ticks(self) -> Path:
+        return self.root / "ticks.jsonl"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    # --- written while a heartbeat holds the state, applied by its next tick -------------------------------
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    @property
+    def published_inbox(self) -> Path:
+        return self.inbox / "published"
+
+    # --- runs ---------------------------------------------------------------------------------------------
+    @property
+    def local_runs(self) -> Path:
+        """The local runner's runs, one folder each."""
+        return self.root / "local_runs"
+
+    def range_file(self, run_context_id: str) -> Path:
+        """A range handed to a run by reference (too long for a job parameter)."""
+        return self.root / "ranges" / f"{run_context_id}.json"
+
+    # --- on the node's disk, even when the state folder is a volume (harness.state.files) ----------------
+    @property
+    def lock(self) -> Path:
+        return local_folder(self.root) / "heartbeat.lock"
+
+    @property
+    def dbt_target(self) -> Path:
+        return local_folder(self.root) / "dbt_target"
+
+    @property
+    def dbt_logs(self) -> Path:
+        return local_folder(self.root) / "dbt_logs"

@@ -167,8 +167,8 @@ def baseline(runtime: Any, triggers: Path, sample: int, rows: int) -> dict[str, 
 
 def run_size(args: argparse.Namespace) -> dict[str, Any]:
     from harness.commands.cli import setup_logging
-    from harness.runtime import Runtime
     from harness.tick.run import run_tick
+    from harness.tick.runtime import Runtime
 
     rows, upstreams = args.rows, min(args.upstreams, args.rows)
     jobs = args.jobs or rows // 4

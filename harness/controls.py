@@ -18,7 +18,7 @@ from typing import Any
 from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
-from harness.sensors.preprocess import PLACEHOLDER, check_query
+from harness.preprocess import PLACEHOLDER, check_query
 from harness.vocabulary import JobState, ReadType, SensorSource
 
 USER_COLUMNS = (

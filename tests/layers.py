@@ -52,7 +52,7 @@ def guard_unit(item: pytest.Item, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr("harness.platform.spark.get_spark", refuse)
-    monkeypatch.setattr("harness.runtime.get_spark", refuse)
+    monkeypatch.setattr("harness.tick.runtime.get_spark", refuse)
 
 
 class LayerTimes:

@@ -17,10 +17,10 @@ from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
-from harness.runtime import Runtime
 from harness.state import tables
 from harness.tick import inbox
 from harness.tick.run import run_tick
+from harness.tick.runtime import Runtime
 from harness.tick.steps import TickReport
 from tests.jobs_api_server import FAST
 

@@ -23,7 +23,7 @@ from harness.platform.dbt_runner import project_digest
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.state.status import read_json, waiting_reasons
+from harness.state.status_files import read_json, waiting_reasons
 from harness.state.tables import Tables
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick

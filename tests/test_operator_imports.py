@@ -25,7 +25,7 @@ HEAVY = (
     "harness.state.event_log",
     "harness.tick.triggering",
     "harness.state.tables",
-    "harness.runtime",
+    "harness.tick.runtime",
 )
 
 SCRIPT = """

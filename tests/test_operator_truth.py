@@ -15,9 +15,10 @@ from harness.commands import cli
 from harness.config import load_config
 from harness.errors import HeartbeatError, root_cause
 from harness.jobs import publish
-from harness.state import status
+from harness.state import status_files
 from harness.state.layout import StateLayout
 from harness.tick.steps import Step, TickReport
+from harness.views import status
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 REFUSAL = "controls.csv: 1 bad row\n  line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'"
@@ -58,7 +59,7 @@ def snapshot(*rows: dict[str, Any], reason: str = "waiting for hard dependency t
 
 
 def ticked(tmp_path: Path, report: TickReport) -> dict[str, Any]:
-    return status.record_tick(tmp_path, status.TickResult.of(report, T0, 1.0))
+    return status_files.record_tick(tmp_path, report.result(T0, 1.0))
 
 
 # --- a refused controls CSV -------------------------------------------------------------------------
@@ -237,14 +238,14 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
 
     # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
     a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
-    status.record_waiting(
+    status_files.record_waiting(
         tmp_path,
         {
             RowKey("delta_table", "/lake/orders", "daily").ref: "waiting for partition ds=2026-11-22 (no data yet)",
             RowKey("delta_table", "/lake/orders", "hourly").ref: "partition ds=2026-11-22/hour=11 already acted on",
         },
     )
-    waiting = status.waiting_reasons(tmp_path)
+    waiting = status_files.waiting_reasons(tmp_path)
     # WHEN status and why render
     out = status.render(snapshot(a, b), None, None, now=T0, waiting=waiting)
     # THEN each row carries its own reason

@@ -6,7 +6,7 @@ import pytest
 import sqlglot
 
 from harness.errors import PreprocessQueryError
-from harness.sensors.preprocess import check_query, render
+from harness.preprocess import check_query, render
 
 
 @pytest.mark.parametrize(

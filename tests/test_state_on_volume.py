@@ -14,7 +14,7 @@ from harness.config import PROJECT_DIR, Config
 from harness.state import files
 from harness.state.layout import StateLayout
 from harness.state.lock import StateLock
-from harness.state.status import TickResult, read_ticks, record_tick
+from harness.state.status_files import TickResult, read_ticks, record_tick
 
 pytestmark = pytest.mark.unit
 

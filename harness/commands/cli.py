@@ -28,16 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness import refresh
-
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
-from harness.commands import operator
+from harness.commands import operator, refresh
 from harness.config import Config, load_config
 from harness.errors import HeartbeatError, StateBusyError
 from harness.state.lock import StateLock
-from harness.state.status import snapshot_rows
+from harness.state.status_files import snapshot_rows
 from harness.vocabulary import PUBLISH_OPERATIONS
 
 log = logging.getLogger("harness")
@@ -90,7 +88,7 @@ def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[Stat
 
 
 def _runtime(config: Config, *, parse_ahead: bool = False):  # type: ignore[no-untyped-def]
-    from harness.runtime import Runtime  # Spark and dbt load only for commands that need them
+    from harness.tick.runtime import Runtime  # Spark and dbt load only for commands that need them
 
     return Runtime.open(config, parse_ahead=parse_ahead)
 

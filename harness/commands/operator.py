@@ -1,7 +1,7 @@
 """The operator's commands: `status`, `why`, `events`, `report`, and the output of `tick --dry-run`.
 
 None of them starts Spark (except the dry run, which senses): they read what every tick leaves in the
-state folder (harness.state.status) and the event log's files (harness.state.event_reader), so they answer in a moment
+state folder (harness.state.status_files) and the event log's files (harness.state.event_reader), so they answer in a moment
 and work while a heartbeat holds the state.
 """
 
@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config import Config
 from harness.errors import HeartbeatError
-from harness.state import event_reader, status
+from harness.state import event_reader, status_files
 from harness.state.lock import StateLock
+from harness.views import status
 from harness.views.watermarks import describe
 from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
-    from harness.runtime import Runtime
+    from harness.tick.runtime import Runtime
 
 
 def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
@@ -31,7 +32,7 @@ def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
 def _state_file(path: Path) -> dict[str, Any] | None:
     """A JSON file a tick leaves; one that cannot be read is said plainly (a tick writes them whole)."""
     try:
-        return status.read_json(path)
+        return status_files.read_json(path)
     except ValueError as exc:
         raise HeartbeatError(
             f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
@@ -62,7 +63,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
             _state_file(config.layout.health),
             StateLock(state).current_holder(),
             selection,
-            waiting=status.waiting_reasons(state),
+            waiting=status_files.waiting_reasons(state),
         )
     )
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
@@ -83,7 +84,7 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
             events,
             since,
             _state_file(config.layout.health),
-            status.waiting_reasons(config.state_dir),
+            status_files.waiting_reasons(config.state_dir),
         )
     )
     return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1

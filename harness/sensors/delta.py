@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 
 from harness.config import DeltaSettings, env_secret
 from harness.errors import SensorError
+from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
@@ -45,7 +46,6 @@ from harness.sensors.delta_log import (
     parse_commit,
 )
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
-from harness.sensors.preprocess import quote_identifier
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource
 

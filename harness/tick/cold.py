@@ -2,7 +2,7 @@
 
 `python -m harness tick` from cron starts cold. Most ticks find nothing new, and a JVM, a metastore and
 a dbt parse cost 30 s before the first step. The last tick left everything a tick with nothing new
-reads in its status snapshot (`status.json`, harness.state.status): every row's status and watermark, which
+reads in its status snapshot (`status.json`, harness.state.status_files): every row's status and watermark, which
 rows are sensed, the jobs' decisions and until when they hold, the open runs, the controls CSV's
 digest and the fold the snapshot shows. When that snapshot is current, this tick does what a warm tick
 does: polls the open runs, checks every sensed upstream (each sensor that needs no Spark: trigger
@@ -27,20 +27,20 @@ from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.jobs import publish
 from harness.platform.dbt_runner import project_digest
-from harness.runtime import build_backend
 from harness.sensors import build_registry
-from harness.state.status import plain_record, read_json, record_waiting, write_snapshot_body
+from harness.state.status_files import plain_record, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, retention
 from harness.tick.fold import fold_id
 from harness.tick.freshness import stale_rows
+from harness.tick.runtime import build_backend
 from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
 from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
 
 if TYPE_CHECKING:
-    from harness.runtime import Runtime
+    from harness.tick.runtime import Runtime
 
 log = logging.getLogger("harness.tick.run")
 SOURCE_KINDS = {s.value for s in SensorSource}

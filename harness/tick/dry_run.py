@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.runtime import Runtime
 from harness.state.tables import Detection, JobDecision, as_detected, detections
+from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
 from harness.vocabulary import ControlRow, EventType, JobState

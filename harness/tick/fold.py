@@ -30,11 +30,11 @@ from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.platform import dbt_runner
-from harness.runtime import Runtime
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.tick.runtime import Runtime
 from harness.vocabulary import EventType
 
 log = logging.getLogger(__name__)

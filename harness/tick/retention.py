@@ -25,12 +25,12 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from harness.config import Config
-from harness.runtime import Runtime
 from harness.state.event_log import create_statement
 from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
 from harness.state.tables import CONTROL_TABLE
+from harness.tick.runtime import Runtime
 from harness.views.report import event_facets
 
 log = logging.getLogger(__name__)

@@ -28,12 +28,12 @@ from harness.config import Config
 from harness.errors import DbtError, root_cause
 from harness.faults import crash_point, tick_started
 from harness.jobs import publish
-from harness.runtime import Runtime
 from harness.state.event_log import Event
-from harness.state.status import TickResult, record_tick, record_waiting, write_snapshot
+from harness.state.status_files import record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, retention
 from harness.tick.freshness import freshness_events
+from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
@@ -95,7 +95,7 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
         handover = cold.Handover(f"{type(exc).__name__}: {exc}")
     if handover is None:
-        record_tick(config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
+        record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
         return report
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
@@ -129,7 +129,7 @@ def run_tick(
             extra={"tick_id": report.tick_id, "step": report.step},
         )
     finally:
-        record_tick(runtime.config.state_dir, TickResult.of(report, started_at, time.monotonic() - started))
+        record_tick(runtime.config.state_dir, report.result(started_at, time.monotonic() - started))
     return report
 
 

@@ -25,11 +25,11 @@ from pyspark.sql import SparkSession
 from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
 from harness.partition_filter import parse_filter, parse_tags
+from harness.preprocess import over_view, render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
-from harness.sensors.preprocess import over_view, render
 from harness.state.event_log import Event, now
 from harness.vocabulary import ControlRow, EventType, SensorSource, Status, dumps
 

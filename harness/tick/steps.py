@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from harness.state.status_files import TickResult
 
 log = logging.getLogger("harness.tick.run")
 
@@ -38,6 +41,21 @@ class TickReport:
         """Nothing started, nothing waiting for confirmation, no run going (a start re-sent and confirmed
         this tick is a run going), no error."""
         return not (self.started or self.start_unconfirmed or self.runs_running or self.starts_repaired or self.error)
+
+    def result(self, started_at: datetime, seconds: float) -> TickResult:
+        """What the health record keeps of this tick."""
+        return TickResult(
+            self.tick_id,
+            started_at,
+            seconds,
+            self.error,
+            steps=dict(self.seconds),
+            started=self.started,
+            refused=self.start_refused,
+            step=self.step if self.error else None,
+            controls_error=self.controls_error,
+            check_errors=self.check_errors,
+        )
 
 
 class Step:

@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from harness.state.status import JobView, jobs_of
+from harness.views.status import JobView, jobs_of
 from harness.views.watermarks import fit
 from harness.vocabulary import SensorSource, upstream_label
 

@@ -1,7 +1,7 @@
 """`python -m harness report`: one self-contained HTML page (plotly, its script inline) over a window:
 per job, a timeline of detections, starts and runs (duration, outcome) and the time from the first
 detection to the start; and each tick's seconds per step over time. It reads the event log's files
-(harness.state.event_reader) and the ticks' record (harness.state.status), never Spark.
+(harness.state.event_reader) and the ticks' record (harness.state.status_files), never Spark.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.state import status
+from harness.state import status_files
 from harness.state.layout import StateLayout
+from harness.views import status
 from harness.views.watermarks import fit, when
 from harness.vocabulary import upstream_label
 
@@ -426,8 +427,8 @@ def write_report(
 ) -> Path:
     """The page over `events` (read by harness.state.event_reader) and the ticks since `since`, written whole."""
     now = datetime.now(timezone.utc)
-    ticks = status.read_ticks(state_dir, since)
-    snapshot = status.read_json(StateLayout(state_dir).snapshot)
+    ticks = status_files.read_ticks(state_dir, since)
+    snapshot = status_files.read_json(StateLayout(state_dir).snapshot)
     line = ""
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
@@ -446,7 +447,7 @@ def write_report(
         job_ids=job_ids,
         max_jobs=max_jobs,
         summary_line=line,
-        warnings=state_warnings(snapshot, status.read_json_or_none(StateLayout(state_dir).health), ticks, now),
+        warnings=state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
         graph=graph,
     )
     write_atomic(path, page)

@@ -1,190 +1,19 @@
-"""What `python -m harness status` and `why` show, without starting Spark: the snapshot of the control
-table and the trigger set the last tick left (`<state>/status.json`), the health of recent ticks
-(`<state>/health.json`), and each tick's seconds per step (`<state>/ticks.jsonl`, for `report`).
-The two JSON files are written atomically (a kill leaves the old file or the new one); a tick line is
-appended whole, and a reader skips a line cut short.
+"""What `status` and `why` print from the files the last tick left (harness.state.status_files): jobs by what
+needs attention, each row's state and waiting reason, the health of recent ticks, and a job's events.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from harness.faults import crash_point
-from harness.state.files import append_line, on_volume, write_atomic
-from harness.state.layout import StateLayout
 from harness.views.watermarks import describe, fit, when
-from harness.vocabulary import ControlRow, JobState, RowKey, Status, control_row, upstream_label
+from harness.vocabulary import JobState, RowKey, Status, upstream_label
 
-if TYPE_CHECKING:
-    from harness.state.tables import JobDecision
-    from harness.tick.steps import TickReport
-
-TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
-TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
 LABEL_WIDTH = 48
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    return value
-
-
-def write_snapshot(
-    state_dir: Path,
-    tick_id: str,
-    decisions: Sequence[JobDecision],
-    rows: Sequence[dict[str, Any]],
-    facts: dict[str, Any] | None = None,
-) -> None:
-    """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.tick.cold)."""
-    body = {
-        "written_at": datetime.now(timezone.utc).isoformat(),
-        "tick_id": tick_id,
-        "jobs": [
-            {"job_id": d.job_id, "job_name": d.job_name, "should_start": d.should_start, "reason": d.reason}
-            for d in decisions
-        ],
-        "rows": [plain_record(row) for row in rows],
-        **(facts or {}),
-    }
-    write_snapshot_body(state_dir, body)
-
-
-def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
-    write_atomic(
-        StateLayout(state_dir).snapshot, json.dumps(body), before_replace=lambda: crash_point("status:snapshot")
-    )
-
-
-def plain_record(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: _plain(v) for k, v in row.items()}
-
-
-def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
-    """The control table's rows as the last tick left them; None before the first tick."""
-    snapshot = read_json(StateLayout(state_dir).snapshot)
-    return None if snapshot is None else [control_row(r) for r in snapshot["rows"]]
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
-    """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
-    (RowKey.ref): two rows of one table each keep their own reason."""
-    write_atomic(
-        StateLayout(state_dir).waiting,
-        json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(), "rows": reasons}),
-    )
-
-
-def read_json_or_none(path: Path) -> dict[str, Any] | None:
-    """A state file that may be missing or cut short (a reader never fails on it)."""
-    try:
-        return read_json(path)
-    except ValueError:
-        return None
-
-
-def waiting_reasons(state_dir: Path) -> dict[str, str]:
-    return ((read_json_or_none(StateLayout(state_dir).waiting) or {}).get("rows")) or {}
-
-
-@dataclass(frozen=True)
-class TickResult:
-    tick_id: str
-    started_at: datetime
-    seconds: float
-    error: str | None
-    steps: dict[str, float] = field(default_factory=dict)
-    started: Sequence[str] = ()
-    refused: Sequence[str] = ()
-    step: str | None = None  # the step that failed
-    controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
-    check_errors: int = 0  # upstreams whose check failed
-
-    @classmethod
-    def of(cls, report: TickReport, started_at: datetime, seconds: float) -> TickResult:
-        return cls(
-            report.tick_id,
-            started_at,
-            seconds,
-            report.error,
-            steps=dict(report.seconds),
-            started=report.started,
-            refused=report.start_refused,
-            step=report.step if report.error else None,
-            controls_error=report.controls_error,
-            check_errors=report.check_errors,
-        )
-
-
-def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
-    """Update the health record with one tick's result: the last successful tick, failures in a row."""
-    health = read_json(StateLayout(state_dir).health) or {}
-    ended = datetime.now(timezone.utc).isoformat()
-    health["last_tick"] = {
-        "tick_id": result.tick_id,
-        "started_at": result.started_at.isoformat(),
-        "ended_at": ended,
-        "seconds": round(result.seconds, 2),
-        "error": result.error,
-        "step": result.step,
-        "controls_error": result.controls_error,
-        "refused": list(result.refused),
-        "check_errors": result.check_errors,
-    }
-    if result.error is None:
-        health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)
-    else:
-        health["failures_in_a_row"] = int(health.get("failures_in_a_row") or 0) + 1
-        health["first_failure_at"] = health.get("first_failure_at") or result.started_at.isoformat()
-    write_atomic(StateLayout(state_dir).health, json.dumps(health))
-    _append_tick(
-        state_dir,
-        {
-            "tick_id": result.tick_id,
-            "started_at": result.started_at.isoformat(),
-            "seconds": round(result.seconds, 2),
-            "steps": result.steps,
-            "error": result.error,
-            "started": list(result.started),
-            "refused": list(result.refused),
-        },
-    )
-    return health
-
-
-def _append_tick(state_dir: Path, line: dict[str, Any]) -> None:
-    # On a volume the file is rewritten whole at every tick: a week of 5-minute ticks is kept there
-    append_line(
-        StateLayout(state_dir).ticks, json.dumps(line), TICKS_KEPT_ON_VOLUME if on_volume(state_dir) else TICKS_KEPT
-    )
-
-
-def read_ticks(state_dir: Path, since: datetime) -> list[dict[str, Any]]:
-    """The ticks started since `since`, oldest first (a line cut short by a kill is skipped)."""
-    path = StateLayout(state_dir).ticks
-    if not path.exists():
-        return []
-    ticks = []
-    for text in path.read_text().splitlines():
-        try:
-            tick = json.loads(text)
-        except ValueError:
-            continue
-        if datetime.fromisoformat(tick["started_at"]) >= since:
-            ticks.append(tick)
-    return ticks
 
 
 class JobView(str, Enum):

@@ -289,6 +289,23 @@ class HeartbeatFile(Settings):
 
 
 LOCAL_CATALOG = "spark_catalog"
+# The sections of heartbeat.yml a Config holds as they were read (the other keys are resolved: paths made
+# absolute, defaults that depend on other keys filled in).
+SECTIONS = (
+    "sensing",
+    "runs",
+    "events",
+    "kafka",
+    "jdbc",
+    "sap_bw",
+    "sap_b4",
+    "delta",
+    "upstream_sensor_table",
+    "databricks",
+    "iceberg",
+    "freshness",
+    "publish",
+)
 
 
 @dataclass(frozen=True)
@@ -466,22 +483,10 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         spark_remote=parsed.spark_remote,
         controls_csv=controls_csv,
         trigger_root=_path(root, base) if root else None,
-        sensing=parsed.sensing,
-        runs=parsed.runs,
-        events=parsed.events,
         local_jobs=parsed.local_runner.jobs,
         dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
-        kafka=parsed.kafka,
-        jdbc=parsed.jdbc,
-        sap_bw=parsed.sap_bw,
-        sap_b4=parsed.sap_b4,
-        delta=parsed.delta,
-        upstream_sensor_table=parsed.upstream_sensor_table,
-        databricks=parsed.databricks,
-        iceberg=parsed.iceberg,
         delta_jars=delta_jars(),
-        freshness=parsed.freshness,
-        publish=parsed.publish,
+        **{name: getattr(parsed, name) for name in SECTIONS},
     )
 
 

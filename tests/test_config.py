@@ -3,13 +3,14 @@ the harness, by `validate` and (through the heartbeat adapter) by dbt from the c
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.commands import cli
-from harness.config import ConfigError, config_from_mapping, load_config
+from harness.config import SECTIONS, Config, ConfigError, HeartbeatFile, config_from_mapping, load_config
 
 
 def write_config(path: Path, body: str) -> Path:
@@ -112,3 +113,14 @@ def test_set_on_the_command_line_wins_over_the_file_and_the_environment(
     assert config.databricks.job_parameters.run_context_id is None
     with pytest.raises(ConfigError, match="databricks.dbt_http_pth: unknown key; did you mean 'dbt_http_path'"):
         load_config(args.config, {"databricks.dbt_http_pth": "x"})
+
+
+def test_every_section_of_heartbeat_yml_reaches_the_config_as_it_was_read(tmp_path: Path) -> None:
+    # GIVEN a file that sets a key in every section a Config holds as read
+    assert set(SECTIONS) <= {f.name for f in fields(Config)} & set(HeartbeatFile.model_fields)
+    raw = {"sensing": {"check_timeout_seconds": 7}, "freshness": {"timeout_seconds": 11}}
+    # WHEN it is read
+    config = config_from_mapping(raw, base=tmp_path)
+    # THEN the sections are the ones read, the others their defaults
+    assert config.sensing.check_timeout_seconds == 7 and config.freshness.timeout_seconds == 11
+    assert config.publish == HeartbeatFile().publish

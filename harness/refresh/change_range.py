@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from harness.errors import HeartbeatError
-from harness.sensors.trigger_file import GRACE_NS
+from harness.sensors.trigger_file import landed_after
 
 CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"
 RANGE_FILE_KEY = "range_file"  # the parameter names the file holding the whole range
@@ -32,17 +32,41 @@ class ChangeRangeError(HeartbeatError):
 @dataclass(frozen=True)
 class UpstreamRange:
     """One upstream's part of the range: from the watermark of the job's last successful run (None: the
-    job never succeeded) to the watermark the run covers."""
+    job never succeeded) to the watermark the run covers (`from` and `to` in its JSON). For a table, its
+    change events in the range (`changes`: `events`, oldest first, and `events_complete`)."""
 
     sensor_source: str
     sensor_id: str
     dependency: str
     start: Mapping[str, Any] | None
     end: Mapping[str, Any] | None
+    changes: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.sensor_source}:{self.sensor_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sensor_source": self.sensor_source,
+            "sensor_id": self.sensor_id,
+            "dependency": self.dependency,
+            "from": self.start,
+            "to": self.end,
+            **self.changes,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> UpstreamRange:
+        known = {"sensor_source", "sensor_id", "dependency", "from", "to"}
+        return cls(
+            sensor_source=str(raw["sensor_source"]),
+            sensor_id=str(raw["sensor_id"]),
+            dependency=str(raw.get("dependency", "")),
+            start=raw.get("from"),
+            end=raw.get("to"),
+            changes={k: v for k, v in raw.items() if k not in known},
+        )
 
 
 @dataclass(frozen=True)
@@ -50,6 +74,14 @@ class ChangeRange:
     job_id: str
     run_context_id: str
     upstreams: tuple[UpstreamRange, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """What a run is handed (as a job parameter, an environment variable, or a file it names)."""
+        return {
+            "job_id": self.job_id,
+            "run_context_id": self.run_context_id,
+            "upstreams": [u.to_json() for u in self.upstreams],
+        }
 
     def upstream(self, sensor_id: str, sensor_source: str = "trigger_file") -> UpstreamRange:
         for upstream in self.upstreams:
@@ -85,16 +117,7 @@ def parse(text: str) -> ChangeRange:
     heartbeat_change_range), or from the file such a text names (a range handed by reference)."""
     try:
         raw = _referenced(json.loads(text))
-        upstreams = tuple(
-            UpstreamRange(
-                sensor_source=str(u["sensor_source"]),
-                sensor_id=str(u["sensor_id"]),
-                dependency=str(u.get("dependency", "")),
-                start=u.get("from"),
-                end=u.get("to"),
-            )
-            for u in raw.get("upstreams", [])
-        )
+        upstreams = tuple(UpstreamRange.from_json(u) for u in raw.get("upstreams", []))
         return ChangeRange(
             job_id=str(raw.get("job_id", "")), run_context_id=str(raw.get("run_context_id", "")), upstreams=upstreams
         )
@@ -121,9 +144,6 @@ def trigger_files(folder: Path, upstream: UpstreamRange) -> list[Path]:
     as the trigger_file sensor, so a file listed late is not lost) and not after `to`."""
     if upstream.end is None:
         return []
-    start = upstream.start or {}
-    seen_ns = int(start.get("changed_ns", -1)) if start else -1
-    seen_recent = set(start.get("recent", [])) if start else set()
     end_ns = int(upstream.end.get("changed_ns", 0))
     end_recent = set(upstream.end.get("recent", []))
     found = []
@@ -131,8 +151,7 @@ def trigger_files(folder: Path, upstream: UpstreamRange) -> list[Path]:
         if path.name.startswith(".") or not path.is_file():
             continue
         changed = path.stat().st_ctime_ns
-        after_start = changed > seen_ns or (changed >= seen_ns - GRACE_NS and path.name not in seen_recent)
         before_end = changed <= end_ns or path.name in end_recent
-        if after_start and before_end:
+        if landed_after(changed, path.name, upstream.start) and before_end:
             found.append((changed, path.name, path))
     return [path for _, _, path in sorted(found)]

@@ -42,6 +42,15 @@ def folder_watermark(files: Iterable[LandedFile], floor_ns: int = 0) -> dict[str
     return {"changed_ns": newest, "recent": recent}
 
 
+def landed_after(changed_ns: int, name: str, since: Watermark | None) -> bool:
+    """A file landed after the folder's watermark: changed after it, or shortly before it and not among the
+    names it records (a file listed late is not lost, nor counted twice). The rule a range's files follow too
+    (harness.refresh.change_range.trigger_files)."""
+    seen_ns = int(since.get("changed_ns", 0)) if since else -1
+    recent = set(since.get("recent", [])) if since else ()
+    return changed_ns > seen_ns or (changed_ns >= seen_ns - GRACE_NS and name not in recent)
+
+
 @dataclass(frozen=True)
 class FolderListing:
     """The position of a trigger folder: the files in it."""
@@ -91,12 +100,7 @@ class TriggerFileSensor(Sensor[FolderListing]):
 
     def detect(self, upstream: Upstream, position: FolderListing, since: Watermark | None) -> Detection:
         seen_ns = int(since.get("changed_ns", 0)) if since else -1
-        recent = set(since.get("recent", [])) if since else set()
-        new = [
-            f
-            for f in position.files
-            if f.changed_ns > seen_ns or (f.changed_ns >= seen_ns - GRACE_NS and f.name not in recent)
-        ]
+        new = [f for f in position.files if landed_after(f.changed_ns, f.name, since)]
         if not new:
             return NothingNew(f"no file newer than {_iso(seen_ns) if seen_ns > 0 else 'the start'}")
         new.sort(key=lambda f: (f.changed_ns, f.name))

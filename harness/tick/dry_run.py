@@ -48,7 +48,7 @@ def dry_run(runtime: Runtime) -> DryRun:
     for decision in out.decisions:
         if decision.should_start:
             started = [
-                TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency)
+                TriggeredRow.of(r)
                 for r in rows_by_job.get(decision.job_id, [])
                 if r.job_state == JobState.UNPAUSED.value
             ]

@@ -29,6 +29,7 @@ from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused
 from harness.errors import BackendError
 from harness.faults import crash_point
 from harness.redact import redact
+from harness.refresh.change_range import ChangeRange, UpstreamRange
 from harness.state.event_log import Event, EventLog, now
 from harness.state.tables import OpenRunRow
 from harness.tick.range_events import RangeEvents, range_events, reach_their_starts
@@ -64,6 +65,11 @@ class TriggeredRow:
     previous_status: str | None
     is_hard: bool
 
+    @classmethod
+    def of(cls, row: ControlRow) -> TriggeredRow:
+        """A row started now: its range runs from its last successful run's watermark to its watermark."""
+        return cls(row.key, row.last_success_watermark, row.watermark, row.status, row.is_hard_dependency)
+
 
 @dataclass
 class OpenRun:
@@ -92,21 +98,18 @@ def change_range(
     """What a run is handed: per upstream its range of watermarks, and the change events in it when the
     upstream is a table (`events`, oldest first; `events_complete` false when part of the range's
     detections could not be found)."""
-    return {
-        "job_id": job_id,
-        "run_context_id": token,
-        "upstreams": [
-            {
-                "sensor_source": r.key.sensor_source,
-                "sensor_id": r.key.sensor_id,
-                "dependency": "hard" if r.is_hard else "soft",
-                "from": _json(r.from_watermark),
-                "to": _json(r.to_watermark),
-                **(change_events or {}).get(r.key, {}),
-            }
-            for r in sorted(rows, key=lambda r: (r.key.sensor_source, r.key.sensor_id))
-        ],
-    }
+    upstreams = tuple(
+        UpstreamRange(
+            r.key.sensor_source,
+            r.key.sensor_id,
+            "hard" if r.is_hard else "soft",
+            _json(r.from_watermark),
+            _json(r.to_watermark),
+            (change_events or {}).get(r.key, {}),
+        )
+        for r in sorted(rows, key=lambda r: (r.key.sensor_source, r.key.sensor_id))
+    )
+    return ChangeRange(job_id, token, upstreams).to_json()
 
 
 RECENT_DETECTION_DAYS = 7  # a range's detections are looked for in the last week first,
@@ -231,7 +234,7 @@ def start_jobs(
             job_id,
             job_name,
             now(),
-            [TriggeredRow(r.key, r.last_success_watermark, r.watermark, r.status, r.is_hard_dependency) for r in rows],
+            [TriggeredRow.of(r) for r in rows],
         )
         runs.append(run)
     outcome = StartOutcome()

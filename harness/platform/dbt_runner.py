@@ -141,7 +141,10 @@ def import_in_background(config: Config | None = None) -> threading.Thread | Non
     return thread
 
 
-MANIFESTS_KEPT = 4  # a seed load's vars, the folds' vars, and a refresh's models with their own vars
+MANIFESTS_KEPT = 8  # a seed load's vars, the folds' vars, and refresh models with parameters of their own
+# Vars the harness passes that only a model's run reads (the refresh materialization's action and its
+# retention), never dbt's parse: a project parsed without them serves every value of them.
+RUN_ONLY_VARS = ("heartbeat_refresh", "heartbeat_refresh_keep_batches")
 
 
 def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manifest | None:
@@ -151,6 +154,7 @@ def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manife
     None (dbt parses as usual) when the parse fails, so that the command itself reports why."""
     from dbt.cli.main import dbtRunner
 
+    extra_vars = {name: value for name, value in extra_vars.items() if name not in RUN_ONLY_VARS}
     key = f"{project_digest(config)}:{dumps(extra_vars)}"
     if key in _manifests:
         _manifests[key] = _manifests.pop(key)  # the newest used last

@@ -97,7 +97,7 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = _read_table(events_folder(state_dir, schema_folder), query.since)
+    table = _read_table(events_folder(state_dir, schema_folder), query)
     if table is None or table.num_rows == 0:
         return []
     table = _times_as_utc_naive(table)
@@ -105,14 +105,9 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
     mask = pc.greater_equal(
         table["event_time"].cast(pa.timestamp("us")).cast(pa.int64()), _int64_scalar(_epoch_micros(since))
     )
-    if query.job_id is not None:
-        mask = pc.and_(mask, pc.match_substring_regex(table["trigger_job_id"], f"^{re.escape(query.job_id)}$"))
-    if query.event_types:
-        types = "|".join(re.escape(t) for t in query.event_types)
-        mask = pc.and_(mask, pc.match_substring_regex(table["event_type"], f"^(?:{types})$"))
-    if query.upstream:
-        label = pc.binary_join_element_wise(table["sensor_source"], table["sensor_id"], _text_scalar(":"))
-        mask = pc.and_(mask, pc.match_substring(label, query.upstream))
+    matching = _matching(table, query)
+    if matching is not None:
+        mask = pc.and_(mask, matching)
     rows = table.filter(mask).to_pylist()  # a null (a column without a value) drops the row
     rows.sort(key=lambda r: r["event_time"])
     rows = rows[-query.limit :] if query.limit else rows
@@ -121,6 +116,34 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
             if isinstance(value, datetime):
                 row[name] = value.replace(tzinfo=timezone.utc)
     return rows
+
+
+def _filter_columns(query: EventQuery) -> list[str]:
+    """The columns the query's filters other than the time read."""
+    columns = ["trigger_job_id"] if query.job_id is not None else []
+    columns += ["event_type"] if query.event_types else []
+    return columns + (["sensor_source", "sensor_id"] if query.upstream else [])
+
+
+def _matching(table: Any, query: EventQuery) -> Any:
+    """The rows the query's filters other than the time keep (a mask), or None when it has none."""
+    import pyarrow.compute as pc
+
+    masks = []
+    if query.job_id is not None:
+        masks.append(pc.match_substring_regex(table["trigger_job_id"], f"^{re.escape(query.job_id)}$"))
+    if query.event_types:
+        types = "|".join(re.escape(t) for t in query.event_types)
+        masks.append(pc.match_substring_regex(table["event_type"], f"^(?:{types})$"))
+    if query.upstream:
+        label = pc.binary_join_element_wise(table["sensor_source"], table["sensor_id"], _text_scalar(":"))
+        masks.append(pc.match_substring(label, query.upstream))
+    if not masks:
+        return None
+    mask = masks[0]
+    for more in masks[1:]:
+        mask = pc.and_(mask, more)
+    return mask
 
 
 def _times_as_utc_naive(table: Any) -> Any:
@@ -153,7 +176,7 @@ def _text_scalar(text: str) -> Any:
     return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
 
 
-def _read_table(folder: Path, since: datetime) -> Any:
+def _read_table(folder: Path, query: EventQuery) -> Any:
     import pyarrow as pa
 
     if not folder.is_dir():
@@ -162,7 +185,7 @@ def _read_table(folder: Path, since: datetime) -> Any:
         from deltalake import DeltaTable
 
         return DeltaTable(str(folder)).to_pyarrow_table()
-    oldest = since - _CLOCK_SLACK
+    oldest = query.since - _CLOCK_SLACK
     files = [
         file
         for day in _day_folders(folder, oldest.date())
@@ -173,17 +196,27 @@ def _read_table(folder: Path, since: datetime) -> Any:
         return None
     # File by file on a few threads (the reads release the GIL), with pyarrow.parquet's file reader (not
     # pyarrow.dataset, a large import); a file that is not whole parquet is skipped alone.
-    with ThreadPoolExecutor(max_workers=min(8, len(files))) as pool:
-        tables = [t for t in pool.map(_read_file, files) if t is not None]
+    with ThreadPoolExecutor(max_workers=min(4, len(files))) as pool:
+        tables = [t for t in pool.map(lambda file: _read_file(file, query), files) if t is not None]
     return pa.concat_tables(tables, promote_options="default") if tables else None
 
 
-def _read_file(file: Path) -> Any:
+def _read_file(file: Path, query: EventQuery) -> Any:
+    """The file's events; None when it is not whole parquet, or when the query filters by job, type or
+    upstream and none of its events match: only the filters' columns are read first (one file per
+    append: a day of ticks a minute is 1,440 files, and most hold no event of a given job)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(file).read()
+        parquet = pq.ParquetFile(file)
+        columns = _filter_columns(query)
+        if columns:
+            matching = _matching(parquet.read(columns=columns), query)
+            if not pc.any(matching).as_py():
+                return None
+        return parquet.read()
     except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
         log.warning("skipped %s in the event log: %s", file.name, exc)
         return None

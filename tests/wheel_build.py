@@ -22,10 +22,9 @@ from harness.config import PROJECT_DIR
 BUILD_TIMEOUT_SECONDS = 300
 # What is never part of a build: the state of local runs, virtualenvs, earlier builds, and dbt_packages
 # (a link back to this project).
-_NOT_COPIED = shutil.ignore_patterns(
+_NOT_COPIED_ANYWHERE = shutil.ignore_patterns(
     ".git",
     ".venv",
-    "state",
     "dist",
     "build",
     "target",
@@ -39,6 +38,14 @@ _NOT_COPIED = shutil.ignore_patterns(
     "spark-warehouse",
     "metastore_db",
 )
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    """The above, and every `state` folder of local runs (not the harness's own `state` package)."""
+    ignored = set(_NOT_COPIED_ANYWHERE(folder, names))
+    if Path(folder).name != "harness" and "state" in names:
+        ignored.add("state")
+    return ignored
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,7 @@ def build_distributions() -> Distributions:
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="heartbeat-build-"))
     source = workdir / "source"
-    shutil.copytree(PROJECT_DIR, source, ignore=_NOT_COPIED, symlinks=True)
+    shutil.copytree(PROJECT_DIR, source, ignore=_not_copied, symlinks=True)
     out = workdir / "dist"
     done = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out)],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
-LOG4J = Path(__file__).resolve().parent.parent / "harness" / "log4j2.properties"
+LOG4J = Path(__file__).resolve().parent.parent / "harness" / "platform" / "log4j2.properties"
 
 
 def main(port: str, state_dir: str) -> None:

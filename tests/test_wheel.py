@@ -19,7 +19,7 @@ pytestmark = pytest.mark.process
 def test_every_module_and_data_file_of_the_source_package_is_in_the_wheel() -> None:
     # GIVEN the package's files in the source tree (backends, sensors, refresh, the log4j settings ...)
     expected = source_files("harness")
-    assert "harness/backends/databricks.py" in expected and "harness/log4j2.properties" in expected
+    assert "harness/backends/databricks.py" in expected and "harness/platform/log4j2.properties" in expected
     # WHEN the wheel is built as the bundle builds it
     wheel = build_distributions().wheel_files()
     # THEN every one of them is in it, and nothing of the repository besides the package and its metadata

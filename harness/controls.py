@@ -19,6 +19,7 @@ from harness.durations import EXAMPLES, parse_duration
 from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
+from harness.start_window import parse_start_window
 from harness.vocabulary import JobState, ReadType, SensorSource
 
 USER_COLUMNS = (
@@ -34,7 +35,11 @@ USER_COLUMNS = (
     "dependency_flag",
 )
 # Optional: a CSV without them loads as if their cells were empty.
-OPTIONAL_COLUMNS = ("partition_filter", "tags", "expected_within")
+OPTIONAL_COLUMNS = ("partition_filter", "tags", "expected_within", "quiet_period", "min_interval", "start_window")
+# Optional columns that hold a duration (`90s`, `10m`, `2h`).
+DURATION_COLUMNS = ("expected_within", "quiet_period", "min_interval")
+# Optional columns about the job, not the row: every row of a job must hold the same value.
+JOB_COLUMNS = ("min_interval", "start_window")
 # dbt's seed loader (agate) warns when a column_types entry matches no column of the file: expected for
 # these in a CSV written before they existed. The adapter imports this module before every seed load.
 for _column in OPTIONAL_COLUMNS:
@@ -79,6 +84,9 @@ class ControlSpec:
     partition_filter: str = ""
     tags: str = ""
     expected_within: str = ""
+    quiet_period: str = ""
+    min_interval: str = ""
+    start_window: str = ""
 
 
 def file_digest(path: Path) -> str:
@@ -129,12 +137,40 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             "tags need a table format whose changes carry them (delta_table, iceberg_table); "
             "a hive_table's changes have none"
         )
-    expected = row.get("expected_within", "").strip()
-    if expected and not parse_duration(expected):  # None, or zero
-        problems.append(
-            f"expected_within {expected!r} is not a positive duration; write a number and a unit "
-            f"(s, m, h, d, w), e.g. {EXAMPLES}"
-        )
+    for column in DURATION_COLUMNS:
+        duration = row.get(column, "").strip()
+        if duration and not parse_duration(duration):  # None, or zero
+            problems.append(
+                f"{column} {duration!r} is not a positive duration; write a number and a unit "
+                f"(s, m, h, d, w), e.g. {EXAMPLES}"
+            )
+    window = row.get("start_window", "").strip()
+    if window:
+        parsed = parse_start_window(window)
+        if isinstance(parsed, str):
+            problems.append(f"start_window {window!r} {parsed}")
+    return problems
+
+
+def _job_column_problems(specs: list[ControlSpec]) -> list[str]:
+    """A job-level column (min_interval, start_window) must hold one value for all the job's rows."""
+    problems = []
+    for column in JOB_COLUMNS:
+        by_job: dict[str, dict[str, list[int]]] = {}
+        for spec in specs:
+            by_job.setdefault(spec.trigger_job_id, {}).setdefault(getattr(spec, column), []).append(spec.line)
+        for job, values in by_job.items():
+            if len(values) > 1:
+                named = "; ".join(
+                    f"{value!r} on line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+                    if value
+                    else f"empty on line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+                    for value, lines in values.items()
+                )
+                problems.append(
+                    f"job {job}: its rows disagree on {column} ({named}); {column} is the job's, "
+                    "write the same value on every row of the job"
+                )
     return problems
 
 
@@ -194,8 +230,12 @@ def read_controls(path: Path) -> list[ControlSpec]:
                     partition_filter=row.get("partition_filter", "").strip(),
                     tags=row.get("tags", "").strip(),
                     expected_within=row.get("expected_within", "").strip(),
+                    quiet_period=row.get("quiet_period", "").strip(),
+                    min_interval=row.get("min_interval", "").strip(),
+                    start_window=row.get("start_window", "").strip(),
                 )
             )
+    errors.extend(_job_column_problems(specs))
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))
     return specs

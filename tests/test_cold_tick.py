@@ -24,7 +24,7 @@ from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.state.status_files import read_json, waiting_reasons
-from harness.state.tables import Tables
+from harness.state.tables import Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.steps import TickReport
@@ -314,3 +314,24 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     assert run_cold_tick(heartbeat.config, open_runtime).runs_succeeded == 1
     assert heartbeat.job_status("j") == {"COMPLETED"}
     assert run_cold_tick(heartbeat.config, open_runtime).error is None and opened == ["spark", "spark"]
+
+
+@pytest.mark.unit
+def test_a_job_waiting_for_time_stays_cold_until_its_earliest_start_then_hands_over(left: LeftState) -> None:
+    # GIVEN job j waits only for time (a quiet period, a minimum gap or a start window): the trigger set
+    # gave it an earliest start, and the snapshot holds decisions only until then
+    def waiting_until(moment: datetime) -> None:
+        left.snapshot["jobs"][0].update(reason="minimum gap: started 1 min ago, every 1 h")
+        left.snapshot["jobs"][0]["earliest_start_at"] = moment.isoformat()
+        trigger_set = [{"trigger_job_id": "j", "should_start": False, "earliest_start_at": moment}]
+        left.snapshot["decisions_valid_until"] = next_change(trigger_set).isoformat()
+
+    # WHEN that time is ahead, THEN the tick ends cold, without Spark
+    waiting_until(datetime.now(timezone.utc) + timedelta(minutes=5))
+    handover, _ = left.cold()
+    assert handover is None
+
+    # WHEN it has passed, THEN the tick hands over to a full tick, which decides again
+    waiting_until(datetime.now(timezone.utc) - timedelta(seconds=1))
+    handover, _ = left.cold()
+    assert handover is not None and "time condition met" in handover.reason

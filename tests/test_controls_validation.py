@@ -157,3 +157,78 @@ def test_validate_a_tick_and_dbt_seed_refuse_the_same_files_with_the_same_messag
     heartbeat.write_controls(good + [control_row("trigger_file", "ok", "k")])
     assert heartbeat.tick().controls_applied
     assert set(heartbeat.statuses()) == {("trigger_file", "ok", "j"), ("trigger_file", "ok", "k")}
+
+
+TIME_COLUMNS = [*USER_COLUMNS, "quiet_period", "min_interval", "start_window"]
+
+
+def test_time_condition_columns_are_optional_and_read_when_present(tmp_path: Path) -> None:
+    # GIVEN a CSV without the time columns and one with them
+    old = read_controls(write(tmp_path / "old.csv", [control_row("kafka", "t", "j")]))
+    rows = [
+        control_row("kafka", "t", "j")
+        | {"quiet_period": "90s", "min_interval": "10m", "start_window": "Mon-Fri 20:00-06:00"},
+        control_row("kafka", "u", "j") | {"min_interval": "10m", "start_window": "Mon-Fri 20:00-06:00"},
+        control_row("kafka", "v", "k") | {"start_window": "01:00-05:00 Europe/Berlin"},
+    ]
+    new = read_controls(write(tmp_path / "new.csv", rows, TIME_COLUMNS))
+
+    # THEN the old one loads with empty time conditions, the new one with its values
+    assert (old[0].quiet_period, old[0].min_interval, old[0].start_window) == ("", "", "")
+    assert [(s.quiet_period, s.min_interval, s.start_window) for s in new] == [
+        ("90s", "10m", "Mon-Fri 20:00-06:00"),
+        ("", "10m", "Mon-Fri 20:00-06:00"),
+        ("", "", "01:00-05:00 Europe/Berlin"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            {"quiet_period": "10 minutes"},
+            "quiet_period '10 minutes' is not a positive duration; write a number and a unit",
+        ),
+        ({"quiet_period": "0s"}, "quiet_period '0s' is not a positive duration"),
+        ({"min_interval": "1 hour"}, "min_interval '1 hour' is not a positive duration; write a number and a unit"),
+        ({"start_window": "nights"}, "start_window 'nights' is not a start window; write [days ]HH:MM-HH:MM"),
+        ({"start_window": "Mon-Fry 20:00-06:00"}, "start_window 'Mon-Fry 20:00-06:00' names an unknown day"),
+        ({"start_window": "20:00-26:00"}, "start_window '20:00-26:00' has a time outside 00:00-24:00"),
+        (
+            {"start_window": "06:00-06:00"},
+            "start_window '06:00-06:00' opens and closes at the same time; for a whole day write 00:00-24:00",
+        ),
+        (
+            {"start_window": "01:00-05:00 Mars/Olympus"},
+            "start_window '01:00-05:00 Mars/Olympus' names an unknown time zone 'Mars/Olympus'",
+        ),
+    ],
+)
+def test_bad_time_condition_is_refused_with_what_to_write_instead(
+    tmp_path: Path, change: dict[str, str], expected: str
+) -> None:
+    rows = [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "k") | change]
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows, TIME_COLUMNS))
+    assert f"line 3 (kafka 't2' -> job k): {expected}" in str(refused.value)
+    assert "line 2" not in str(refused.value)
+
+
+@pytest.mark.parametrize("column, value", [("min_interval", "10m"), ("start_window", "01:00-05:00")])
+def test_rows_of_a_job_that_disagree_on_a_job_column_are_refused_naming_the_lines(
+    tmp_path: Path, column: str, value: str
+) -> None:
+    # GIVEN a job whose rows hold different values of a job-level column (one row leaves it empty)
+    rows = [
+        control_row("kafka", "a", "j") | {column: value},
+        control_row("kafka", "b", "j") | {column: value},
+        control_row("kafka", "c", "j"),
+        control_row("kafka", "d", "other") | {column: value},
+    ]
+    # THEN the file is refused, naming the job and each value's lines; the job that agrees is not named
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows, TIME_COLUMNS))
+    message = str(refused.value)
+    assert f"job j: its rows disagree on {column} ('{value}' on lines 2, 3; empty on line 4)" in message
+    assert "write the same value on every row of the job" in message
+    assert "job other" not in message

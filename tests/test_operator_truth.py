@@ -439,3 +439,22 @@ def test_why_says_why_the_latest_start_was_refused() -> None:
         "        start refused 2026-11-22 11:59:00: job daily: the local runner has no job daily"
         in status.render_why(snapshot(r), "daily", [], T0)
     )
+
+
+# --- a job waiting for time ---------------------------------------------------------------------------
+
+
+def test_status_and_why_show_a_time_waiting_reason_and_the_earliest_start(tmp_path: Path) -> None:
+    # GIVEN a job the last tick found waiting for its minimum gap, with the earliest time it may start
+    left = snapshot(row("j", status="NEW_EVENT_AVAILABLE"), reason="minimum gap: started 12 min ago, every 1 h")
+    left["jobs"][0]["earliest_start_at"] = "2026-11-22T12:48:00+00:00"
+
+    # THEN status gives both on the job's line, and why on a line of its own
+    assert (
+        "minimum gap: started 12 min ago, every 1 h; starts at the earliest at 2026-11-22 12:48:00 UTC"
+        in status.render(left, None, None, now=T0)
+    )
+    assert "    starts at the earliest at 2026-11-22 12:48:00 UTC" in status.render_why(left, "j", [], T0).splitlines()
+    # AND a snapshot written before the column existed shows the reason alone
+    del left["jobs"][0]["earliest_start_at"]
+    assert "earliest" not in status.render(left, None, None, now=T0)

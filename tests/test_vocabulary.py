@@ -11,6 +11,7 @@ import yaml
 
 from harness.config import PROJECT_DIR, config_from_mapping
 from harness.sensors import build_registry
+from harness.start_window import PATTERN
 from harness.vocabulary import EventType, JobState, ReadType, SensorSource, Status
 
 
@@ -24,6 +25,10 @@ def test_the_dbt_project_knows_exactly_the_harness_source_kinds_statuses_states_
     assert known["heartbeat_statuses"] == [s.value for s in Status]
     assert known["heartbeat_job_states"] == [s.value for s in JobState]
     assert known["heartbeat_read_types"] == [r.value for r in ReadType]
+
+
+def test_the_trigger_set_reads_a_start_window_with_the_validators_pattern() -> None:
+    assert dbt_vars()["heartbeat_start_window_pattern"] == PATTERN
 
 
 def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -> None:

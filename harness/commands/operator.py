@@ -18,7 +18,7 @@ from harness.errors import HeartbeatError
 from harness.state import event_reader, status_files
 from harness.state.lock import StateLock
 from harness.views import status
-from harness.views.watermarks import describe
+from harness.views.watermarks import describe, when
 from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -173,6 +173,11 @@ def print_dry_run(runtime: "Runtime") -> int:
                 f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
                 f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
                 f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}"
+            )
+    for decision in result.decisions:
+        if not decision.should_start and decision.earliest_start_at is not None:
+            print(
+                f"job {decision.job_id} waits for time: {decision.reason}; starts at the earliest at {when(decision.earliest_start_at)} UTC"
             )
     return 0
 

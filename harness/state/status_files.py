@@ -46,7 +46,13 @@ def write_snapshot(
         "written_at": datetime.now(timezone.utc).isoformat(),
         "tick_id": tick_id,
         "jobs": [
-            {"job_id": d.job_id, "job_name": d.job_name, "should_start": d.should_start, "reason": d.reason}
+            {
+                "job_id": d.job_id,
+                "job_name": d.job_name,
+                "should_start": d.should_start,
+                "reason": d.reason,
+                "earliest_start_at": None if d.earliest_start_at is None else d.earliest_start_at.isoformat(),
+            }
             for d in decisions
         ],
         "rows": [plain_record(row) for row in rows],

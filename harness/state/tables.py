@@ -5,8 +5,8 @@ What was read is kept until it may have changed: what dbt built (the control tab
 the seed) until the next fold (`EventLog.folds`); the open runs, a view over the event log itself,
 until the next append or fold (`EventLog.version`). A tick with nothing new reads no table at all, and
 a tick's appends do not make it read the control table again. The trigger set also depends on the
-clock (a refused start waits until a given time), so its reading is kept only until the earliest of
-those times. Tables are read through Arrow (`records`), a fraction of the cost of Spark's rows.
+clock (a refused start, a quiet period, a minimum gap, a start window wait until a given time), so its
+reading is kept only until the earliest of those times. Tables are read through Arrow (`records`), a fraction of the cost of Spark's rows.
 """
 
 from __future__ import annotations
@@ -82,6 +82,19 @@ class JobDecision:
     job_name: str | None
     should_start: bool
     reason: str
+    earliest_start_at: datetime | None = None  # a job waiting only for time: when it may start
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> JobDecision:
+        """A row of the trigger set."""
+        earliest = r.get("earliest_start_at")
+        return cls(
+            r["trigger_job_id"],
+            r["trigger_job_name"],
+            bool(r["should_start"]),
+            r["reason"],
+            None if earliest is None else utc(earliest),
+        )
 
 
 @dataclass(frozen=True)
@@ -198,18 +211,15 @@ class Tables:
         return [r for r in self.control_rows() if r.key in sensed]
 
     def _trigger_set(self) -> list[dict[str, Any]]:
-        return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), _next_retry)
+        return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), next_change)
 
     def job_decisions(self) -> list[JobDecision]:
-        return [
-            JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-            for r in self._trigger_set()
-        ]
+        return [JobDecision.of(r) for r in self._trigger_set()]
 
     def decisions_valid_until(self) -> datetime:
         """Until when the trigger set's decisions hold without a new event (the clock alone changes them
-        then: a refused start may be retried)."""
-        return _next_retry(self._trigger_set())
+        then: a refused start may be retried, a quiet period, a minimum gap or a closed window ends)."""
+        return next_change(self._trigger_set())
 
     def _compiled_trigger_set(self) -> Path | None:
         return next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET}.sql"), None)
@@ -250,10 +260,7 @@ class Tables:
             )
         frame.createOrReplaceTempView(DRY_RUN_VIEW)
         sql = re.sub(rf"[\w`.]*\b{CONTROL_TABLE}\b`?", DRY_RUN_VIEW, compiled.read_text())
-        return [
-            JobDecision(r["trigger_job_id"], r["trigger_job_name"], bool(r["should_start"]), r["reason"])
-            for r in records(self.spark.sql(sql).orderBy("trigger_job_id"))
-        ]
+        return [JobDecision.of(r) for r in records(self.spark.sql(sql).orderBy("trigger_job_id"))]
 
     def open_runs(self) -> list[OpenRunRow]:
         """The open run requests. The view reads the events from the oldest trigger the control table
@@ -280,14 +287,14 @@ class Tables:
         return next((str(r["value"]) for r in properties if r["key"] == DIGEST_PROPERTY), None)
 
 
-def _next_retry(trigger_set: list[dict[str, Any]]) -> datetime:
+def next_change(trigger_set: list[dict[str, Any]]) -> datetime:
     """When the trigger set's decisions change with the clock alone: the earliest time a refused start
-    may be retried."""
+    may be retried or a job waiting only for time (its earliest_start_at) may start."""
     waits = [
         utc(r["retry_start_after"])
         for r in trigger_set
         if r.get("is_start_refused") and not r["should_start"] and r.get("retry_start_after") is not None
-    ]
+    ] + [utc(r["earliest_start_at"]) for r in trigger_set if r.get("earliest_start_at") is not None]
     return min(waits, default=FOREVER)
 
 

@@ -165,7 +165,7 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
     if not recorded.exists() or recorded.read_text().strip() != project_digest(config):
         return "the dbt project changed since the models were built"
     if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
-        return "a refused start may be retried now"
+        return "a waiting job may start now (a refused start retried, or its time condition met)"
     if retention.due(config, datetime.now(timezone.utc).date()):
         return "retention is due"
     return None

@@ -76,6 +76,13 @@ def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
 
 
+def _earliest(job: dict[str, Any]) -> str:
+    """For a job waiting only for time (a quiet period, its minimum gap, its start window): when it may
+    start at the earliest; '' otherwise (and in snapshots written before the trigger set said)."""
+    earliest = job.get("earliest_start_at")
+    return f"; starts at the earliest at {when(earliest)} UTC" if earliest else ""
+
+
 def _age(written_at: str, now: datetime) -> str:
     seconds = max(0, int((now - datetime.fromisoformat(written_at)).total_seconds()))
     if seconds < 120:
@@ -242,7 +249,7 @@ def render(
         if selection.state is not None and not _matches(selection.state, view, rows):
             continue
         shown += 1
-        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}")
+        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{_earliest(job)}")
         for r in rows:
             lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:
@@ -336,6 +343,11 @@ def render_why(
     lines += [
         f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
         f"    because: {job['reason']}",
+        *(
+            [f"    starts at the earliest at {when(job['earliest_start_at'])} UTC"]
+            if job.get("earliest_start_at")
+            else []
+        ),
         f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)",
         "rows:",
     ]

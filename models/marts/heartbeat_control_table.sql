@@ -142,7 +142,10 @@ final as (
         controls.expected_within,
         folded.freshness_missed,
         folded.freshness_missed_at,
-        folded.run_ended_at
+        folded.run_ended_at,
+        controls.quiet_period,
+        controls.min_interval,
+        controls.start_window
     from controls
     inner join folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

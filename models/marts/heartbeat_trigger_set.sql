@@ -9,7 +9,17 @@
   and, when the backend refused its latest start, once the retry wait has passed: the wait doubles
   (from var heartbeat_refused_start_retry_seconds up to heartbeat_refused_start_retry_max_seconds) for
   as long as the data has been waiting, so a refusal is retried without an attempt on every tick.
+
+  Time conditions (optional CSV columns; macros/time_conditions.sql reads them):
+  - a row's quiet_period: a NEW_EVENT_AVAILABLE row counts as having news only once its newest
+    detection (latest_event_fetched_timestamp) is that old; until then it is "in its quiet period";
+  - a job's min_interval: it does not start again before that long after its previous start
+    (job_start_timestamp);
+  - a job's start_window: it starts only inside the window (in its time zone, UTC when none).
+  A job that waits only for time has an earliest_start_at: the tick that finds it passed decides again.
 -#}
+{%- set now = heartbeat_now() -%}
+{%- set part = heartbeat_start_window_part -%}
 {%- set retry_base = var('heartbeat_refused_start_retry_seconds') -%}
 {%- set retry_max = var('heartbeat_refused_start_retry_max_seconds') -%}
 {%- set as_text = api.Column.translate_type('string') -%}
@@ -17,9 +27,47 @@
     ~ dbt.cast('last_start_refused_at', as_text) ~ ", ': ', last_start_refusal) else '' end" -%}
 with
 
-control_rows as (
+control_table as (
 
     select * from {{ ref('heartbeat_control_table') }}
+
+),
+
+with_seconds as (
+
+    select
+        *,
+        {{ heartbeat_duration_seconds('quiet_period') }} as quiet_period_seconds,
+        {{ heartbeat_duration_seconds('min_interval') }} as min_interval_seconds
+    from control_table
+
+),
+
+with_quiet as (
+
+    select
+        *,
+        case when status = 'NEW_EVENT_AVAILABLE' and quiet_period_seconds is not null
+            then {{ heartbeat_add_seconds('latest_event_fetched_timestamp', 'quiet_period_seconds') }}
+        end as quiet_until,
+        {{ heartbeat_seconds_between('latest_event_fetched_timestamp', now) }} as quiet_age_seconds
+    from with_seconds
+
+),
+
+control_rows as (
+
+    select
+        *,
+        -- new data that counts: detected, and past its quiet period if it has one
+        status = 'NEW_EVENT_AVAILABLE' and (quiet_until is null or {{ now }} >= quiet_until) as has_news,
+        status = 'NEW_EVENT_AVAILABLE' and quiet_until is not null and {{ now }} < quiet_until as is_quiet,
+        case when status = 'NEW_EVENT_AVAILABLE' and quiet_until is not null and {{ now }} < quiet_until then concat(
+            'quiet period: ', upstream_label, ' changed ',
+            {{ heartbeat_duration_words('quiet_age_seconds') }},
+            ' ago, needs ', {{ heartbeat_duration_words('quiet_period_seconds', exact=true) }})
+        end as quiet_reason
+    from with_quiet
 
 ),
 
@@ -33,8 +81,14 @@ jobs as (
         sum(case when status = 'IN_PROGRESS' then 1 else 0 end) as n_in_progress,
         sum(case when status = 'FAILED' then 1 else 0 end) as n_failed,
         sum(case when is_hard_dependency and job_state = 'PAUSED' then 1 else 0 end) as n_hard_paused,
-        sum(case when is_hard_dependency and status = 'NEW_EVENT_AVAILABLE' then 1 else 0 end) as n_hard_ready,
-        sum(case when not is_hard_dependency and job_state = 'UNPAUSED' and status = 'NEW_EVENT_AVAILABLE' then 1 else 0 end) as n_soft_ready,
+        sum(case when is_hard_dependency and has_news then 1 else 0 end) as n_hard_ready,
+        sum(case when not is_hard_dependency and job_state = 'UNPAUSED' and has_news then 1 else 0 end) as n_soft_ready,
+        sum(case when is_hard_dependency and is_quiet then 1 else 0 end) as n_hard_quiet,
+        sum(case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then 1 else 0 end) as n_soft_quiet,
+        max(case when is_hard_dependency and is_quiet then quiet_until end) as hard_quiet_until,
+        min(case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then quiet_until end) as soft_quiet_until,
+        max(min_interval_seconds) as min_interval_seconds,
+        max(start_window) as start_window,
         sum(case when job_state = 'UNPAUSED' then 1 else 0 end) as n_unpaused,
         max(latest_run_id) as latest_run_id,
         max(job_start_timestamp) as last_requested_at,
@@ -44,7 +98,9 @@ jobs as (
         {{ heartbeat_label_list("case when is_hard_dependency and job_state = 'PAUSED' then upstream_label end") }} as hard_paused_labels,
         {{ heartbeat_label_list("case when is_hard_dependency and job_state = 'UNPAUSED' and (status is null or status <> 'NEW_EVENT_AVAILABLE') then upstream_label end") }} as hard_waiting_labels,
         {{ heartbeat_label_list("case when not is_hard_dependency and job_state = 'UNPAUSED' then upstream_label end") }} as soft_labels,
-        {{ heartbeat_label_list("case when job_state = 'UNPAUSED' and status = 'NEW_EVENT_AVAILABLE' then upstream_label end") }} as ready_labels,
+        {{ heartbeat_label_list("case when job_state = 'UNPAUSED' and has_news then upstream_label end") }} as ready_labels,
+        {{ heartbeat_label_list("case when is_hard_dependency and is_quiet then quiet_reason end") }} as hard_quiet_reasons,
+        {{ heartbeat_label_list("case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then quiet_reason end") }} as soft_quiet_reasons,
         {{ heartbeat_label_list("case when status = 'FAILED' then last_error end") }} as failure_messages
     from control_rows
     group by trigger_job_id
@@ -62,8 +118,74 @@ with_refusal as (
             'second',
             'least(' ~ retry_max ~ ', greatest(' ~ retry_base ~ ', coalesce('
                 ~ dbt.datediff('waiting_since', 'last_start_refused_at', 'second') ~ ', 0)))',
-            'last_start_refused_at') }} as retry_start_after
+            'last_start_refused_at') }} as retry_start_after,
+        {{ heartbeat_add_seconds('last_requested_at', 'min_interval_seconds') }} as gap_until,
+        {{ heartbeat_seconds_between('last_requested_at', now) }} as gap_age_seconds,
+        cast(nullif({{ part('start_window', 5) }}, '') as int) * 60 + cast(nullif({{ part('start_window', 6) }}, '') as int) as window_opens_minute,
+        cast(nullif({{ part('start_window', 7) }}, '') as int) * 60 + cast(nullif({{ part('start_window', 8) }}, '') as int) as window_closes_minute,
+        case when {{ part('start_window', 2) }} = '' then 0
+            else {{ heartbeat_day_number(part('start_window', 2)) }} end as window_first_day,
+        case when {{ part('start_window', 2) }} = '' then 6
+            when {{ part('start_window', 4) }} = '' then {{ heartbeat_day_number(part('start_window', 2)) }}
+            else {{ heartbeat_day_number(part('start_window', 4)) }} end as window_last_day,
+        coalesce(nullif({{ part('start_window', 10) }}, ''), 'UTC') as window_zone
     from jobs
+
+),
+
+window_clock as (
+
+    select
+        *,
+        from_utc_timestamp({{ now }}, window_zone) as window_local_now
+    from with_refusal
+
+),
+
+window_today as (
+
+    select
+        *,
+        hour(window_local_now) * 60 + minute(window_local_now) as window_local_minute,
+        (dayofweek(window_local_now) + 5) % 7 as window_local_day,
+        cast(to_date(window_local_now) as timestamp) as window_local_midnight
+    from window_clock
+
+),
+
+with_window as (
+
+    select
+        *,
+        case
+            when start_window is null then true
+            when window_opens_minute < window_closes_minute then {{ heartbeat_window_day('window_local_day') }}
+                and window_local_minute >= window_opens_minute and window_local_minute < window_closes_minute
+            else ({{ heartbeat_window_day('window_local_day') }} and window_local_minute >= window_opens_minute)
+                or ({{ heartbeat_window_day('window_local_day + 6') }} and window_local_minute < window_closes_minute)
+        end as is_window_open,
+        -- the window's next opening, in its time zone: today's if still ahead, else the next day it opens
+        case when start_window is not null then least(
+            {%- for k in range(8) %}
+            case when {{ heartbeat_window_day('window_local_day + ' ~ k) }}{% if k == 0 %} and window_local_minute < window_opens_minute{% endif %}
+                then window_local_midnight + make_dt_interval({{ k }}, 0, window_opens_minute, 0) end{{ ',' if not loop.last }}
+            {%- endfor %}
+        ) end as window_opens_local
+    from window_today
+
+),
+
+timed as (
+
+    select
+        *,
+        min_interval_seconds is not null and last_requested_at is not null and {{ now }} < gap_until as is_gap_waiting,
+        to_utc_timestamp(window_opens_local, window_zone) as window_opens_at,
+        -- all the data it needs is there, or only quiet periods hold it back
+        case when n_hard > 0 then n_hard_ready + n_hard_quiet = n_hard and n_hard_paused = 0
+            else n_soft_ready + n_soft_quiet > 0 end as is_data_coming,
+        case when n_hard > 0 then n_hard_ready = n_hard else n_soft_ready > 0 end as is_data_ready
+    from with_window
 
 ),
 
@@ -80,9 +202,11 @@ decided as (
             when n_in_progress > 0 then false
             when n_failed > 0 then false
             when n_hard_paused > 0 then false
-            when is_start_refused and {{ dbt.current_timestamp() }} < retry_start_after then false
-            when n_hard > 0 then n_hard_ready = n_hard
-            else n_soft_ready > 0
+            when is_start_refused and {{ now }} < retry_start_after then false
+            when not is_data_ready then false
+            when is_gap_waiting then false
+            when not is_window_open then false
+            else true
         end as should_start,
         case
             when n_in_progress > 0 then 'a run is in progress'
@@ -90,20 +214,39 @@ decided as (
                 'last run failed', coalesce(concat(': ', nullif(failure_messages, '')), ''),
                 '; resumes after a successful run or `python -m harness complete --job-id ', trigger_job_id, '`')
             when n_hard_paused > 0 then concat('hard dependency PAUSED: ', hard_paused_labels)
-            when is_start_refused and {{ dbt.current_timestamp() }} < retry_start_after then concat(
+            when is_start_refused and {{ now }} < retry_start_after then concat(
                 'start refused at ', {{ dbt.cast('last_start_refused_at', as_text) }}, ': ', last_start_refusal,
                 '; next attempt after ', {{ dbt.cast('retry_start_after', as_text) }})
-            when n_hard > 0 and n_hard_ready < n_hard then concat('waiting for hard dependency ', hard_waiting_labels)
-            when n_hard > 0 then concat('ready: new data on ', ready_labels, {{ retrying }})
-            when n_unpaused = 0 then 'every row is PAUSED'
-            when n_soft_ready = 0 then concat('waiting for new data on any soft dependency (', soft_labels, ')')
+            when n_hard > 0 and n_hard_ready + n_hard_quiet < n_hard then concat('waiting for hard dependency ', hard_waiting_labels)
+            when n_hard > 0 and n_hard_ready < n_hard then hard_quiet_reasons
+            when n_hard = 0 and n_unpaused = 0 then 'every row is PAUSED'
+            when n_hard = 0 and n_soft_ready = 0 and n_soft_quiet > 0 then soft_quiet_reasons
+            when n_hard = 0 and n_soft_ready = 0 then concat('waiting for new data on any soft dependency (', soft_labels, ')')
+            when is_gap_waiting then concat(
+                'minimum gap: started ', {{ heartbeat_duration_words('gap_age_seconds') }},
+                ' ago, every ', {{ heartbeat_duration_words('min_interval_seconds', exact=true) }})
+            when not is_window_open then concat(
+                'outside its start window (', start_window, '), opens ',
+                case when to_date(window_opens_local) = to_date(window_local_now) then 'at ' else concat(date_format(window_opens_local, 'EEE'), ' at ') end,
+                date_format(window_opens_local, 'HH:mm'), ' ', window_zone)
             else concat('ready: new data on ', ready_labels, {{ retrying }})
         end as reason,
+        -- a job that waits only for time: when it may start at the earliest (the next tick after it decides again)
+        case
+            when n_in_progress > 0 or n_failed > 0 or n_hard_paused > 0 or not is_data_coming then null
+            when is_data_ready and not is_gap_waiting and is_window_open
+                and not (is_start_refused and {{ now }} < retry_start_after) then null
+            else greatest(
+                case when is_data_ready then null when n_hard > 0 then hard_quiet_until else soft_quiet_until end,
+                case when is_gap_waiting then gap_until end,
+                case when not is_window_open then window_opens_at end,
+                case when is_start_refused and {{ now }} < retry_start_after then retry_start_after end)
+        end as earliest_start_at,
         is_start_refused,
         last_start_refusal,
         last_start_refused_at,
         retry_start_after
-    from with_refusal
+    from timed
 
 )
 

@@ -21,7 +21,10 @@ renamed as (
         concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label,
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'partition_filter') }} as partition_filter,
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'tags') }} as tags,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'quiet_period') }} as quiet_period,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'min_interval') }} as min_interval,
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'start_window') }} as start_window
     from source
 
 )

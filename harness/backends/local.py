@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused
-from harness.backends.local_supervisor import LAUNCHED
+from harness.backends.local_supervisor import LAUNCHED, META, RESULT
 from harness.config import Config
 from harness.errors import BackendError
 from harness.faults import crash_point
@@ -109,7 +109,7 @@ class LocalBackend(JobBackend):
             "cwd": str(self.config.base_dir),
             "requested_at": datetime.now(timezone.utc).isoformat(),
         }
-        write_atomic(run_dir / "meta.json", json.dumps(meta, indent=2))
+        write_atomic(run_dir / META, json.dumps(meta, indent=2))
         # Recorded before the process exists: a crash from here on never yields a second run.
         write_atomic(token_file, run_id)
         crash_point("local:token-recorded")
@@ -154,7 +154,7 @@ class LocalBackend(JobBackend):
         run_dir = self.run_dir(run_id)
         if not run_dir.is_dir():
             raise BackendError(f"job {job_id}: local run {run_id} has no folder {run_dir}")
-        result_file = run_dir / "result.json"
+        result_file = run_dir / RESULT
         if result_file.exists():
             result = json.loads(result_file.read_text())
             ended = datetime.fromisoformat(result["ended_at"])

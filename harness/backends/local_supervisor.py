@@ -18,7 +18,11 @@ from pathlib import Path
 
 from harness.state.files import write_atomic
 
+# A run folder: what its start wrote, the supervisor's claim, the job's output and how the run ended.
+META = "meta.json"
 LAUNCHED = "launched"
+OUTPUT = "output.log"
+RESULT = "result.json"
 
 
 def claim(run_dir: Path) -> bool:
@@ -42,12 +46,12 @@ CONNECT_SERVER_MARKERS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "S
 def supervise(run_dir: Path) -> int:
     if not claim(run_dir):
         return 0
-    meta = json.loads((run_dir / "meta.json").read_text())
+    meta = json.loads((run_dir / META).read_text())
     inherited = {k: v for k, v in os.environ.items() if k not in CONNECT_SERVER_MARKERS}
     env = {**inherited, **meta["env"]}
     timeout = meta.get("timeout_seconds")
     started = datetime.now(timezone.utc)
-    with open(run_dir / "output.log", "wb") as log:
+    with open(run_dir / OUTPUT, "wb") as log:
         try:
             proc = subprocess.Popen(
                 ["/bin/bash", "-c", meta["command"]],
@@ -81,7 +85,7 @@ def _finish(run_dir: Path, started: datetime, code: int, message: str) -> int:
         "started_at": started.isoformat(),
         "ended_at": datetime.now(timezone.utc).isoformat(),
     }
-    write_atomic(run_dir / "result.json", json.dumps(result))
+    write_atomic(run_dir / RESULT, json.dumps(result))
     return 0
 
 

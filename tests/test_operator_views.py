@@ -159,9 +159,13 @@ def test_report_writes_a_self_contained_page_into_the_state_folder(
     assert all(job in page for job in ("ok_job", "bad_job", "wait_job"))
 
 
-def test_the_catalog_counts_the_control_tables_rows(ticked: tuple[HeartbeatHarness, str]) -> None:
-    # what dbt docs' catalog reads as the table's row count (Spark's table statistics)
-    hb, _ = ticked
-    details = hb.spark.sql(f"DESCRIBE TABLE EXTENDED {hb.config.table('heartbeat_control_table')}").collect()
-    (statistics,) = [str(r[1]) for r in details if str(r[0]).strip() == "Statistics"]
-    assert statistics.endswith(" 5 rows")
+def test_the_docs_catalog_counts_the_control_tables_rows(
+    ticked: tuple[HeartbeatHarness, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN the docs are generated (`python -m harness docs`, which runs `dbt docs generate`)
+    hb, config_file = ticked
+    assert "docs written to" in _run(capsys, config_file, "docs")
+    # THEN the catalog shows the control table's row count as it is now (its statistics, refreshed first)
+    catalog = json.loads((hb.config.dbt_target_path / "catalog.json").read_text())
+    stats = catalog["nodes"]["model.heartbeat.heartbeat_control_table"]["stats"]
+    assert [s["value"] for s in stats.values() if s["id"].endswith("rows")] == [5], stats

@@ -5,7 +5,6 @@
         incremental_strategy=heartbeat_incremental_strategy(),
         not_matched_by_source_action='delete',
         on_schema_change='append_new_columns',
-        post_hook="{{ heartbeat_refresh_row_count(this) }}",
     )
 }}
 

@@ -14,8 +14,9 @@ import yaml
 
 from harness import sensors
 from harness.config import PROJECT_DIR, config_from_mapping
-from harness.sensors import build_registry, declaration
-from harness.sensors.base import Sensor, SensorDeclaration
+from harness.sensors import build_registry, declaration_of
+from harness.sensors.base import Sensor
+from harness.sensors.declaration import SensorDeclaration
 from harness.vocabulary import KINDS, SensorSource
 
 KIND_VALUES = [s.value for s in SensorSource]
@@ -117,7 +118,7 @@ def test_a_registry_of_some_kinds_imports_only_their_sensor_modules(
 
 
 def test_the_kinds_with_a_range_reader_are_those_docs_list_as_readable() -> None:
-    readable = {k.value for k in SensorSource if declaration(k).read_range is not None}
+    readable = {k.value for k in SensorSource if declaration_of(k).read_range is not None}
     section = (PROJECT_DIR / "docs" / "sources.md").read_text().split("## Reading the range in a job", 1)[1]
     rows = re.findall(r"^\| (`[a-z0-9_]+`(?:, `[a-z0-9_]+`)*)", section, re.M)
     documented = {k.strip("` ") for row in rows for k in row.split(",")} & set(KIND_VALUES)

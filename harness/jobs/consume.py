@@ -19,9 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from harness.config import Config, load_config
 from harness.errors import ConsumeError
 from harness.refresh.change_range import ChangeRange, UpstreamRange, from_environment, parse
-from harness.sensors import declaration
-from harness.sensors.base import RangeRequest, Upstream
+from harness.sensors import declaration_of
+from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest
 from harness.vocabulary import SensorSource
 
 DEFAULT_TIMEOUT_SECONDS = 600.0  # one upstream's read (Kafka requests and consumption, JDBC query)
@@ -54,7 +55,7 @@ def read_upstream(
         source = SensorSource(upstream.sensor_source)
     except ValueError:
         raise ConsumeError(f"{upstream.label}: unknown sensor_source") from None
-    reader = declaration(source).read_range
+    reader = declaration_of(source).read_range
     if reader is None:
         raise ConsumeError(
             f"{upstream.label}: reading the range of {source.value} is not supported; its range "

@@ -1,7 +1,7 @@
 """Sensors, one module per source kind, behind `harness.sensors.base.Sensor`; this is their registry.
 
 Which module reads a kind is `harness.vocabulary.KINDS`; the module's `DECLARATION` says how its sensor is
-built and how a job reads its range. `declaration(kind)` imports the module only when it is asked for:
+built and how a job reads its range. `declaration_of(kind)` imports the module only when it is asked for:
 a cold tick imports the clients of the kinds its rows read, not all of them.
 
 `build_registry` is where each sensor gets its own section of heartbeat.yml, parsed and resolved at
@@ -16,13 +16,14 @@ from typing import Any, Iterable
 
 from harness.config import Config
 from harness.errors import ConfigError
-from harness.sensors.base import Sensor, SensorDeclaration
+from harness.sensors.base import Sensor
+from harness.sensors.declaration import SensorDeclaration
 from harness.vocabulary import KINDS, SensorSource
 
 Registry = dict[SensorSource, Sensor[Any]]
 
 
-def declaration(kind: SensorSource) -> SensorDeclaration:
+def declaration_of(kind: SensorSource) -> SensorDeclaration:
     """The declaration of the module that reads `kind` (harness/sensors/<KINDS[kind].sensor>.py)."""
     module = importlib.import_module(f"{__name__}.{KINDS[kind].sensor}")
     declared: SensorDeclaration = module.DECLARATION
@@ -37,7 +38,7 @@ def build_registry(config: Config, kinds: Iterable[SensorSource] | None = None) 
     problems: dict[str, None] = {}  # kinds read by one module report a problem of their section once
     for kind in (k for k in SensorSource if k in wanted):
         try:
-            registry[kind] = declaration(kind).build(config, kind)
+            registry[kind] = declaration_of(kind).build(config, kind)
         except ConfigError as exc:
             problems[str(exc)] = None
     if problems:

@@ -11,20 +11,18 @@ A sensor is built once, from its own section of heartbeat.yml (see `harness.sens
 and holds nothing else: what a check needs beyond its settings (Spark, the deadline) is in its
 `CheckContext`.
 
-Each sensor module declares, as its `DECLARATION`, how its sensor is built from the configuration and,
-if a job can read its range as data (`harness.consume`), how: the registry (`harness.sensors`) imports
-a module only when one of its kinds (`harness.vocabulary.KINDS`) is asked for.
+Each sensor module also declares how its sensor is built and how a job reads its range
+(`harness.sensors.declaration`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Mapping, Protocol, TypeVar
+from typing import Any, Generic, Mapping, Protocol, TypeVar
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
-from harness.config import Config
 from harness.errors import SensorError
 from harness.sensors.context import CheckContext
 from harness.vocabulary import SensorSource, upstream_label
@@ -87,24 +85,3 @@ class Sensor(ABC, Generic[P]):
         """The data beyond `since` up to `position` as a DataFrame on `context.spark` (the view
         `sensor_new_data` of preprocess_query)."""
         raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.source.value}")
-
-
-@dataclass(frozen=True)
-class RangeRequest:
-    """One upstream's change range, as a job reads it (`harness.consume`): the watermark its job's last
-    successful run consumed (None: never succeeded) and the one the run was handed."""
-
-    spark: SparkSession
-    context: CheckContext
-    upstream: Upstream
-    start: Watermark | None
-    end: Watermark
-    config: Config
-
-
-@dataclass(frozen=True)
-class SensorDeclaration:
-    """What a sensor module declares (its `DECLARATION`) for the source kinds it reads."""
-
-    build: Callable[[Config, SensorSource], Sensor[Any]]  # the sensor of one kind, from its section of the file
-    read_range: Callable[[RangeRequest], DataFrame] | None = None  # the data of a range; None: not readable

@@ -33,18 +33,10 @@ from harness.config import Config, DeltaSettings, env_secret
 from harness.errors import ConsumeError, SensorError
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
-from harness.sensors.base import (
-    Detection,
-    NewData,
-    NothingNew,
-    RangeRequest,
-    Sensor,
-    SensorDeclaration,
-    Upstream,
-    Watermark,
-)
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.delta_log import (
     MAX_DETAILED_COMMITS,
     Commit,

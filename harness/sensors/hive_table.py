@@ -29,9 +29,10 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.errors import SensorError
-from harness.sensors.base import Detection, NewData, NothingNew, Sensor, SensorDeclaration, Upstream, Watermark
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource

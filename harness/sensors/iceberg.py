@@ -28,18 +28,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness.config import Config, IcebergSettings, env_secret
 from harness.errors import ConfigError, ConsumeError, SensorError
-from harness.sensors.base import (
-    Detection,
-    NewData,
-    NothingNew,
-    RangeRequest,
-    Sensor,
-    SensorDeclaration,
-    Upstream,
-    Watermark,
-)
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.vocabulary import SensorSource

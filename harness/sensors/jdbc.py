@@ -21,17 +21,9 @@ from pyspark.sql import DataFrame, Row
 from harness.config import Config, JdbcConnectionSettings, JdbcSettings, env_secret
 from harness.errors import ConfigError, SensorError
 from harness.sensors import key_values
-from harness.sensors.base import (
-    Detection,
-    NewData,
-    NothingNew,
-    RangeRequest,
-    Sensor,
-    SensorDeclaration,
-    Upstream,
-    Watermark,
-)
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.spark_sql import spark_error_text
 from harness.vocabulary import SensorSource
 

@@ -27,17 +27,9 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 
 from harness.config import Config, KafkaClientSettings, KafkaSettings, env_secret
 from harness.errors import ConfigError, SensorError
-from harness.sensors.base import (
-    Detection,
-    NewData,
-    NothingNew,
-    RangeRequest,
-    Sensor,
-    SensorDeclaration,
-    Upstream,
-    Watermark,
-)
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.vocabulary import SensorSource
 
 log = logging.getLogger(__name__)

@@ -18,17 +18,9 @@ from pyspark.sql import DataFrame
 
 from harness.config import Config
 from harness.errors import HeartbeatError, SensorError
-from harness.sensors.base import (
-    Detection,
-    NewData,
-    NothingNew,
-    RangeRequest,
-    Sensor,
-    SensorDeclaration,
-    Upstream,
-    Watermark,
-)
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.state.event_reader import EventQuery, plain, read_events
 from harness.vocabulary import EventType, SensorSource, upstream_label
 

@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame
 
 from harness.config import Config, SapSettings
 from harness.errors import SensorError
-from harness.sensors.base import Detection, NewData, NothingNew, Sensor, SensorDeclaration, Upstream, Watermark
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.jdbc import (
     JdbcConnection,
     connection_from,

@@ -21,8 +21,9 @@ from pyspark.sql import DataFrame
 from harness.config import Config, UpstreamSensorTableSettings
 from harness.errors import ConfigError, SensorError
 from harness.preprocess import quote_identifier
-from harness.sensors.base import Detection, NewData, NothingNew, Sensor, SensorDeclaration, Upstream, Watermark
+from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource
 

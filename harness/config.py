@@ -206,6 +206,20 @@ class UpstreamSensorTableSettings(Settings):
     tables: dict[str, UpstreamTableAlias] = {}
 
 
+class SourceSections(Settings):
+    """The sections of heartbeat.yml that configure a source kind's sensor, each read as it is written (its
+    sensor module resolves it when the sensor is built: `DECLARATION` in harness/sensors/<sensor>.py).
+    `HeartbeatFile` holds them at the top level of the file; a Config as `config.sources`."""
+
+    kafka: KafkaSettings = KafkaSettings()
+    jdbc: Annotated[JdbcSettings, BeforeValidator(_single_connection)] = JdbcSettings()
+    sap_bw: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    sap_b4: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    delta: DeltaSettings = DeltaSettings()
+    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
+    iceberg: IcebergSettings = IcebergSettings()
+
+
 # --- Databricks ------------------------------------------------------------------------------------
 DEFAULT_RUN_CONTEXT_PARAMETER = "heartbeat_run_context_id"
 DEFAULT_CHANGE_RANGE_PARAMETER = "heartbeat_change_range"
@@ -256,8 +270,8 @@ class DatabricksSettings(Settings):
 
 
 # --- the file ----------------------------------------------------------------------------------------
-class HeartbeatFile(Settings):
-    """Every key heartbeat.yml may hold."""
+class HeartbeatFile(SourceSections):
+    """Every key heartbeat.yml may hold: the sources' sections (`SourceSections`) and these."""
 
     state_dir: Path = Path("state")  # metastore, warehouse, local runs, lock, inbox
     backend: Literal["local", "databricks"] = "local"
@@ -276,14 +290,7 @@ class HeartbeatFile(Settings):
     events: EventsSettings = EventsSettings()
     trigger_file: TriggerFileSettings = TriggerFileSettings()
     local_runner: LocalRunnerSettings = LocalRunnerSettings()
-    kafka: KafkaSettings = KafkaSettings()
-    jdbc: Annotated[JdbcSettings, BeforeValidator(_single_connection)] = JdbcSettings()
-    sap_bw: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
-    sap_b4: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
-    delta: DeltaSettings = DeltaSettings()
-    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
     databricks: DatabricksSettings = DatabricksSettings()
-    iceberg: IcebergSettings = IcebergSettings()
     freshness: FreshnessSettings = FreshnessSettings()
     publish: PublishSettings = PublishSettings()
 
@@ -295,14 +302,7 @@ SECTIONS = (
     "sensing",
     "runs",
     "events",
-    "kafka",
-    "jdbc",
-    "sap_bw",
-    "sap_b4",
-    "delta",
-    "upstream_sensor_table",
     "databricks",
-    "iceberg",
     "freshness",
     "publish",
 )
@@ -327,14 +327,8 @@ class Config:
     events: EventsSettings = EventsSettings()
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
     dbt_target_dir: Path | None = None
-    kafka: KafkaSettings = KafkaSettings()
-    jdbc: JdbcSettings = JdbcSettings()
-    sap_bw: SapSettings = SapSettings()
-    sap_b4: SapSettings = SapSettings()
-    delta: DeltaSettings = DeltaSettings()
-    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
+    sources: SourceSections = SourceSections()  # each source kind's section, read by its sensor module
     databricks: DatabricksSettings = DatabricksSettings()
-    iceberg: IcebergSettings = IcebergSettings()
     delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
     freshness: FreshnessSettings = FreshnessSettings()
     publish: PublishSettings = PublishSettings()
@@ -486,6 +480,7 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         local_jobs=parsed.local_runner.jobs,
         dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
         delta_jars=delta_jars(),
+        sources=SourceSections(**{name: getattr(parsed, name) for name in SourceSections.model_fields}),
         **{name: getattr(parsed, name) for name in SECTIONS},
     )
 

@@ -20,7 +20,7 @@ from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
 from harness.start_window import parse_start_window
-from harness.vocabulary import JobState, ReadType, SensorSource
+from harness.vocabulary import KINDS, JobState, ReadType, SensorSource
 
 USER_COLUMNS = (
     "sensor_source",
@@ -46,13 +46,9 @@ for _column in OPTIONAL_COLUMNS:
     warnings.filterwarnings(
         "ignore", message=f'"{_column}" does not match the name of any column', category=RuntimeWarning
     )
-# The sources whose rows may wait for partitions (their positions list partitions and change events).
-PARTITIONED_SOURCES = (
-    SensorSource.DELTA_TABLE,
-    SensorSource.LMU_DELTA_TABLE,
-    SensorSource.ICEBERG_TABLE,
-    SensorSource.HIVE_TABLE,
-)
+# The sources whose rows may wait for partitions, and those whose changes carry tags (harness.vocabulary.KINDS).
+PARTITIONED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.partitions)
+TAGGED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.tags)
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
     "latest_event_fetched_timestamp",
@@ -132,10 +128,10 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             "partition_filter cannot be combined with upstream_key or preprocess_query: "
             "a row waits either for partitions or for data beyond its watermark"
         )
-    if tags and source == SensorSource.HIVE_TABLE.value:
+    if tags and source in {s.value for s in PARTITIONED_SOURCES} - {s.value for s in TAGGED_SOURCES}:
         problems.append(
-            "tags need a table format whose changes carry them (delta_table, iceberg_table); "
-            "a hive_table's changes have none"
+            f"tags need a table format whose changes carry them ({_choices_of(TAGGED_SOURCES)}); "
+            f"a {source}'s changes have none"
         )
     for column in DURATION_COLUMNS:
         duration = row.get(column, "").strip()

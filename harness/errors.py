@@ -21,6 +21,10 @@ class SensorError(HeartbeatError):
     """An upstream could not be checked; the message names the upstream and the cause."""
 
 
+class ConsumeError(HeartbeatError):
+    """An upstream's range cannot be read as data (`harness.consume`); the message names the upstream."""
+
+
 class PreprocessQueryError(SensorError):
     """A preprocess_query is not a single SELECT."""
 

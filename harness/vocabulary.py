@@ -23,6 +23,34 @@ class SensorSource(str, Enum):
     PUBLISHED = "published"  # changes producers register themselves (`python -m harness publish`)
 
 
+@dataclass(frozen=True)
+class SourceKind:
+    """What every part of the harness may know of a source kind without importing its sensor's clients:
+    the module that reads it, and what the controls CSV may ask of its rows. The rest is that module's
+    (`DECLARATION` in harness/sensors/<sensor>.py): how its sensor is built from heartbeat.yml, and how a
+    job reads its range."""
+
+    sensor: str  # the module harness/sensors/<sensor>.py
+    partitions: bool = False  # its positions list partitions and change events: rows may wait for partitions
+    tags: bool = False  # its change events carry tags: a row's `tags` can be matched
+
+
+# Every source kind: one line each (tests/test_source_kinds.py checks the dbt project and the docs list them).
+KINDS: dict[SensorSource, SourceKind] = {
+    SensorSource.DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
+    SensorSource.LMU_DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
+    SensorSource.KAFKA: SourceKind("kafka"),
+    SensorSource.TRIGGER_FILE: SourceKind("trigger_file"),
+    SensorSource.SAP_BW: SourceKind("sap"),
+    SensorSource.SAP_B4: SourceKind("sap"),
+    SensorSource.JDBC: SourceKind("jdbc"),
+    SensorSource.UPSTREAM_SENSOR_TABLE: SourceKind("upstream_sensor_table"),
+    SensorSource.ICEBERG_TABLE: SourceKind("iceberg", partitions=True, tags=True),
+    SensorSource.HIVE_TABLE: SourceKind("hive_table", partitions=True),
+    SensorSource.PUBLISHED: SourceKind("published"),
+}
+
+
 class Status(str, Enum):
     NEW_EVENT_AVAILABLE = "NEW_EVENT_AVAILABLE"
     IN_PROGRESS = "IN_PROGRESS"

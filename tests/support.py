@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings
+from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings, SourceSections
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.state import tables
 from harness.tick import inbox
@@ -119,7 +119,9 @@ class HeartbeatHarness:
     def with_sections(self, **sections: Mapping[str, Any]) -> None:
         """Sections of heartbeat.yml (kafka, jdbc, databricks, ...), parsed as the file's would be."""
         parsed = HeartbeatFile.model_validate(sections)
-        self.with_config(**{name: getattr(parsed, name) for name in sections})
+        sources = {name: getattr(parsed, name) for name in sections if name in SourceSections.model_fields}
+        others = {name: getattr(parsed, name) for name in sections if name not in sources}
+        self.with_config(sources=self.config.sources.model_copy(update=sources), **others)
 
     def write_config_file(self) -> Path:
         """heartbeat.yml for this heartbeat, for tests that go through the command line."""

@@ -118,9 +118,15 @@ def test_set_on_the_command_line_wins_over_the_file_and_the_environment(
 def test_every_section_of_heartbeat_yml_reaches_the_config_as_it_was_read(tmp_path: Path) -> None:
     # GIVEN a file that sets a key in every section a Config holds as read
     assert set(SECTIONS) <= {f.name for f in fields(Config)} & set(HeartbeatFile.model_fields)
-    raw = {"sensing": {"check_timeout_seconds": 7}, "freshness": {"timeout_seconds": 11}}
+    raw = {
+        "sensing": {"check_timeout_seconds": 7},
+        "freshness": {"timeout_seconds": 11},
+        "kafka": {"bootstrap_servers": "broker:9092"},
+    }
     # WHEN it is read
     config = config_from_mapping(raw, base=tmp_path)
-    # THEN the sections are the ones read, the others their defaults
+    # THEN the sections are the ones read (a source kind's under `sources`), the others their defaults
     assert config.sensing.check_timeout_seconds == 7 and config.freshness.timeout_seconds == 11
+    assert config.sources.kafka.bootstrap_servers == "broker:9092"
+    assert config.sources.jdbc == HeartbeatFile().jdbc
     assert config.publish == HeartbeatFile().publish

@@ -66,7 +66,7 @@ def test_delta_range_is_the_rows_the_commits_in_between_added_with_their_partiti
 ) -> None:
     # GIVEN a partitioned table the job last read at version 0, then two appends (the range), then one more
     path, config = str(tmp_path / "orders"), sensor_config(tmp_path)
-    sensor, upstream = DeltaSensor.from_settings(config.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
+    sensor, upstream = DeltaSensor.from_settings(config.sources.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
     write_deltalake(path, orders([1, 2]), partition_by=["region"])
     start = watermark(sensor, upstream)
     write_deltalake(path, orders([3, 4], "us"), mode="append")
@@ -86,7 +86,7 @@ def test_delta_range_with_change_data_feed_is_the_feed_of_the_versions_in_betwee
 ) -> None:
     # GIVEN a table with the change data feed on: a delete and an append in the range, an append after it
     path, config = str(tmp_path / "cdf"), sensor_config(tmp_path)
-    sensor, upstream = DeltaSensor.from_settings(config.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
+    sensor, upstream = DeltaSensor.from_settings(config.sources.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
     write_deltalake(path, orders([1, 2]), configuration={"delta.enableChangeDataFeed": "true"})
     start = watermark(sensor, upstream)
     from deltalake import DeltaTable
@@ -103,7 +103,10 @@ def test_delta_range_with_change_data_feed_is_the_feed_of_the_versions_in_betwee
 
 def test_kafka_range_is_the_messages_between_the_offsets(spark: SparkSession, kafka: MockKafka, tmp_path: Path) -> None:
     config = sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers, "max_messages": 1})
-    sensor, upstream = KafkaSensor.from_settings(config.kafka), Upstream(SensorSource.KAFKA, "shop: consume.orders")
+    sensor, upstream = (
+        KafkaSensor.from_settings(config.sources.kafka),
+        Upstream(SensorSource.KAFKA, "shop: consume.orders"),
+    )
     kafka.produce("consume.orders", "a", "b")
     start = watermark(sensor, upstream)
     kafka.produce("consume.orders", "c", "d")
@@ -121,7 +124,10 @@ def test_jdbc_range_is_the_key_range_between_the_watermarks(
     spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
 ) -> None:
     config = sensor_config(tmp_path, jdbc={"connections": {"default": pg_connection(postgres)}})
-    sensor, upstream = JdbcSensor.from_settings(config.jdbc), Upstream(SensorSource.JDBC, "public.consume_orders", "id")
+    sensor, upstream = (
+        JdbcSensor.from_settings(config.sources.jdbc),
+        Upstream(SensorSource.JDBC, "public.consume_orders", "id"),
+    )
     postgres.execute(
         [
             "DROP TABLE IF EXISTS consume_orders",

@@ -81,7 +81,7 @@ def tables(spark: SparkSession, postgres: PostgresServer, config: Config) -> Pos
             "INSERT INTO sensing_tricky VALUES (5, 5)",
         ]
     )
-    JdbcSensor.from_settings(config.jdbc).read_position(
+    JdbcSensor.from_settings(config.sources.jdbc).read_position(
         check_context(spark), Upstream(SensorSource.JDBC, "public.sensing_orders", "id")
     )
     return postgres
@@ -105,7 +105,7 @@ def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermar
     folder.mkdir()
     (folder / "first.done").write_text("1")
     sensor = CountingTriggerFileSensor(config.trigger_root)
-    seen_first = sensor.read_position(check_context(), Upstream(sensor.sources[0], "orders")).watermark
+    seen_first = sensor.read_position(check_context(), Upstream(SensorSource.TRIGGER_FILE, "orders")).watermark
     (folder / "second.done").write_text("2")
     sensor.reads.clear()
     rows = [
@@ -114,7 +114,7 @@ def test_two_jobs_sharing_an_upstream_cause_one_read_and_keep_their_own_watermar
     ]
 
     # WHEN the rows are sensed
-    outcome = sense(rows, {sensor.sources[0]: sensor}, spark, config)
+    outcome = sense(rows, {SensorSource.TRIGGER_FILE: sensor}, spark, config)
 
     # THEN the folder was read once, and each row got the files beyond its own watermark
     assert len(sensor.reads) == 1 and outcome.upstreams == 1

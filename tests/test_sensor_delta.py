@@ -25,7 +25,7 @@ def sales(ids: list[int], region: str) -> pa.Table:
 @pytest.fixture
 def sensor(tmp_path: Path) -> DeltaSensor:
     """Built as on this machine, whose Spark has no Delta jars: named tables cannot be read."""
-    return DeltaSensor.from_settings(sensor_config(tmp_path).delta, delta_on_spark=False)
+    return DeltaSensor.from_settings(sensor_config(tmp_path).sources.delta, delta_on_spark=False)
 
 
 def read(sensor: DeltaSensor, upstream: Upstream, spark: SparkSession | None = None) -> TableState:

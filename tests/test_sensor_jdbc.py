@@ -20,7 +20,7 @@ from tests.postgres import PostgresServer, free_port
 
 def jdbc_sensor(tmp_path: Path, postgres: PostgresServer, **connections: dict) -> JdbcSensor:
     named = {"default": pg_connection(postgres), **connections}
-    return JdbcSensor.from_settings(sensor_config(tmp_path, jdbc={"connections": named}).jdbc)
+    return JdbcSensor.from_settings(sensor_config(tmp_path, jdbc={"connections": named}).sources.jdbc)
 
 
 def read(sensor: JdbcSensor, upstream: Upstream, spark: SparkSession | None = None, timeout: float = 20) -> KeyMax:

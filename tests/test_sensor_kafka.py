@@ -21,7 +21,7 @@ from tests.postgres import free_port
 
 def kafka_sensor(tmp_path: Path, kafka: MockKafka, **settings: object) -> KafkaSensor:
     return KafkaSensor.from_settings(
-        sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers, **settings}).kafka
+        sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers, **settings}).sources.kafka
     )
 
 
@@ -102,7 +102,9 @@ def test_kafka_new_data_frame_holds_the_new_messages_bounded_by_max_messages(
 def test_kafka_unreachable_broker_is_a_sensor_error_naming_the_upstream(tmp_path: Path) -> None:
     # GIVEN brokers on a closed port
     sensor = KafkaSensor.from_settings(
-        sensor_config(tmp_path, kafka={"bootstrap_servers": f"127.0.0.1:{free_port()}", "timeout_seconds": 2}).kafka
+        sensor_config(
+            tmp_path, kafka={"bootstrap_servers": f"127.0.0.1:{free_port()}", "timeout_seconds": 2}
+        ).sources.kafka
     )
 
     # WHEN it is checked, THEN the error names the upstream and the brokers
@@ -131,7 +133,7 @@ def test_kafka_product_settings_override_the_section(
                     }
                 },
             },
-        ).kafka
+        ).sources.kafka
     )
 
     # WHEN the client configuration for the product is built
@@ -165,7 +167,7 @@ def test_kafka_requests_end_by_the_check_deadline_before_the_configured_timeout(
         sensor = KafkaSensor.from_settings(
             sensor_config(
                 tmp_path, kafka={"bootstrap_servers": f"127.0.0.1:{silent.getsockname()[1]}", "timeout_seconds": 30}
-            ).kafka
+            ).sources.kafka
         )
 
         # WHEN it is checked
@@ -208,4 +210,4 @@ def test_kafka_unknown_librdkafka_property_stops_the_sensor_being_built(tmp_path
         match=r"^kafka.products.shop.properties.request.timeout.msx: refused by "
         r'librdkafka: No such configuration property: "request.timeout.msx"',
     ):
-        KafkaSensor.from_settings(config.kafka)
+        KafkaSensor.from_settings(config.sources.kafka)

@@ -39,7 +39,7 @@ def log_run(server: PostgresServer, chain: str, datum: str, zeit: str, status: s
 def sap_sensor(tmp_path: Path, server: PostgresServer, source: str = "sap_bw") -> SapChainSensor:
     section = {"schema": SCHEMA, "connections": {"bw": pg_connection(server)}}
     return SapChainSensor.from_settings(
-        SensorSource(source), getattr(sensor_config(tmp_path, **{source: section}), source)
+        SensorSource(source), getattr(sensor_config(tmp_path, **{source: section}).sources, source)
     )
 
 

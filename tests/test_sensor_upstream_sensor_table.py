@@ -51,7 +51,7 @@ def test_upstream_heartbeat_table_completed_load_is_new_once(
     spark: SparkSession, upstream_tables: str, tmp_path: Path
 ) -> None:
     # GIVEN another product's control table where `orders` is in progress, then completed
-    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).sources.upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, f"{SCHEMA}.control: orders")
     record(spark, "control", "orders", "IN_PROGRESS", "2026-03-01 10:00:00", job="load_orders")
     before = sensor.detect(upstream, read(sensor, upstream, spark), None)
@@ -76,7 +76,7 @@ def test_upstream_lakehouse_engine_processed_load_after_watermark_is_new(
     sensor = UpstreamSensorTableSensor.from_settings(
         sensor_config(
             tmp_path, upstream_sensor_table={"tables": {"le": {"table": f"{SCHEMA}.le_sensor"}}}
-        ).upstream_sensor_table
+        ).sources.upstream_sensor_table
     )
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, "le: sales_raw")
     record(spark, "le_sensor", "sales_raw", "PROCESSED_NEW_DATA", "2026-04-02 08:00:00")
@@ -104,7 +104,7 @@ def test_upstream_id_with_quotes_is_a_parameter_not_sql(
 ) -> None:
     # GIVEN completed loads, and an upstream id trying to widen the WHERE clause
     record(spark, "le_sensor", "x", "PROCESSED_NEW_DATA", "2026-05-01 00:00:00")
-    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).sources.upstream_sensor_table)
     upstream = Upstream(SensorSource.UPSTREAM_SENSOR_TABLE, f"{SCHEMA}.le_sensor: ' OR '1'='1")
 
     # WHEN it is checked, THEN no load matches that literal id
@@ -121,7 +121,7 @@ def test_slow_spark_read_is_cancelled_at_the_check_deadline(spark: SparkSession,
         "('orders', 'COMPLETED', TIMESTAMP '2026-01-01 00:00:00') AS t(sensor_id, status, status_change_timestamp) "
         "WHERE hb_test_nap(sensor_id)"
     )
-    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).upstream_sensor_table)
+    sensor = UpstreamSensorTableSensor.from_settings(sensor_config(tmp_path).sources.upstream_sensor_table)
 
     # WHEN it is checked with 3 s left until the check's deadline
     started = time.monotonic()

@@ -1,27 +1,25 @@
-"""One vocabulary: the source kinds, statuses, job states, read types and event types the harness uses
-(harness/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml)."""
+"""One vocabulary: the statuses, job states, read types and event types the harness uses
+(harness/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml).
+The source kinds: tests/test_source_kinds.py."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.config import PROJECT_DIR, config_from_mapping
-from harness.sensors import build_registry
+from harness.config import PROJECT_DIR
 from harness.start_window import PATTERN
-from harness.vocabulary import EventType, JobState, ReadType, SensorSource, Status
+from harness.vocabulary import EventType, JobState, ReadType, Status
 
 
 def dbt_vars() -> dict[str, Any]:
     return dict(yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"])
 
 
-def test_the_dbt_project_knows_exactly_the_harness_source_kinds_statuses_states_and_read_types() -> None:
+def test_the_dbt_project_knows_exactly_the_harness_statuses_states_and_read_types() -> None:
     known = dbt_vars()
-    assert known["heartbeat_source_kinds"] == [s.value for s in SensorSource]
     assert known["heartbeat_statuses"] == [s.value for s in Status]
     assert known["heartbeat_job_states"] == [s.value for s in JobState]
     assert known["heartbeat_read_types"] == [r.value for r in ReadType]
@@ -41,9 +39,3 @@ def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -
         )
     )
     assert {flag for flags in event_types.values() for flag in flags} <= flags_read
-
-
-def test_every_source_kind_has_a_sensor(tmp_path: Path) -> None:
-    registry = build_registry(config_from_mapping({}, base=tmp_path))
-    assert set(registry) == set(SensorSource)
-    assert all(source in sensor.sources for source, sensor in registry.items())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from harness.errors import HeartbeatError
-from harness.sensors.trigger_file import landed_after
+from harness.sensors.trigger_file import files_in_range
 
 CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"
 RANGE_FILE_KEY = "range_file"  # the parameter names the file holding the whole range
@@ -140,18 +140,5 @@ def batch_id(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def trigger_files(folder: Path, upstream: UpstreamRange) -> list[Path]:
-    """The files of a trigger folder inside the range, oldest first: landed after `from` (by the same rule
-    as the trigger_file sensor, so a file listed late is not lost) and not after `to`."""
-    if upstream.end is None:
-        return []
-    end_ns = int(upstream.end.get("changed_ns", 0))
-    end_recent = set(upstream.end.get("recent", []))
-    found = []
-    for path in folder.iterdir() if folder.is_dir() else []:
-        if path.name.startswith(".") or not path.is_file():
-            continue
-        changed = path.stat().st_ctime_ns
-        before_end = changed <= end_ns or path.name in end_recent
-        if landed_after(changed, path.name, upstream.start) and before_end:
-            found.append((changed, path.name, path))
-    return [path for _, _, path in sorted(found)]
+    """The files of a trigger folder inside the range, oldest first (harness.sensors.trigger_file.files_in_range)."""
+    return files_in_range(folder, upstream.start, upstream.end) if upstream.end is not None else []

@@ -10,6 +10,9 @@ A check is two steps, so that an upstream read by many rows is read once per tic
 A sensor is built once, from its own section of heartbeat.yml (see `harness.sensors.build_registry`),
 and holds nothing else: what a check needs beyond its settings (Spark, the deadline) is in its
 `CheckContext`.
+
+Each sensor module also declares how its sensor is built and how a job reads its range
+(`harness.sensors.declaration`).
 """
 
 from __future__ import annotations
@@ -67,8 +70,6 @@ P = TypeVar("P", bound=Position)
 class Sensor(ABC, Generic[P]):
     """A sensor for one or more source kinds, with its position type `P`. Instances hold their parsed
     settings only, no state: checks of different upstreams run concurrently on one instance."""
-
-    sources: tuple[SensorSource, ...]
 
     @abstractmethod
     def read_position(self, context: CheckContext, upstream: Upstream) -> P:

@@ -27,14 +27,16 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from harness.config import DeltaSettings, env_secret
-from harness.errors import SensorError
+from harness.config import Config, DeltaSettings, env_secret
+from harness.errors import ConsumeError, SensorError
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.delta_log import (
     MAX_DETAILED_COMMITS,
     Commit,
@@ -45,6 +47,7 @@ from harness.sensors.delta_log import (
     describe_changes,
     parse_commit,
 )
+from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource
@@ -273,8 +276,6 @@ class NamedTables:
 
 
 class DeltaSensor(Sensor[TableState]):
-    sources = (SensorSource.DELTA_TABLE, SensorSource.LMU_DELTA_TABLE)
-
     def __init__(self, storage_options: Mapping[str, str], delta_on_spark: bool) -> None:
         self.paths = PathTables(storage_options)
         self.names = NamedTables(delta_on_spark)
@@ -335,3 +336,58 @@ class DeltaSensor(Sensor[TableState]):
             return self.names.new_rows(context, upstream, position, since)
         rows = self.paths.new_rows(upstream, position, since)
         return context.session(upstream.label).createDataFrame(rows)
+
+
+# --- a job reading its range (harness.consume) ------------------------------------------------------
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+
+
+def read_range(request: RangeRequest) -> DataFrame:
+    """With the table's change data feed on (`delta.enableChangeDataFeed`): the feed's rows of the versions
+    after `from` up to `to` (`_change_type`, `_commit_version`, `_commit_timestamp`); otherwise the rows of
+    the files the commits of those versions added (an UPDATE or MERGE rewrites files: their unchanged rows
+    come too; deleted rows are not in any added file). With an upstream_key watermark: the rows of version
+    `to` whose key is beyond `from`'s max, up to `to`'s. Never succeeded (`from` empty): the table at `to`."""
+    spark, target, start_mark, end = request.spark, request.upstream, request.start, request.end
+    version = int(end["version"])
+    sensor = build(request.config, target.source)
+    if target.upstream_key or not is_path(target.sensor_id):
+        # The sensor's own reads: the key range of version `to`, or Spark's VERSION AS OF for a name.
+        end_max = end.get("max")
+        position = TableState(
+            target.sensor_id,
+            version,
+            CommitLog(target.sensor_id, sensor.paths.storage_options),
+            key=target.upstream_key,
+            key_max=key_values.decode(end_max) if end_max else None,
+        )
+        return sensor.new_data_frame(request.context, target, position, start_mark)
+    table = sensor.paths.open(target, version)
+    start = int(start_mark["version"]) if start_mark and "version" in start_mark else -1
+    schema = from_arrow_schema(spark_compatible(pa.schema(table.schema().to_arrow())))
+    if start < 0 or start > version:  # never succeeded, or the table was recreated: all of version `to`
+        return parquet_files(spark, table.file_uris(), schema, root=target.sensor_id)
+    if start == version:
+        return spark.createDataFrame([], schema)
+    if table.metadata().configuration.get(CDF_PROPERTY, "false").lower() == "true":
+        return arrow_frame(spark, pa.table(table.load_cdf(starting_version=start + 1, ending_version=version)))
+    log = CommitLog(target.sensor_id, sensor.paths.storage_options)
+    added: list[str] = []
+    for v in range(start + 1, version + 1):
+        commit = log.commit(v)
+        if commit is None:
+            raise ConsumeError(
+                f"{target.label}: the commit of version {v} can no longer be read (log cleaned "
+                "up); read the table as of the range's end instead"
+            )
+        added.extend(commit.added_files)
+    root = target.sensor_id.rstrip("/")
+    return parquet_files(spark, [f"{root}/{unquote(path)}" for path in added], schema, root=root)
+
+
+def build(config: Config, source: SensorSource) -> DeltaSensor:
+    """Both kinds read the `delta:` section; named tables are read by Spark when it reads Delta."""
+    return DeltaSensor.from_settings(config.sources.delta, delta_on_spark=config.table_format == "delta")
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

@@ -27,10 +27,12 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 
+from harness.config import Config
 from harness.errors import SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource
@@ -166,8 +168,6 @@ def _path_part(uri: str) -> str:
 
 
 class HiveTableSensor(Sensor[HiveState]):
-    sources = (SensorSource.HIVE_TABLE,)
-
     def read_position(self, context: CheckContext, upstream: Upstream) -> HiveState:
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         try:
@@ -218,3 +218,11 @@ def _partitions(specs: list[str], files: list[DataFile]) -> tuple[Partition, ...
             values = dict((unquote(k), unquote(v)) for k, _, v in (p.partition("=") for p in spec.split("/") if p))
             partitions.append(Partition(values, tuple(sorted(found, key=lambda f: f.path))))
     return tuple(partitions)
+
+
+def build(config: Config, source: SensorSource) -> HiveTableSensor:
+    """No section: the metastore is Spark's."""
+    return HiveTableSensor()
+
+
+DECLARATION = SensorDeclaration(build=build)

@@ -23,12 +23,16 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.manifest import ManifestEntryStatus
 from pyiceberg.table import Table
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from harness.config import IcebergSettings, env_secret
-from harness.errors import ConfigError, SensorError
+from harness.config import Config, IcebergSettings, env_secret
+from harness.errors import ConfigError, ConsumeError, SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.vocabulary import SensorSource
 
@@ -173,8 +177,6 @@ def _seen(since: Watermark | None) -> int | None:
 
 
 class IcebergSensor(Sensor[IcebergState]):
-    sources = (SensorSource.ICEBERG_TABLE,)
-
     def __init__(self, catalogs: Mapping[str, Mapping[str, str]]) -> None:
         self.catalogs = {name: dict(properties) for name, properties in catalogs.items()}
 
@@ -265,3 +267,43 @@ class IcebergSensor(Sensor[IcebergState]):
             touched = {tuple(p.items()) for e in events for p in e.partition_values}
             changes["partitions"] = [dict(p) for p in sorted(touched, key=str)]
         return NewData(watermark=position.watermark, changes=changes)
+
+
+# --- a job reading its range (harness.consume) ------------------------------------------------------
+def read_range(request: RangeRequest) -> DataFrame:
+    """The rows of the data files the snapshots after `from` up to `to` added (their manifests say which),
+    read by Spark: what the range appended or rewrote. A job that never succeeded gets the table at `to`."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    spark, target = request.spark, request.upstream
+    table = build(request.config, target.source).read_position(request.context, target).table
+    end = int(request.end["snapshot_id"])
+    start = request.start.get("snapshot_id") if request.start else None
+    schema = from_arrow_schema(spark_compatible(schema_to_pyarrow(table.schema(), include_field_ids=False)))
+    if start is None:
+        return arrow_frame(spark, table.scan(snapshot_id=end).to_arrow())
+    files: list[str] = []
+    current: int | None = end
+    while current is not None and current != int(start):
+        snapshot = table.snapshot_by_id(current)
+        if snapshot is None:
+            raise ConsumeError(
+                f"{target.label}: snapshot {current} of the range has expired from the table's "
+                "metadata; read the table as of the range's end instead"
+            )
+        for manifest in snapshot.manifests(table.io):
+            if manifest.added_snapshot_id == current:
+                files += [
+                    e.data_file.file_path
+                    for e in manifest.fetch_manifest_entry(table.io)
+                    if e.status == ManifestEntryStatus.ADDED
+                ]
+        current = snapshot.parent_snapshot_id
+    return parquet_files(spark, files, schema)
+
+
+def build(config: Config, source: SensorSource) -> IcebergSensor:
+    return IcebergSensor.from_settings(config.sources.iceberg)
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

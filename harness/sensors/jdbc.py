@@ -18,11 +18,12 @@ from typing import Mapping
 
 from pyspark.sql import DataFrame, Row
 
-from harness.config import JdbcConnectionSettings, JdbcSettings, env_secret
+from harness.config import Config, JdbcConnectionSettings, JdbcSettings, env_secret
 from harness.errors import ConfigError, SensorError
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.spark_sql import spark_error_text
 from harness.vocabulary import SensorSource
 
@@ -168,8 +169,6 @@ class KeyMax:
 
 
 class JdbcSensor(Sensor[KeyMax]):
-    sources = (SensorSource.JDBC,)
-
     def __init__(self, connections: Mapping[str, JdbcConnection]) -> None:
         self.connections = dict(connections)
 
@@ -233,3 +232,19 @@ class JdbcSensor(Sensor[KeyMax]):
             bounds.insert(0, f"{key} > {connection.literal(key_values.decode(previous))}")
         query = f"SELECT * FROM {table} WHERE {' AND '.join(bounds)}"
         return jdbc_frame(context, connection, query, upstream.label)
+
+
+# --- a job reading its range (harness.consume) ------------------------------------------------------
+def read_range(request: RangeRequest) -> DataFrame:
+    """`key > from AND key <= to`, run by the database."""
+    end = request.end
+    position = KeyMax(str(end.get("key")), key_values.decode(end["max"]) if end.get("max") else None)
+    sensor = build(request.config, request.upstream.source)
+    return sensor.new_data_frame(request.context, request.upstream, position, request.start)
+
+
+def build(config: Config, source: SensorSource) -> JdbcSensor:
+    return JdbcSensor.from_settings(config.sources.jdbc)
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
@@ -24,10 +25,11 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from harness.config import KafkaClientSettings, KafkaSettings, env_secret
+from harness.config import Config, KafkaClientSettings, KafkaSettings, env_secret
 from harness.errors import ConfigError, SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.vocabulary import SensorSource
 
 log = logging.getLogger(__name__)
@@ -146,8 +148,6 @@ def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
 
 
 class KafkaSensor(Sensor[TopicOffsets]):
-    sources = (SensorSource.KAFKA,)
-
     def __init__(self, default: KafkaClient, products: Mapping[str, KafkaClient]) -> None:
         self.default, self.products = default, dict(products)
 
@@ -290,3 +290,22 @@ class KafkaSensor(Sensor[TopicOffsets]):
                 if offset + 1 >= wanted[partition][1]:
                     open_partitions.discard(partition)
         return rows[:limit]
+
+
+# --- a job reading its range (harness.consume) ------------------------------------------------------
+def read_range(request: RangeRequest) -> DataFrame:
+    """The messages between the offsets, per partition (`from` inclusive, `to` exclusive), read with an
+    assigned consumer (no group commit), however many: `max_messages` bounds only preprocess_query's view."""
+    unbounded = request.config.sources.kafka.model_copy(update={"max_messages": sys.maxsize})
+    sensor = KafkaSensor.from_settings(unbounded)
+    now = sensor.read_position(request.context, request.upstream)  # for the earliest offsets still retained
+    end = {int(p): int(o) for p, o in request.end.get("offsets", {}).items()}
+    position = TopicOffsets(now.topic, {p: now.earliest.get(p, 0) for p in end}, end)
+    return sensor.new_data_frame(request.context, request.upstream, position, request.start)
+
+
+def build(config: Config, source: SensorSource) -> KafkaSensor:
+    return KafkaSensor.from_settings(config.sources.kafka)
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

@@ -14,9 +14,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import DataFrame
+
+from harness.config import Config
 from harness.errors import HeartbeatError, SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.state.event_reader import EventQuery, plain, read_events
 from harness.vocabulary import EventType, SensorSource, upstream_label
 
@@ -49,8 +53,6 @@ def publication_watermark(records: tuple[dict[str, Any], ...], floor: datetime |
 
 
 class PublishedSensor(Sensor[Published]):
-    sources = (SensorSource.PUBLISHED,)
-
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
 
@@ -90,3 +92,40 @@ class PublishedSensor(Sensor[Published]):
             "partitions": [dict(p) for p in {tuple(sorted(p.items())): p for p in partitions}.values()],
         }
         return NewData(watermark=publication_watermark(position.records, seen), changes=changes)
+
+
+# --- a job reading its range (harness.consume) ------------------------------------------------------
+PUBLICATION_SCHEMA = (
+    "table string, snapshot_id string, operation string, partition_values map<string,string>, "
+    "tags map<string,string>, event_time timestamp, publication_id string"
+)
+
+
+def read_range(request: RangeRequest) -> DataFrame:
+    """The Data Change Events producers published in the range."""
+    sensor, target = PublishedSensor(request.config.state_dir), request.upstream
+    position = sensor.read_position(request.context, target)
+    end = request.end.get("published_at")
+    records = [r for r in position.records if end and publication_time(r) <= datetime.fromisoformat(end)]
+    new = sensor.detect(target, Published(tuple(records)), request.start)
+    found: list[dict[str, Any]] = new.changes["publications"] if isinstance(new, NewData) else []
+    rows = [
+        (
+            r["table"],
+            r["snapshot_id"],
+            r["operation"],
+            r["partition_values"],
+            r["tags"],
+            publication_time(r),
+            r["publication_id"],
+        )
+        for r in found
+    ]
+    return request.spark.createDataFrame(rows, PUBLICATION_SCHEMA)
+
+
+def build(config: Config, source: SensorSource) -> PublishedSensor:
+    return PublishedSensor(config.state_dir)
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

@@ -16,10 +16,11 @@ from typing import Mapping
 
 from pyspark.sql import DataFrame
 
-from harness.config import SapSettings
+from harness.config import Config, SapSettings
 from harness.errors import SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.jdbc import (
     JdbcConnection,
     connection_from,
@@ -68,7 +69,7 @@ class SapChainSensor(Sensor[GreenLogs]):
     """The sensor of one SAP source kind (`sap_bw` or `sap_b4`): each has its own section."""
 
     def __init__(self, source: SensorSource, logs: Mapping[str, ChainLog]) -> None:
-        self.sources = (source,)
+        self.source = source
         self.logs = dict(logs)
 
     @classmethod
@@ -131,3 +132,13 @@ class SapChainSensor(Sensor[GreenLogs]):
         if previous is not None:
             query += f" AND {sap_time} > {literal(str(previous))}"
         return jdbc_frame(context, log.connection, query, upstream.label)
+
+
+def build(config: Config, source: SensorSource) -> SapChainSensor:
+    """Each kind its own section: `sap_bw:` or `sap_b4:`."""
+    return SapChainSensor.from_settings(
+        source, config.sources.sap_bw if source is SensorSource.SAP_BW else config.sources.sap_b4
+    )
+
+
+DECLARATION = SensorDeclaration(build=build)

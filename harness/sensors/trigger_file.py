@@ -14,9 +14,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from harness.errors import SensorError
+from pyspark.sql import DataFrame
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from harness.config import Config
+from harness.errors import ConsumeError, SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.vocabulary import SensorSource
 
 GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
@@ -45,7 +50,7 @@ def folder_watermark(files: Iterable[LandedFile], floor_ns: int = 0) -> dict[str
 def landed_after(changed_ns: int, name: str, since: Watermark | None) -> bool:
     """A file landed after the folder's watermark: changed after it, or shortly before it and not among the
     names it records (a file listed late is not lost, nor counted twice). The rule a range's files follow too
-    (harness.refresh.change_range.trigger_files)."""
+    (`files_in_range`)."""
     seen_ns = int(since.get("changed_ns", 0)) if since else -1
     recent = set(since.get("recent", [])) if since else ()
     return changed_ns > seen_ns or (changed_ns >= seen_ns - GRACE_NS and name not in recent)
@@ -63,8 +68,6 @@ class FolderListing:
 
 
 class TriggerFileSensor(Sensor[FolderListing]):
-    sources = (SensorSource.TRIGGER_FILE,)
-
     def __init__(self, root: Path | None) -> None:
         self.root = root  # trigger_file.root (or HEARTBEAT_TRIGGER_ROOT); may be created after the start
 
@@ -110,3 +113,49 @@ class TriggerFileSensor(Sensor[FolderListing]):
             "file_count": len(new),
         }
         return NewData(watermark=folder_watermark(position.files, max(seen_ns, 0)), changes=changes)
+
+
+# --- a job reading its range (harness.consume, harness.refresh.change_range.trigger_files) ----------
+FILE_SCHEMA = StructType(
+    [
+        StructField("name", StringType()),
+        StructField("path", StringType()),
+        StructField("size", LongType()),
+        StructField("landed", TimestampType()),
+    ]
+)
+
+
+def files_in_range(folder: Path, start: Watermark | None, end: Watermark) -> list[Path]:
+    """The files of a trigger folder inside a range, oldest first: landed after `start` (by the sensor's own
+    rule, so a file listed late is not lost) and not after `end`."""
+    end_ns = int(end.get("changed_ns", 0))
+    end_recent = set(end.get("recent", []))
+    found = []
+    for path in folder.iterdir() if folder.is_dir() else []:
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        changed = path.stat().st_ctime_ns
+        before_end = changed <= end_ns or path.name in end_recent
+        if landed_after(changed, path.name, start) and before_end:
+            found.append((changed, path.name, path))
+    return [path for _, _, path in sorted(found)]
+
+
+def read_range(request: RangeRequest) -> DataFrame:
+    """The files landed in the range: name, path, size, landed (a job reads them as it likes)."""
+    root, upstream = request.config.trigger_root, request.upstream
+    if root is None:
+        raise ConsumeError(f"{upstream.label}: no trigger root configured (trigger_file.root)")
+    rows = []
+    for path in files_in_range(Path(root) / upstream.sensor_id, request.start, request.end):
+        st = path.stat()
+        rows.append((path.name, str(path), st.st_size, datetime.fromtimestamp(st.st_ctime, timezone.utc)))
+    return request.spark.createDataFrame(rows, FILE_SCHEMA)
+
+
+def build(config: Config, source: SensorSource) -> TriggerFileSensor:
+    return TriggerFileSensor(config.trigger_root)
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range)

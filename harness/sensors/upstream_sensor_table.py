@@ -18,11 +18,12 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame
 
-from harness.config import UpstreamSensorTableSettings
+from harness.config import Config, UpstreamSensorTableSettings
 from harness.errors import ConfigError, SensorError
 from harness.preprocess import quote_identifier
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
+from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
 from harness.vocabulary import SensorSource
 
@@ -50,8 +51,6 @@ class CompletedLoads:
 
 
 class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
-    sources = (SensorSource.UPSTREAM_SENSOR_TABLE,)
-
     def __init__(self, aliases: Mapping[str, SensorTable]) -> None:
         self.aliases = dict(aliases)
 
@@ -137,3 +136,10 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
             query += " AND status_change_timestamp > :lower"
             args["lower"] = datetime.fromisoformat(previous)
         return context.session(upstream.label).sql(query, args=args)
+
+
+def build(config: Config, source: SensorSource) -> UpstreamSensorTableSensor:
+    return UpstreamSensorTableSensor.from_settings(config.sources.upstream_sensor_table)
+
+
+DECLARATION = SensorDeclaration(build=build)

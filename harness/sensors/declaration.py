@@ -1,0 +1,37 @@
+"""What a sensor module declares, as its `DECLARATION`, beside its sensor: how the sensor is built from the
+configuration and, if a job can read its range as data (`harness.consume`), how. The registry
+(`harness.sensors`) imports a module only when one of its kinds (`harness.vocabulary.KINDS`) is asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from harness.config import Config
+from harness.sensors.base import Sensor, Upstream, Watermark
+from harness.sensors.context import CheckContext
+from harness.vocabulary import SensorSource
+
+
+@dataclass(frozen=True)
+class RangeRequest:
+    """One upstream's change range, as a job reads it (`harness.consume`): the watermark its job's last
+    successful run consumed (None: never succeeded) and the one the run was handed."""
+
+    spark: SparkSession
+    context: CheckContext
+    upstream: Upstream
+    start: Watermark | None
+    end: Watermark
+    config: Config
+
+
+@dataclass(frozen=True)
+class SensorDeclaration:
+    """What a sensor module declares (its `DECLARATION`) for the source kinds it reads."""
+
+    build: Callable[[Config, SensorSource], Sensor[Any]]  # the sensor of one kind, from its section of the file
+    read_range: Callable[[RangeRequest], DataFrame] | None = None  # the data of a range; None: not readable

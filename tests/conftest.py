@@ -4,6 +4,7 @@ HOME and Databricks config, and no network but 127.0.0.1."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,7 +31,7 @@ from harness.config import PROJECT_DIR, Config  # noqa: E402
 from harness.platform.jvm_options import expect_long_life  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
 from tests import layers  # noqa: E402
-from tests.support import HeartbeatHarness  # noqa: E402
+from tests.support import SESSION_SEEDS, HeartbeatHarness  # noqa: E402
 
 _layer_times = layers.LayerTimes()
 
@@ -47,6 +48,10 @@ def _layer_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     layer = next((k for k in report.keywords if k in layers.LAYERS), "unit")
     _layer_times.add(report, layer)
+
+
+def pytest_sessionfinish() -> None:
+    shutil.rmtree(SESSION_SEEDS, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

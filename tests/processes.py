@@ -24,7 +24,7 @@ from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS
 from harness.faults import CRASH_ENV
 from tests.jobs_api_server import FAST, JobsApiServer
-from tests.support import RECORDING_JOB, control_row
+from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row
 
 PROCESS_TIMEOUT_SECONDS = 300
 UPSTREAM = "orders"
@@ -39,7 +39,7 @@ class HeartbeatProcess:
         self.state = root / "state"
         self.runs_dir = root / "job_runs"  # where the local recording job writes the range it was handed
         # dbt reads seeds from inside the project only (state/ is git-ignored); removed by `cleanup`.
-        self.seeds = PROJECT_DIR / "state" / "test-seeds" / f"proc_{root.name}"
+        self.seeds = SESSION_SEEDS / f"proc_{root.name}"
         self.seconds: list[float] = []
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "HEARTBEAT_", "PYSPARK_"))}
         self.env.update(

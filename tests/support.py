@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,11 @@ from harness.tick.run import run_tick
 from harness.tick.runtime import Runtime
 from harness.tick.steps import TickReport
 from tests.jobs_api_server import FAST
+
+# The controls CSVs of this test session's heartbeats: dbt reads seeds inside the project only (the
+# folder is git-ignored), and each test session has its own, so that two sessions can run side by side
+# (scripts/test.sh runs the process layer beside the others). Removed when the session ends (conftest).
+SESSION_SEEDS = PROJECT_DIR / "state" / "test-seeds" / f"session-{os.getpid()}"
 
 # A local job that records each run's change range and exits with the code in <job>.exit (default 0).
 RECORDING_JOB = (
@@ -81,8 +87,7 @@ class HeartbeatHarness:
         runs_dir = tmp_path / "job_runs"
         monkeypatch.setenv("RUNS_DIR", str(runs_dir))
         (tmp_path / "triggers").mkdir()
-        # dbt reads seeds from inside the project only (the folder is git-ignored).
-        seeds = PROJECT_DIR / "state" / "test-seeds" / schema
+        seeds = SESSION_SEEDS / schema
         shutil.rmtree(seeds, ignore_errors=True)
         seeds.mkdir(parents=True)
         config = Config(

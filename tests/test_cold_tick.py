@@ -29,7 +29,7 @@ from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
-from tests.support import HeartbeatHarness, control_row
+from tests.support import SESSION_SEEDS, HeartbeatHarness, control_row
 
 CSV_HEADER = (
     "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -66,7 +66,7 @@ def _watermark(config: Config) -> str:
 def left(tmp_path: Path) -> Iterator[LeftState]:
     (tmp_path / "triggers" / "in").mkdir(parents=True)
     (tmp_path / "triggers" / "in" / "batch1").write_text("1")
-    seeds = PROJECT_DIR / "state" / "test-seeds" / f"cold_{tmp_path.name}"  # dbt reads seeds inside the project
+    seeds = SESSION_SEEDS / f"cold_{tmp_path.name}"
     seeds.mkdir(parents=True, exist_ok=True)
     csv = seeds / "heartbeat_controls.csv"
     csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,UNPAUSED,TRUE\n")

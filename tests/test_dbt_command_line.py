@@ -16,7 +16,7 @@ import yaml
 
 from harness.config import PROJECT_DIR
 from harness.controls import USER_COLUMNS
-from tests.support import RECORDING_JOB, control_row
+from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row
 
 pytestmark = pytest.mark.process  # the `dbt` command line, as users run it
 
@@ -27,7 +27,7 @@ def test_state_dir_and_schema_named_only_in_heartbeat_yml_are_what_dbt_and_the_h
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # GIVEN a heartbeat.yml naming its state folder and schema, and no HEARTBEAT_* variable anywhere
-    seeds = PROJECT_DIR / "state" / "test-seeds" / f"cli_{tmp_path.name}"
+    seeds = SESSION_SEEDS / f"cli_{tmp_path.name}"
     seeds.mkdir(parents=True, exist_ok=True)
     request.addfinalizer(lambda: shutil.rmtree(seeds, ignore_errors=True))
     with (seeds / "heartbeat_controls.csv").open("w", newline="") as handle:

@@ -140,18 +140,17 @@ def batch_id(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def trigger_files(folder: Path, upstream: UpstreamRange) -> list[Path]:
-    """The files of a trigger folder inside the range, oldest first: landed after `from` (by the same rule
-    as the trigger_file sensor, so a file listed late is not lost) and not after `to`."""
+    """The files of a trigger folder inside the range, oldest first: landed after `from` and not after `to`,
+    both by the trigger_file sensor's rule (a file listed late is not lost). Consecutive ranges that chain
+    (one's `to` the next one's `from`, as the parts of a range handed under max_range) therefore take each
+    file exactly once."""
     if upstream.end is None:
         return []
-    end_ns = int(upstream.end.get("changed_ns", 0))
-    end_recent = set(upstream.end.get("recent", []))
     found = []
     for path in folder.iterdir() if folder.is_dir() else []:
         if path.name.startswith(".") or not path.is_file():
             continue
         changed = path.stat().st_ctime_ns
-        before_end = changed <= end_ns or path.name in end_recent
-        if landed_after(changed, path.name, upstream.start) and before_end:
+        if landed_after(changed, path.name, upstream.start) and not landed_after(changed, path.name, upstream.end):
             found.append((changed, path.name, path))
     return [path for _, _, path in sorted(found)]

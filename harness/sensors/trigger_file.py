@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from harness.errors import SensorError
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
@@ -109,4 +109,22 @@ class TriggerFileSensor(Sensor[FolderListing]):
             "files": [{"name": f.name, "size": f.size, "landed": _iso(f.changed_ns)} for f in new],
             "file_count": len(new),
         }
-        return NewData(watermark=folder_watermark(position.files, max(seen_ns, 0)), changes=changes)
+        floor = max(seen_ns, 0)
+        return NewData(
+            watermark=folder_watermark(position.files, floor),
+            changes=changes,
+            steps=lambda: file_steps(position.files, new, floor),
+        )
+
+
+def file_steps(files: Sequence[LandedFile], new: Sequence[LandedFile], floor_ns: int) -> list[Watermark]:
+    """The watermark after each new file (`new`, oldest first): the folder as if that file and the ones
+    before it had landed. By `landed_after`, a range ending at one of them takes exactly those files, and
+    the next range the rest (a file of the same change time as the last one taken goes to the next)."""
+    taken = {f.name for f in new}
+    listed = [f for f in files if f.name not in taken]  # seen before: in every step
+    steps: list[Watermark] = []
+    for landed in new:
+        listed.append(landed)
+        steps.append(folder_watermark(listed, floor_ns))
+    return steps

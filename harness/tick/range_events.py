@@ -5,7 +5,9 @@ A row's watermark moves only by detections (DATA_CHANGED events), each from the 
 (from the watermark of the job's last successful run to the row's watermark now) are therefore the chain
 that leads back from the row's watermark to the range's start; each carries the `events` its sensor
 described (table sources: one per snapshot). Walking that chain needs no read of the upstream, so the
-range handed to a run is the same when the start is re-sent.
+range handed to a run is the same when the start is re-sent. A range handed in parts (max_range) may
+start or end inside a detection, at one of the `steps` its details list (the watermark after each file);
+the chain goes through those too.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "even
 RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at
 
 
+def _steps(detection: Mapping[str, Any]) -> list[str]:
+    """The watermarks a detection passed through, oldest first, ending at the one it found."""
+    steps = json.loads(detection["details"] or "{}").get("steps") if detection.get("details") else None
+    return [str(s) for s in steps] if steps else [detection["watermark_after"]]
+
+
 def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey, str], Mapping[str, Any]]:
-    """Each row's detections by the watermark they found (the newest, should two have found the same)."""
+    """Each row's detections by the watermark they found, and by each step inside them (the newest, should
+    two have found the same)."""
     newest: dict[tuple[RowKey, str], Mapping[str, Any]] = {}
     for detection in sorted(detections, key=lambda d: d["event_time"]):
         key = RowKey(detection["sensor_source"], detection["sensor_id"], detection["trigger_job_id"])
         if detection["watermark_after"]:
-            newest[(key, detection["watermark_after"])] = detection
+            for step in _steps(detection):
+                newest[(key, step)] = detection
     return newest
 
 
@@ -67,5 +77,8 @@ def _chain(
             return chain, False
         seen.add(detection["event_id"])
         chain.append(detection)
+        steps = _steps(detection)
+        if start is not None and start in steps[: steps.index(current)]:
+            return chain, True  # the range starts inside this detection (a part of a range, max_range)
         current = detection["watermark_before"]
     return chain, current == start

@@ -76,7 +76,7 @@ def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
 
 
-def _earliest(job: dict[str, Any]) -> str:
+def earliest_start(job: dict[str, Any]) -> str:
     """For a job waiting only for time (a quiet period, its minimum gap, its start window): when it may
     start at the earliest; '' otherwise (and in snapshots written before the trigger set said)."""
     earliest = job.get("earliest_start_at")
@@ -249,7 +249,7 @@ def render(
         if selection.state is not None and not _matches(selection.state, view, rows):
             continue
         shown += 1
-        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{_earliest(job)}")
+        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}")
         for r in rows:
             lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:

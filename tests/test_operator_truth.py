@@ -471,7 +471,13 @@ def test_the_report_shows_a_waiting_jobs_reason_and_earliest_start_as_status_doe
         "k": {"job_id": "k", "should_start": True, "reason": "catching up: part 2 of 5 of its range"},
     }
     history = [
-        {"event_type": "DATA_CHANGED", "trigger_job_id": job, "event_time": T0, "sensor_source": "kafka", "sensor_id": "t"}
+        {
+            "event_type": "DATA_CHANGED",
+            "trigger_job_id": job,
+            "event_time": T0,
+            "sensor_source": "kafka",
+            "sensor_id": "t",
+        }
         for job in ("j", "k")
     ]
     # WHEN the page is rendered
@@ -480,7 +486,21 @@ def test_the_report_shows_a_waiting_jobs_reason_and_earliest_start_as_status_doe
     # waits for now, in the words of status
     assert "<h2>Waiting to start</h2>" in page
     assert "<td>j</td><td>2026-11-22 12:48:00 UTC</td><td>minimum gap: started 12 min ago, every 1 h</td>" in page
-    assert "<td>minimum gap: started 12 min ago, every 1 h; starts at the earliest at 2026-11-22 12:48:00 UTC</td>" in page
+    assert (
+        "<td>minimum gap: started 12 min ago, every 1 h; starts at the earliest at 2026-11-22 12:48:00 UTC</td>" in page
+    )
     assert "<td>catching up: part 2 of 5 of its range</td>" in page
     # AND without a job waiting for time there is no such section
     assert "Waiting to start" not in report.render_report(history, [], {}, T0, T0, decisions={"k": decisions["k"]})
+
+
+def test_why_shows_a_row_catching_up_with_its_part() -> None:
+    # GIVEN job j catching up: its row's range is handed in three parts, the second next
+    left = snapshot(
+        row("j", status="NEW_EVENT_AVAILABLE", max_range=2, range_part=2, range_parts=3),
+        reason="catching up: part 2 of 3 of its range",
+    )
+    # THEN why gives the job's reason and the row's part
+    why = status.render_why(left, "j", [], T0).splitlines()
+    assert "    because: catching up: part 2 of 3 of its range" in why
+    assert "        range in parts (max_range 2): part 2 of 3" in why

@@ -83,7 +83,11 @@ def test_the_steps_of_a_detection_split_its_files_one_by_one_so_parts_chain_with
     assert len(steps) == 4 and steps[-1] == found.watermark
     bounds = [since, *steps]
     parts = [
-        [f.name for f in listing.files if landed_after(f.changed_ns, f.name, a) and not landed_after(f.changed_ns, f.name, b)]
+        [
+            f.name
+            for f in listing.files
+            if landed_after(f.changed_ns, f.name, a) and not landed_after(f.changed_ns, f.name, b)
+        ]
         for a, b in zip(bounds, bounds[1:])
     ]
     assert parts == [["b.done"], ["c.done"], ["d.done"], ["e.done"]]

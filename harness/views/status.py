@@ -204,6 +204,10 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
     reason = waiting_reason(r, waiting or {})
     if reason:
         lines.append(f"        waiting: {reason}")
+    if (r.get("range_parts") or 0) > 1:
+        lines.append(
+            f"        range in parts (max_range {r.get('max_range')}): part {r.get('range_part')} of {r['range_parts']}"
+        )
     if r.get("latest_run_id"):
         lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
@@ -249,7 +253,9 @@ def render(
         if selection.state is not None and not _matches(selection.state, view, rows):
             continue
         shown += 1
-        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}")
+        lines.append(
+            f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}"
+        )
         for r in rows:
             lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:

@@ -106,3 +106,12 @@ def test_range_handed_in_parts_starts_and_ends_inside_a_detection_at_its_steps()
     assert reach_their_starts([found, later], [(key, "f0", "f2"), (key, "f2", "f3"), (key, "f1", "f4")])
     # AND a start the chain does not pass through is still looked for further back
     assert not reach_their_starts([found, later], [(key, "f9", "f2")])
+
+
+def test_a_part_of_a_range_inside_a_detection_lists_only_its_own_change_events() -> None:
+    # GIVEN one detection v0 -> v3 of three versions, each a step (max_range) with its event
+    found = detection(1, "v0", "v3", [event(1), event(2), event(3)])
+    found["details"] = json.dumps({"events": [event(1), event(2), event(3)], "steps": ["v1", "v2", "v3"]})
+    # WHEN its parts v0 -> v2 and v2 -> v3 are described, THEN each lists the events of its versions, complete
+    assert range_events([found], [(ROW, "v0", "v2")])[ROW] == {"events": [event(1), event(2)], "events_complete": True}
+    assert range_events([found], [(ROW, "v2", "v3")])[ROW] == {"events": [event(3)], "events_complete": True}

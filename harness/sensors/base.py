@@ -52,7 +52,7 @@ class Position(Protocol):
 class NewData:
     watermark: Watermark  # the row's watermark after this detection
     changes: Mapping[str, Any] = field(default_factory=dict)  # what changed, for the event's details
-    # The watermark after each step of the change (a file), oldest first, the last being `watermark`:
+    # The watermark after each step of the change (a file, a version), oldest first, the last being `watermark`:
     # where a run handed part of the range may end (max_range). Empty: the detection is one step.
     # Called only for rows with a max_range (a burst of files makes many watermarks).
     steps: Callable[[], Sequence[Watermark]] = field(default=lambda: ())

@@ -16,7 +16,8 @@
   window may overlap what was already folded.
 
   A row with a max_range also keeps the steps of its range not yet consumed (range_steps: the
-  watermark after each step its detections found, oldest first, beyond the watermark of the job's
+  watermark after each step its detections found — a file, a Delta version, else the detection —
+  oldest first, beyond the watermark of the job's
   last successful run). A run takes at most max_range of them (range_end_watermark); while steps
   are left after a successful run, the row is NEW_EVENT_AVAILABLE again, though its upstream has
   not moved (macros/range_steps.sql).

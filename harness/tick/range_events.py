@@ -7,8 +7,7 @@ that leads back from the row's watermark to the range's start; each carries the 
 described (table sources: one per snapshot). Walking that chain needs no read of the upstream, so the
 range handed to a run is the same when the start is re-sent. A range handed in parts (max_range) may
 start or end inside a detection, at one of the `steps` its details list (the watermark after each file or
-version);
-the chain goes through those too.
+version); the chain goes through those too.
 """
 
 from __future__ import annotations

@@ -35,7 +35,15 @@ USER_COLUMNS = (
     "dependency_flag",
 )
 # Optional: a CSV without them loads as if their cells were empty.
-OPTIONAL_COLUMNS = ("partition_filter", "tags", "expected_within", "quiet_period", "min_interval", "start_window")
+OPTIONAL_COLUMNS = (
+    "partition_filter",
+    "tags",
+    "expected_within",
+    "quiet_period",
+    "min_interval",
+    "start_window",
+    "max_range",
+)
 # Optional columns that hold a duration (`90s`, `10m`, `2h`).
 DURATION_COLUMNS = ("expected_within", "quiet_period", "min_interval")
 # Optional columns about the job, not the row: every row of a job must hold the same value.
@@ -83,6 +91,7 @@ class ControlSpec:
     quiet_period: str = ""
     min_interval: str = ""
     start_window: str = ""
+    max_range: int | None = None  # the most steps (files, versions, detections) one run is handed
 
 
 def file_digest(path: Path) -> str:
@@ -140,12 +149,24 @@ def _row_problems(row: dict[str, str]) -> list[str]:
                 f"{column} {duration!r} is not a positive duration; write a number and a unit "
                 f"(s, m, h, d, w), e.g. {EXAMPLES}"
             )
+    max_range = row.get("max_range", "").strip()
+    if max_range and parse_max_range(max_range) is None:
+        problems.append(
+            f"max_range {max_range!r} is not a positive whole number; write how many steps one run may take "
+            "(files, versions, detections: see docs/sources.md), e.g. 10, or leave it empty for the whole range"
+        )
     window = row.get("start_window", "").strip()
     if window:
         parsed = parse_start_window(window)
         if isinstance(parsed, str):
             problems.append(f"start_window {window!r} {parsed}")
     return problems
+
+
+def parse_max_range(text: str) -> int | None:
+    """A max_range cell as its number (`10`); None when it is not a positive whole number."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and 0 < int(text) < 2**31 else None
 
 
 def _job_column_problems(specs: list[ControlSpec]) -> list[str]:
@@ -229,6 +250,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
                     quiet_period=row.get("quiet_period", "").strip(),
                     min_interval=row.get("min_interval", "").strip(),
                     start_window=row.get("start_window", "").strip(),
+                    max_range=parse_max_range(row.get("max_range", "")),
                 )
             )
     errors.extend(_job_column_problems(specs))

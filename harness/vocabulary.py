@@ -133,6 +133,13 @@ class ControlRow:
     latest_event_fetched_timestamp: datetime | None = None  # the latest detection of new data
     expected_within: str | None = None  # the freshness expectation from the CSV (`26h`)
     freshness_missed_at: datetime | None = None  # the latest FRESHNESS_MISSED event of the row
+    max_range: int | None = None  # the most steps one run is handed (None: the whole range)
+    range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
+
+    @property
+    def range_end(self) -> str | None:
+        """Where a run started now takes this row's range to: the models' range end, else its watermark."""
+        return self.range_end_watermark or self.watermark
 
     @property
     def label(self) -> str:
@@ -173,4 +180,6 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
         expected_within=r.get("expected_within"),
         freshness_missed_at=utc(r.get("freshness_missed_at")),
+        max_range=r.get("max_range"),
+        range_end_watermark=r.get("range_end_watermark"),
     )

@@ -284,6 +284,20 @@ def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> N
     assert handover is not None and "stale" in handover.reason
 
 
+@pytest.mark.unit
+def test_a_job_with_parts_of_its_range_left_hands_over_to_start_the_next_without_new_data(left: LeftState) -> None:
+    # GIVEN the last tick left job j catching up (max_range): its row NEW_EVENT_AVAILABLE again with steps
+    # of its range left, no file landed since, and the trigger set starting the next part
+    left.snapshot["rows"][0].update(
+        status="NEW_EVENT_AVAILABLE", max_range=2, range_steps_consumed=2, range_part=2, range_parts=3
+    )
+    left.snapshot["jobs"][0].update(should_start=True, reason="catching up: part 2 of 3 of its range")
+    left.snapshot["sensed"] = []  # a row with news is not sensed
+    # WHEN a cold tick looks, THEN it hands over to the full tick, which starts the part
+    handover, _ = left.cold()
+    assert handover is not None and handover.reason == "jobs ready to start"
+
+
 # --- scenario: a real tick's snapshot, and the hand-over's decisions --------------------------------
 @pytest.mark.scenario
 def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_the_job(

@@ -232,3 +232,22 @@ def test_rows_of_a_job_that_disagree_on_a_job_column_are_refused_naming_the_line
     assert f"job j: its rows disagree on {column} ('{value}' on lines 2, 3; empty on line 4)" in message
     assert "write the same value on every row of the job" in message
     assert "job other" not in message
+
+
+def test_max_range_is_optional_and_read_as_a_number(tmp_path: Path) -> None:
+    # GIVEN a CSV without the column and one where a row sets it
+    old = read_controls(write(tmp_path / "old.csv", [control_row("kafka", "t", "j")]))
+    rows = [control_row("trigger_file", "in", "j") | {"max_range": " 10 "}, control_row("kafka", "t", "j")]
+    new = read_controls(write(tmp_path / "new.csv", rows, [*USER_COLUMNS, "max_range"]))
+    # THEN the old one loads with the whole range per run, the new one with its bound per row
+    assert old[0].max_range is None
+    assert [s.max_range for s in new] == [10, None]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "2.5", "ten", "1e3", "99999999999"])
+def test_max_range_that_is_not_a_positive_whole_number_is_refused(tmp_path: Path, value: str) -> None:
+    rows = [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "k") | {"max_range": value}]
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows, [*USER_COLUMNS, "max_range"]))
+    assert f"line 3 (kafka 't2' -> job k): max_range '{value}' is not a positive whole number" in str(refused.value)
+    assert "line 2" not in str(refused.value)

@@ -458,3 +458,49 @@ def test_status_and_why_show_a_time_waiting_reason_and_the_earliest_start(tmp_pa
     # AND a snapshot written before the column existed shows the reason alone
     del left["jobs"][0]["earliest_start_at"]
     assert "earliest" not in status.render(left, None, None, now=T0)
+
+
+def test_the_report_shows_a_waiting_jobs_reason_and_earliest_start_as_status_does() -> None:
+    from harness.views import report
+
+    # GIVEN the last tick left job j waiting for its minimum gap, and job k catching up (no earliest start)
+    left = snapshot(row("j", status="NEW_EVENT_AVAILABLE"), reason="minimum gap: started 12 min ago, every 1 h")
+    left["jobs"][0]["earliest_start_at"] = "2026-11-22T12:48:00+00:00"
+    decisions = {
+        "j": left["jobs"][0],
+        "k": {"job_id": "k", "should_start": True, "reason": "catching up: part 2 of 5 of its range"},
+    }
+    history = [
+        {
+            "event_type": "DATA_CHANGED",
+            "trigger_job_id": job,
+            "event_time": T0,
+            "sensor_source": "kafka",
+            "sensor_id": "t",
+        }
+        for job in ("j", "k")
+    ]
+    # WHEN the page is rendered
+    page = report.render_report(history, [], {"DATA_CHANGED": {"detection"}}, T0, T0, decisions=decisions)
+    # THEN a section lists the job waiting for time with its earliest start, and each job's row says what it
+    # waits for now, in the words of status
+    assert "<h2>Waiting to start</h2>" in page
+    assert "<td>j</td><td>2026-11-22 12:48:00 UTC</td><td>minimum gap: started 12 min ago, every 1 h</td>" in page
+    assert (
+        "<td>minimum gap: started 12 min ago, every 1 h; starts at the earliest at 2026-11-22 12:48:00 UTC</td>" in page
+    )
+    assert "<td>catching up: part 2 of 5 of its range</td>" in page
+    # AND without a job waiting for time there is no such section
+    assert "Waiting to start" not in report.render_report(history, [], {}, T0, T0, decisions={"k": decisions["k"]})
+
+
+def test_why_shows_a_row_catching_up_with_its_part() -> None:
+    # GIVEN job j catching up: its row's range is handed in three parts, the second next
+    left = snapshot(
+        row("j", status="NEW_EVENT_AVAILABLE", max_range=2, range_part=2, range_parts=3),
+        reason="catching up: part 2 of 3 of its range",
+    )
+    # THEN why gives the job's reason and the row's part
+    why = status.render_why(left, "j", [], T0).splitlines()
+    assert "    because: catching up: part 2 of 3 of its range" in why
+    assert "        range in parts (max_range 2): part 2 of 3" in why

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from harness.tick.range_events import range_events
+from harness.tick.range_events import range_events, reach_their_starts
 from harness.vocabulary import RowKey
 from tests.support import HeartbeatHarness, control_row
 
@@ -94,3 +94,24 @@ def test_delta_partition_trigger_run_receives_the_change_events_of_its_range(
         (e["snapshot_id"], e["previous_snapshot_id"], e["operation"], e["partition_values"]) for e in upstream["events"]
     ] == [(1, 0, "APPEND", [{"ds": today}]), (2, 1, "APPEND", [{"ds": today}])]
     assert heartbeat.job_status("daily") == {"COMPLETED"}
+
+
+def test_range_handed_in_parts_starts_and_ends_inside_a_detection_at_its_steps() -> None:
+    # GIVEN a trigger folder's detection f0 -> f3 whose details list the watermark after each file
+    key = RowKey("trigger_file", "in", "m")
+    found = detection(1, "f0", "f3", key=key)
+    found["details"] = json.dumps({"files": ["a", "b", "c"], "steps": ["f1", "f2", "f3"]})
+    later = detection(2, "f3", "f4", key=key)
+    # WHEN parts of the range start or end at a step inside it, THEN the chain reaches their start
+    assert reach_their_starts([found, later], [(key, "f0", "f2"), (key, "f2", "f3"), (key, "f1", "f4")])
+    # AND a start the chain does not pass through is still looked for further back
+    assert not reach_their_starts([found, later], [(key, "f9", "f2")])
+
+
+def test_a_part_of_a_range_inside_a_detection_lists_only_its_own_change_events() -> None:
+    # GIVEN one detection v0 -> v3 of three versions, each a step (max_range) with its event
+    found = detection(1, "v0", "v3", [event(1), event(2), event(3)])
+    found["details"] = json.dumps({"events": [event(1), event(2), event(3)], "steps": ["v1", "v2", "v3"]})
+    # WHEN its parts v0 -> v2 and v2 -> v3 are described, THEN each lists the events of its versions, complete
+    assert range_events([found], [(ROW, "v0", "v2")])[ROW] == {"events": [event(1), event(2)], "events_complete": True}
+    assert range_events([found], [(ROW, "v2", "v3")])[ROW] == {"events": [event(3)], "events_complete": True}

@@ -69,6 +69,28 @@ def test_delta_new_versions_carry_operations_timestamps_and_partitions(sensor: D
     assert changes["partitions"] == [{"region": "eu"}, {"region": "us"}]
 
 
+def test_delta_steps_are_the_versions_that_change_data_each_with_its_change_event(
+    sensor: DeltaSensor, tmp_path: Path
+) -> None:
+    # GIVEN a table seen at version 0, then two appends and a compaction
+    path = str(tmp_path / "steps")
+    write_deltalake(path, sales([1], "eu"))
+    upstream = Upstream(SensorSource.DELTA_TABLE, path)
+    seen = read(sensor, upstream).watermark
+    write_deltalake(path, sales([2], "eu"), mode="append")
+    write_deltalake(path, sales([3], "eu"), mode="append")
+    DeltaTable(path).optimize.compact()
+
+    # WHEN it is checked
+    detection = sensor.detect(upstream, read(sensor, upstream), seen)
+
+    # THEN its steps (max_range) are version 1, then the watermark (version 3: version 2 and the compaction),
+    # one change event each
+    assert isinstance(detection, NewData)
+    assert list(detection.steps()) == [{"version": 1}, {"version": 3}] and detection.watermark == {"version": 3}
+    assert [e["snapshot_id"] for e in detection.changes["events"]] == [1, 2]
+
+
 def test_delta_versions_that_change_no_data_are_nothing_new(sensor: DeltaSensor, tmp_path: Path) -> None:
     # GIVEN a row at version 1 of a table
     path = str(tmp_path / "compacted")

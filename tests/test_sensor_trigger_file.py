@@ -1,4 +1,5 @@
-"""trigger_file: a file landing while a check lists the folder is picked up by the next check."""
+"""trigger_file: a file landing while a check lists the folder is picked up by the next check; a detection's
+steps split its files one by one (max_range)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.sensors.base import NewData, NothingNew, Upstream
-from harness.sensors.trigger_file import TriggerFileSensor
+from harness.sensors.trigger_file import FolderListing, LandedFile, TriggerFileSensor, folder_watermark, landed_after
 from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 
@@ -55,3 +56,38 @@ def test_file_landing_during_a_check_is_picked_up_by_the_next_check(
     assert isinstance(first, NewData) and [f["name"] for f in first.changes["files"]] == ["early.done"]
     assert isinstance(second, NewData) and [f["name"] for f in second.changes["files"]] == ["late.done"]
     assert isinstance(third, NothingNew)
+
+
+def test_the_steps_of_a_detection_split_its_files_one_by_one_so_parts_chain_without_a_file_twice() -> None:
+    # GIVEN a folder seen before (a.done, and b.done listed late, just before the watermark), and four new
+    # files, two of them with the same change time
+    second = 1_000_000_000
+    seen = [LandedFile("a.done", 100 * second, 0, 1)]
+    since = folder_watermark(seen)
+    new = [
+        LandedFile("b.done", 99 * second, 0, 1),
+        LandedFile("c.done", 101 * second, 0, 1),
+        LandedFile("d.done", 102 * second, 0, 1),
+        LandedFile("e.done", 102 * second, 0, 1),
+    ]
+    listing = FolderListing(tuple([*seen, *reversed(new)]))
+    upstream = Upstream(SensorSource.TRIGGER_FILE, "orders")
+
+    # WHEN the folder is checked against the watermark
+    found = TriggerFileSensor(root=None).detect(upstream, listing, since)
+    assert isinstance(found, NewData)
+    steps = list(found.steps())
+
+    # THEN there is a step after each new file, the last one the detection's watermark, and the parts from
+    # one step to the next (by the rule the range's files follow) take one file each, oldest first
+    assert len(steps) == 4 and steps[-1] == found.watermark
+    bounds = [since, *steps]
+    parts = [
+        [
+            f.name
+            for f in listing.files
+            if landed_after(f.changed_ns, f.name, a) and not landed_after(f.changed_ns, f.name, b)
+        ]
+        for a, b in zip(bounds, bounds[1:])
+    ]
+    assert parts == [["b.done"], ["c.done"], ["d.done"], ["e.done"]]

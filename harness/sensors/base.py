@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Generic, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
 from pyspark.sql import DataFrame
 
@@ -55,6 +55,10 @@ class Position(Protocol):
 class NewData:
     watermark: Watermark  # the row's watermark after this detection
     changes: Mapping[str, Any] = field(default_factory=dict)  # what changed, for the event's details
+    # The watermark after each step of the change (a file, a version), oldest first, the last being `watermark`:
+    # where a run handed part of the range may end (max_range). Empty: the detection is one step.
+    # Called only for rows with a max_range (a burst of files makes many watermarks).
+    steps: Callable[[], Sequence[Watermark]] = field(default=lambda: ())
 
 
 @dataclass(frozen=True)

@@ -310,7 +310,11 @@ class DeltaSensor(Sensor[TableState]):
         changes = describe_changes(
             upstream.sensor_id, seen, position.version, commits, undescribed, bool(position.partition_columns)
         )
-        return NewData(watermark=position.watermark, changes=changes)
+        return NewData(
+            watermark=position.watermark,
+            changes=changes,
+            steps=lambda: version_steps(commits, position.watermark) if undescribed == 0 and first > seen else (),
+        )
 
     @staticmethod
     def _detect_key(upstream: Upstream, position: TableState, since: Watermark | None) -> Detection:
@@ -336,6 +340,13 @@ class DeltaSensor(Sensor[TableState]):
             return self.names.new_rows(context, upstream, position, since)
         rows = self.paths.new_rows(upstream, position, since)
         return context.session(upstream.label).createDataFrame(rows)
+
+
+def version_steps(commits: Sequence[Commit], watermark: Watermark) -> list[Watermark]:
+    """The watermark after each version that changes data (max_range's steps: a snapshot each, one change
+    event each), the last one the detection's watermark (versions after it that change no data go with it)."""
+    data = [c for c in commits if c.change]
+    return [*({"version": c.version} for c in data[:-1]), watermark] if data else []
 
 
 # --- a job reading its range (harness.consume) ------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
@@ -112,7 +112,25 @@ class TriggerFileSensor(Sensor[FolderListing]):
             "files": [{"name": f.name, "size": f.size, "landed": _iso(f.changed_ns)} for f in new],
             "file_count": len(new),
         }
-        return NewData(watermark=folder_watermark(position.files, max(seen_ns, 0)), changes=changes)
+        floor = max(seen_ns, 0)
+        return NewData(
+            watermark=folder_watermark(position.files, floor),
+            changes=changes,
+            steps=lambda: file_steps(position.files, new, floor),
+        )
+
+
+def file_steps(files: Sequence[LandedFile], new: Sequence[LandedFile], floor_ns: int) -> list[Watermark]:
+    """The watermark after each new file (`new`, oldest first): the folder as if that file and the ones
+    before it had landed. By `landed_after`, a range ending at one of them takes exactly those files, and
+    the next range the rest (a file of the same change time as the last one taken goes to the next)."""
+    taken = {f.name for f in new}
+    listed = [f for f in files if f.name not in taken]  # seen before: in every step
+    steps: list[Watermark] = []
+    for landed in new:
+        listed.append(landed)
+        steps.append(folder_watermark(listed, floor_ns))
+    return steps
 
 
 # --- a job reading its range (harness.consume, harness.refresh.change_range.trigger_files) ----------
@@ -127,17 +145,16 @@ FILE_SCHEMA = StructType(
 
 
 def files_in_range(folder: Path, start: Watermark | None, end: Watermark) -> list[Path]:
-    """The files of a trigger folder inside a range, oldest first: landed after `start` (by the sensor's own
-    rule, so a file listed late is not lost) and not after `end`."""
-    end_ns = int(end.get("changed_ns", 0))
-    end_recent = set(end.get("recent", []))
+    """The files of a trigger folder inside a range, oldest first: landed after `start` and not after
+    `end`, both by the sensor's own rule (`landed_after`: a file listed late is not lost). Consecutive
+    ranges that chain (one's end the next one's start, as the parts of a range handed under max_range)
+    therefore take each file exactly once."""
     found = []
     for path in folder.iterdir() if folder.is_dir() else []:
         if path.name.startswith(".") or not path.is_file():
             continue
         changed = path.stat().st_ctime_ns
-        before_end = changed <= end_ns or path.name in end_recent
-        if landed_after(changed, path.name, start) and before_end:
+        if landed_after(changed, path.name, start) and not landed_after(changed, path.name, end):
             found.append((changed, path.name, path))
     return [path for _, _, path in sorted(found)]
 

@@ -61,7 +61,8 @@ def detections(events: Sequence[Event]) -> list[Detection]:
 
 
 def as_detected(rows: Sequence[ControlRow], found: Sequence[Detection]) -> list[ControlRow]:
-    """`rows` as `found` leaves them once folded: each detected row's status, watermark and time of detection."""
+    """`rows` as `found` leaves them once folded: each detected row's status, watermark and time of detection
+    (its range ending at that watermark: a row with a max_range is folded before its job starts)."""
     detected = {d.key: d for d in found}
     return [
         replace(
@@ -69,6 +70,7 @@ def as_detected(rows: Sequence[ControlRow], found: Sequence[Detection]) -> list[
             status=detected[r.key].status,
             watermark=detected[r.key].watermark,
             latest_event_fetched_timestamp=detected[r.key].detected_at,
+            range_end_watermark=None,
         )
         if r.key in detected
         else r

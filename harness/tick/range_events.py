@@ -5,7 +5,9 @@ A row's watermark moves only by detections (DATA_CHANGED events), each from the 
 (from the watermark of the job's last successful run to the row's watermark now) are therefore the chain
 that leads back from the row's watermark to the range's start; each carries the `events` its sensor
 described (table sources: one per snapshot). Walking that chain needs no read of the upstream, so the
-range handed to a run is the same when the start is re-sent.
+range handed to a run is the same when the start is re-sent. A range handed in parts (max_range) may
+start or end inside a detection, at one of the `steps` its details list (the watermark after each file or
+version); the chain goes through those too.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "even
 RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at
 
 
+def _steps(detection: Mapping[str, Any]) -> list[str]:
+    """The watermarks a detection passed through, oldest first, ending at the one it found."""
+    steps = json.loads(detection["details"] or "{}").get("steps") if detection.get("details") else None
+    return [str(s) for s in steps] if steps else [detection["watermark_after"]]
+
+
 def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey, str], Mapping[str, Any]]:
-    """Each row's detections by the watermark they found (the newest, should two have found the same)."""
+    """Each row's detections by the watermark they found, and by each step inside them (the newest, should
+    two have found the same)."""
     newest: dict[tuple[RowKey, str], Mapping[str, Any]] = {}
     for detection in sorted(detections, key=lambda d: d["event_time"]):
         key = RowKey(detection["sensor_source"], detection["sensor_id"], detection["trigger_job_id"])
         if detection["watermark_after"]:
-            newest[(key, detection["watermark_after"])] = detection
+            for step in _steps(detection):
+                newest[(key, step)] = detection
     return newest
 
 
@@ -43,22 +53,31 @@ def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRang
     out: dict[RowKey, RangeEvents] = {}
     for key, start, end in rows:
         chain, complete = _chain(newest, key, start, end)
-        described = [json.loads(d["details"] or "{}") for d in chain]
-        if not any("events" in d for d in described):
+        described = [(json.loads(d["details"] or "{}"), covered) for d, covered in chain]
+        if not any("events" in d for d, _ in described):
             continue
-        events = [e for d in reversed(described) for e in d.get("events", [])]
-        not_listed = sum(int(d.get("events_not_listed", 0)) for d in described) + max(0, len(events) - MAX_EVENTS)
+        events = [e for d, covered in reversed(described) for e in _events_in(d, covered)]
+        not_listed = sum(int(d.get("events_not_listed", 0)) for d, _ in described) + max(0, len(events) - MAX_EVENTS)
         out[key] = {"events": events[-MAX_EVENTS:], "events_complete": complete and not_listed == 0}
         if not_listed:
             out[key]["events_not_listed"] = not_listed
     return out
 
 
+def _events_in(details: Mapping[str, Any], covered: slice) -> list[Any]:
+    """A detection's events within the steps of it a range covers (one event per step when it lists its
+    steps: a Delta version each), else all of them."""
+    events = list(details.get("events", []))
+    steps = details.get("steps")
+    return events[covered] if steps and len(steps) == len(events) else events
+
+
 def _chain(
     newest: Mapping[tuple[RowKey, str], Mapping[str, Any]], key: RowKey, start: str | None, end: str | None
-) -> tuple[list[Mapping[str, Any]], bool]:
-    """The detections from `end` back to `start`, newest first, and whether the chain reached `start`."""
-    chain: list[Mapping[str, Any]] = []
+) -> tuple[list[tuple[Mapping[str, Any], slice]], bool]:
+    """The detections from `end` back to `start`, newest first, each with the slice of its steps the range
+    covers, and whether the chain reached `start`."""
+    chain: list[tuple[Mapping[str, Any], slice]] = []
     seen: set[str] = set()
     current = end
     while current is not None and current != start:
@@ -66,6 +85,12 @@ def _chain(
         if detection is None or detection["event_id"] in seen:
             return chain, False
         seen.add(detection["event_id"])
-        chain.append(detection)
+        steps = _steps(detection)
+        last = steps.index(current) + 1
+        if start is not None and start in steps[: last - 1]:
+            # the range starts inside this detection (a part of a range, max_range)
+            chain.append((detection, slice(steps.index(start) + 1, last)))
+            return chain, True
+        chain.append((detection, slice(0, last)))
         current = detection["watermark_before"]
     return chain, current == start

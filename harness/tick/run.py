@@ -205,8 +205,11 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
             step.done(f"{len(missed)} upstreams newly stale", missed=len(missed))
 
     found = detections(sensed.events)
-    if found and not runtime.tables.can_decide_as_if():
-        with Step(report, "fold") as step:  # the trigger set's SQL is not compiled in this state yet
+    bounded = {r.key for r in rows if r.max_range is not None}
+    if found and (not runtime.tables.can_decide_as_if() or any(d.key in bounded for d in found)):
+        # the trigger set's SQL is not compiled in this state yet, or a row with a max_range has new
+        # steps: where its next part ends is the control table's to say
+        with Step(report, "fold") as step:
             fold_now(runtime, report, step)
         found = []
 

@@ -82,6 +82,9 @@ class UpstreamCheck:
                 reasons[row.key.ref] = detection.reason
                 continue
             details = {"upstream": row.label, "detected_at": now().isoformat(), **detection.changes}
+            steps = detection.steps() if row.max_range is not None else ()
+            if len(steps) > 1:  # where a part of the range may end inside this change (max_range)
+                details["steps"] = [dumps(step) for step in steps]
             events.append(
                 Event(
                     EventType.DATA_CHANGED,

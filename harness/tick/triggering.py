@@ -9,7 +9,8 @@ A token with a request but no outcome is re-sent as is by the next tick: the bac
 run for the same token, so a crash anywhere yields neither a second run nor a lost one.
 
 Each run is handed its change range: per upstream, from the watermark consumed by the job's last
-successful run to the watermark now, so a failed run's range folds into the next run; for table
+successful run to the watermark now (with a max_range, to the end of the range's next part, as the
+control table says), so a failed run's range folds into the next run; for table
 sources also the data change events in it (`harness.tick.range_events`, from the log's detections).
 """
 
@@ -46,7 +47,7 @@ def make_token(job_id: str, rows: Sequence[ControlRow], previous_token: str | No
     basis = dumps(
         {
             "job": job_id,
-            "watermarks": sorted((r.label, r.watermark or "") for r in rows),
+            "watermarks": sorted((r.label, r.range_end or "") for r in rows),
             "previous": previous_token or "",
         }
     )
@@ -67,8 +68,9 @@ class TriggeredRow:
 
     @classmethod
     def of(cls, row: ControlRow) -> TriggeredRow:
-        """A row started now: its range runs from its last successful run's watermark to its watermark."""
-        return cls(row.key, row.last_success_watermark, row.watermark, row.status, row.is_hard_dependency)
+        """A row started now: its range runs from its last successful run's watermark to where the models
+        end it (its watermark, or with a max_range the end of the range's next part)."""
+        return cls(row.key, row.last_success_watermark, row.range_end, row.status, row.is_hard_dependency)
 
 
 @dataclass

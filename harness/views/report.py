@@ -316,10 +316,12 @@ def with_gaps(
     return x, rows
 
 
-def _job_table(jobs: Sequence[JobHistory]) -> str:
+def _job_table(jobs: Sequence[JobHistory], decisions: Mapping[str, dict[str, Any]]) -> str:
+    """The jobs' figures, and what each waits for now (the snapshot's reason, with the earliest start
+    of a job that waits only for time, as `status` and `why` say it)."""
     head = (
         "<tr><th>job</th><th>detections</th><th>runs</th><th>failed</th><th>median run</th>"
-        "<th>median detection&rarr;start</th><th>errors</th></tr>"
+        "<th>median detection&rarr;start</th><th>errors</th><th>now</th></tr>"
     )
     body = []
     for j in jobs:
@@ -330,9 +332,35 @@ def _job_table(jobs: Sequence[JobHistory]) -> str:
             f"<tr><td>{html.escape(j.job_id)}</td><td>{len(j.detections)}</td><td>{len(j.runs)}</td>"
             f"<td>{outcomes.get('failed', 0)}</td>"
             f"<td>{f'{statistics.median(durations):.0f} s' if durations else '-'}</td>"
-            f"<td>{f'{statistics.median(waits):.0f} s' if waits else '-'}</td><td>{len(j.errors)}</td></tr>"
+            f"<td>{f'{statistics.median(waits):.0f} s' if waits else '-'}</td><td>{len(j.errors)}</td>"
+            f"<td>{_now(decisions.get(j.job_id))}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def _now(decision: dict[str, Any] | None) -> str:
+    if decision is None:
+        return "-"
+    return html.escape(f"{decision['reason']}{status.earliest_start(decision)}")
+
+
+def _waiting_for_time(decisions: Mapping[str, dict[str, Any]]) -> str:
+    """Every job that waits only for time, whether or not it had events in the page's period: when it
+    starts at the earliest, soonest first."""
+    waiting = sorted(
+        (d for d in decisions.values() if d.get("earliest_start_at")), key=lambda d: str(d["earliest_start_at"])
+    )
+    if not waiting:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(d['job_id'])}</td><td>{when(d['earliest_start_at'])} UTC</td>"
+        f"<td>{html.escape(d['reason'])}</td></tr>"
+        for d in waiting
+    )
+    return (
+        "<h2>Waiting to start</h2><table><tr><th>job</th><th>starts at the earliest</th><th>waiting for</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def render_report(
@@ -347,7 +375,10 @@ def render_report(
     summary_line: str = "",
     warnings: Sequence[str] = (),
     graph: str = "",
+    decisions: Mapping[str, dict[str, Any]] | None = None,
 ) -> str:
+    """The page; `decisions` are the snapshot's jobs by id (their reasons and earliest starts)."""
+    decisions = decisions or {}
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
@@ -369,8 +400,9 @@ td:first-child,th:first-child{{text-align:left}}
 {parts[0]}
 {parts[1]}
 {parts[2]}
+{_waiting_for_time(decisions)}
 <h2>Jobs</h2>
-{_job_table(jobs)}
+{_job_table(jobs, decisions)}
 </body></html>
 """
 
@@ -449,6 +481,7 @@ def write_report(
         summary_line=line,
         warnings=state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
         graph=graph,
+        decisions={job["job_id"]: job for job in snapshot["jobs"]} if snapshot else {},
     )
     write_atomic(path, page)
     return path

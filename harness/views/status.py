@@ -76,7 +76,7 @@ def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
 
 
-def _earliest(job: dict[str, Any]) -> str:
+def earliest_start(job: dict[str, Any]) -> str:
     """For a job waiting only for time (a quiet period, its minimum gap, its start window): when it may
     start at the earliest; '' otherwise (and in snapshots written before the trigger set said)."""
     earliest = job.get("earliest_start_at")
@@ -204,6 +204,10 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
     reason = waiting_reason(r, waiting or {})
     if reason:
         lines.append(f"        waiting: {reason}")
+    if (r.get("range_parts") or 0) > 1:
+        lines.append(
+            f"        range in parts (max_range {r.get('max_range')}): part {r.get('range_part')} of {r['range_parts']}"
+        )
     if r.get("latest_run_id"):
         lines.append(f"        {run_line(r)}")
     if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
@@ -249,7 +253,9 @@ def render(
         if selection.state is not None and not _matches(selection.state, view, rows):
             continue
         shown += 1
-        lines.append(f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{_earliest(job)}")
+        lines.append(
+            f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}"
+        )
         for r in rows:
             lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:

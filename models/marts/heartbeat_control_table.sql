@@ -13,6 +13,13 @@
   An incremental build folds only recent events onto the table as it was: a facet moves when a
   newer event of its kind arrived. Folding the same event twice changes nothing, so the look-back
   window may overlap what was already folded.
+
+  A row with a max_range also keeps the steps of its range not yet consumed (range_steps: the
+  watermark after each step its detections found — a file, a Delta version, else the detection —
+  oldest first, beyond the watermark of the job's
+  last successful run). A run takes at most max_range of them (range_end_watermark); while steps
+  are left after a successful run, the row is NEW_EVENT_AVAILABLE again, though its upstream has
+  not moved (macros/range_steps.sql).
 -#}
 {%- set facets = [
     {'timestamp': 'status_change_timestamp', 'condition': 'sets_status', 'values': {'status': 'status'}},
@@ -72,14 +79,33 @@ prior_facets as (
         {%- for column in facet['values'] %}
         {{ column }},
         {%- endfor %}
-        {{ facet['timestamp'] }}{{ ',' if not loop.last }}
+        {{ facet['timestamp'] }},
         {%- endfor %}
+        range_steps,
+        range_steps_consumed
     {% if is_incremental() %}
     from {{ this }}
     {% else %}
-    from new_facets
+    from (select *, cast(null as string) as range_steps, cast(null as int) as range_steps_consumed from new_facets)
     where 1 = 0
     {% endif %}
+
+),
+
+new_steps as (
+
+    -- the steps of the detections newer than the row's last folded one (none twice from the look-back)
+    select
+        {%- for column in key %}
+        e.{{ column }},
+        {%- endfor %}
+        {{ heartbeat_steps_in_order('e.event_time', 'e.event_id', heartbeat_detection_steps('e.details', 'e.watermark_after')) }} as steps
+    from row_events as e
+    left join prior_facets as p
+        on {% for column in key %}p.{{ column }} = e.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
+    where e.is_detection
+        and (p.latest_event_fetched_timestamp is null or e.event_time > p.latest_event_fetched_timestamp)
+    group by {% for column in key %}e.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
 
 ),
 
@@ -94,13 +120,43 @@ folded as (
         {%- for column in facet['values'] %}
         case when {{ newer }} then n.{{ column }} else p.{{ column }} end as {{ column }},
         {%- endfor %}
-        greatest(n.{{ facet['timestamp'] }}, p.{{ facet['timestamp'] }}) as {{ facet['timestamp'] }}{{ ',' if not loop.last }}
+        greatest(n.{{ facet['timestamp'] }}, p.{{ facet['timestamp'] }}) as {{ facet['timestamp'] }},
         {%- endfor %}
+        -- a row with a max_range: the steps it had left, then those of its new detections
+        case when controls.max_range is not null then concat(
+            coalesce({{ heartbeat_steps_of('p.range_steps') }}, {{ heartbeat_no_steps() }}),
+            coalesce(s.steps, {{ heartbeat_no_steps() }}))
+        end as known_steps,
+        p.range_steps_consumed as prior_steps_consumed
     from controls
     left join new_facets as n
         on {% for column in key %}n.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
     left join prior_facets as p
         on {% for column in key %}p.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
+    left join new_steps as s
+        on {% for column in key %}s.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
+
+),
+
+consumed as (
+
+    -- the steps up to the watermark of the job's last successful run are consumed (when it is one of them)
+    select
+        *,
+        {{ heartbeat_steps_after('known_steps', 'last_success_watermark') }} as pending_steps
+    from folded
+
+),
+
+ranged as (
+
+    select
+        *,
+        case when pending_steps is null then null
+            when size(pending_steps) = 0 then 0
+            else coalesce(prior_steps_consumed, 0) + size(known_steps) - size(pending_steps)
+        end as range_steps_consumed
+    from consumed
 
 ),
 
@@ -116,7 +172,9 @@ final as (
         folded.latest_event_fetched_timestamp,
         controls.trigger_job_id,
         controls.trigger_job_name,
-        folded.status,
+        -- steps left after a successful run: new data again, though the upstream has not moved
+        case when folded.status = 'COMPLETED' and size(folded.pending_steps) > 0 then 'NEW_EVENT_AVAILABLE'
+            else folded.status end as status,
         folded.status_change_timestamp,
         folded.job_start_timestamp,
         folded.job_end_timestamp,
@@ -144,9 +202,22 @@ final as (
         folded.run_ended_at,
         controls.quiet_period,
         controls.min_interval,
-        controls.start_window
+        controls.start_window,
+        controls.max_range,
+        {{ heartbeat_steps_text('folded.pending_steps') }} as range_steps,
+        folded.range_steps_consumed,
+        case when size(folded.pending_steps) > controls.max_range
+            then element_at(folded.pending_steps, controls.max_range)
+            else folded.watermark
+        end as range_end_watermark,
+        case when size(folded.pending_steps) > 0
+            then cast(folded.range_steps_consumed div controls.max_range + 1 as int)
+        end as range_part,
+        case when size(folded.pending_steps) > 0
+            then cast(folded.range_steps_consumed div controls.max_range + ceil(size(folded.pending_steps) / controls.max_range) as int)
+        end as range_parts
     from controls
-    inner join folded
+    inner join ranged as folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
 
 )

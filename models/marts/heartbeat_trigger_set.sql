@@ -17,6 +17,12 @@
     (job_start_timestamp);
   - a job's start_window: it starts only inside the window (in its time zone, UTC when none).
   A job that waits only for time has an earliest_start_at: the tick that finds it passed decides again.
+
+  A row's max_range (the control table decides the parts): a range longer than that is handed in
+  consecutive runs, oldest first. Once a part has succeeded, the row is NEW_EVENT_AVAILABLE again
+  with steps left; the job starts the next part as soon as it may (no run in progress, not FAILED,
+  no hard row PAUSED, its time conditions met), without waiting for new data on its other rows:
+  they were ready for the whole range. The reason says "catching up: part 2 of 5 of its range".
 -#}
 {%- set now = heartbeat_now() -%}
 {%- set part = heartbeat_start_window_part -%}
@@ -62,6 +68,8 @@ control_rows as (
         -- new data that counts: detected, and past its quiet period if it has one
         status = 'NEW_EVENT_AVAILABLE' and (quiet_until is null or {{ now }} >= quiet_until) as has_news,
         status = 'NEW_EVENT_AVAILABLE' and quiet_until is not null and {{ now }} < quiet_until as is_quiet,
+        -- the rest of a range being handed in parts (a part of it already succeeded)
+        job_state = 'UNPAUSED' and status = 'NEW_EVENT_AVAILABLE' and range_steps_consumed > 0 as is_catching_up,
         case when status = 'NEW_EVENT_AVAILABLE' and quiet_until is not null and {{ now }} < quiet_until then concat(
             'quiet period: ', upstream_label, ' changed ',
             {{ heartbeat_duration_words('quiet_age_seconds') }},
@@ -87,6 +95,9 @@ jobs as (
         sum(case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then 1 else 0 end) as n_soft_quiet,
         max(case when is_hard_dependency and is_quiet then quiet_until end) as hard_quiet_until,
         min(case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then quiet_until end) as soft_quiet_until,
+        sum(case when is_catching_up then 1 else 0 end) as n_catching_up,
+        max(case when job_state = 'UNPAUSED' and status = 'NEW_EVENT_AVAILABLE' then range_parts end) as range_parts,
+        max_by(range_part, case when job_state = 'UNPAUSED' and status = 'NEW_EVENT_AVAILABLE' then range_parts end) as range_part,
         max(min_interval_seconds) as min_interval_seconds,
         max(start_window) as start_window,
         sum(case when job_state = 'UNPAUSED' then 1 else 0 end) as n_unpaused,
@@ -182,9 +193,9 @@ timed as (
         min_interval_seconds is not null and last_requested_at is not null and {{ now }} < gap_until as is_gap_waiting,
         to_utc_timestamp(window_opens_local, window_zone) as window_opens_at,
         -- all the data it needs is there, or only quiet periods hold it back
-        case when n_hard > 0 then n_hard_ready + n_hard_quiet = n_hard and n_hard_paused = 0
+        n_catching_up > 0 or case when n_hard > 0 then n_hard_ready + n_hard_quiet = n_hard and n_hard_paused = 0
             else n_soft_ready + n_soft_quiet > 0 end as is_data_coming,
-        case when n_hard > 0 then n_hard_ready = n_hard else n_soft_ready > 0 end as is_data_ready
+        n_catching_up > 0 or case when n_hard > 0 then n_hard_ready = n_hard else n_soft_ready > 0 end as is_data_ready
     from with_window
 
 ),
@@ -198,6 +209,8 @@ decided as (
         n_hard,
         n_hard_ready,
         n_soft_ready,
+        range_part,
+        range_parts,
         case
             when n_in_progress > 0 then false
             when n_failed > 0 then false
@@ -217,11 +230,11 @@ decided as (
             when is_start_refused and {{ now }} < retry_start_after then concat(
                 'start refused at ', {{ dbt.cast('last_start_refused_at', as_text) }}, ': ', last_start_refusal,
                 '; next attempt after ', {{ dbt.cast('retry_start_after', as_text) }})
-            when n_hard > 0 and n_hard_ready + n_hard_quiet < n_hard then concat('waiting for hard dependency ', hard_waiting_labels)
-            when n_hard > 0 and n_hard_ready < n_hard then hard_quiet_reasons
             when n_hard = 0 and n_unpaused = 0 then 'every row is PAUSED'
-            when n_hard = 0 and n_soft_ready = 0 and n_soft_quiet > 0 then soft_quiet_reasons
-            when n_hard = 0 and n_soft_ready = 0 then concat('waiting for new data on any soft dependency (', soft_labels, ')')
+            when not is_data_ready and n_hard > 0 and n_hard_ready + n_hard_quiet < n_hard then concat('waiting for hard dependency ', hard_waiting_labels)
+            when not is_data_ready and n_hard > 0 then hard_quiet_reasons
+            when not is_data_ready and n_soft_quiet > 0 then soft_quiet_reasons
+            when not is_data_ready then concat('waiting for new data on any soft dependency (', soft_labels, ')')
             when is_gap_waiting then concat(
                 'minimum gap: started ', {{ heartbeat_duration_words('gap_age_seconds') }},
                 ' ago, every ', {{ heartbeat_duration_words('min_interval_seconds', exact=true) }})
@@ -229,6 +242,9 @@ decided as (
                 'outside its start window (', start_window, '), opens ',
                 case when to_date(window_opens_local) = to_date(window_local_now) then 'at ' else concat(date_format(window_opens_local, 'EEE'), ' at ') end,
                 date_format(window_opens_local, 'HH:mm'), ' ', window_zone)
+            when range_parts > 1 then concat(
+                'catching up: part ', cast(range_part as {{ as_text }}), ' of ', cast(range_parts as {{ as_text }}),
+                ' of its range', {{ retrying }})
             else concat('ready: new data on ', ready_labels, {{ retrying }})
         end as reason,
         -- a job that waits only for time: when it may start at the earliest (the next tick after it decides again)

@@ -24,7 +24,8 @@ renamed as (
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within,
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'quiet_period') }} as quiet_period,
         {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'min_interval') }} as min_interval,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'start_window') }} as start_window
+        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'start_window') }} as start_window,
+        cast({{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'max_range') }} as int) as max_range
     from source
 
 )

@@ -105,9 +105,6 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
     mask = pc.greater_equal(
         table["event_time"].cast(pa.timestamp("us")).cast(pa.int64()), _int64_scalar(_epoch_micros(since))
     )
-    matching = _matching(table, query)
-    if matching is not None:
-        mask = pc.and_(mask, matching)
     rows = table.filter(mask).to_pylist()  # a null (a column without a value) drops the row
     rows.sort(key=lambda r: r["event_time"])
     rows = rows[-query.limit :] if query.limit else rows
@@ -177,6 +174,8 @@ def _text_scalar(text: str) -> Any:
 
 
 def _read_table(folder: Path, query: EventQuery) -> Any:
+    """The events of the files that may hold events since `query.since`, of them only those the query's
+    other filters (job, type, upstream) keep."""
     import pyarrow as pa
 
     if not folder.is_dir():
@@ -184,7 +183,9 @@ def _read_table(folder: Path, query: EventQuery) -> Any:
     if (folder / "_delta_log").is_dir():
         from deltalake import DeltaTable
 
-        return DeltaTable(str(folder)).to_pyarrow_table()
+        table = DeltaTable(str(folder)).to_pyarrow_table()
+        matching = _matching(table, query)
+        return table if matching is None else table.filter(matching)
     oldest = query.since - _CLOCK_SLACK
     files = [
         file
@@ -202,9 +203,9 @@ def _read_table(folder: Path, query: EventQuery) -> Any:
 
 
 def _read_file(file: Path, query: EventQuery) -> Any:
-    """The file's events; None when it is not whole parquet, or when the query filters by job, type or
-    upstream and none of its events match: only the filters' columns are read first (one file per
-    append: a day of ticks a minute is 1,440 files, and most hold no event of a given job)."""
+    """The file's events that the query's filters by job, type or upstream keep; None when it is not whole
+    parquet or none match. Only the filters' columns are read first (one file per append: a day of ticks a
+    minute is 1,440 files, and most hold no event of a given job)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -212,11 +213,10 @@ def _read_file(file: Path, query: EventQuery) -> Any:
     try:
         parquet = pq.ParquetFile(file)
         columns = _filter_columns(query)
-        if columns:
-            matching = _matching(parquet.read(columns=columns), query)
-            if not pc.any(matching).as_py():
-                return None
-        return parquet.read()
+        if not columns:
+            return parquet.read()
+        matching = _matching(parquet.read(columns=columns), query)
+        return parquet.read().filter(matching) if pc.any(matching).as_py() else None
     except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
         log.warning("skipped %s in the event log: %s", file.name, exc)
         return None

@@ -25,6 +25,10 @@ def _state(heartbeat: HeartbeatHarness) -> list[dict[str, Any]]:
     return heartbeat.tables.control_table()
 
 
+def _event_ids(heartbeat: HeartbeatHarness, table: str) -> set[str]:
+    return {r[0] for r in heartbeat.spark.sql(f"SELECT event_id FROM {heartbeat.config.table(table)}").collect()}
+
+
 def _count(heartbeat: HeartbeatHarness, table: str, where: str = "true") -> int:
     return int(heartbeat.spark.sql(f"SELECT count(*) FROM {heartbeat.config.table(table)} WHERE {where}").first()[0])
 
@@ -86,6 +90,20 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     again = retention.compact(runtime, later + timedelta(days=1))
     assert again is not None and again.archived == 0 and again.kept == kept
     assert _count(heartbeat, retention.ARCHIVE_TABLE) == total
+
+    # WHEN a rewrite was cut short: the process died with the log's (parquet) day gone
+    kept_ids = _event_ids(heartbeat, EVENTS_TABLE)
+    day = datetime.now(timezone.utc).date()
+    heartbeat.spark.sql(
+        f"ALTER TABLE {heartbeat.config.table(EVENTS_TABLE)} DROP PARTITION ({PARTITION_COLUMN} = DATE'{day}')"
+    )
+    record = runtime.config.layout.retention_record
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"rewriting": True}))
+    assert retention.due(runtime.config, later + timedelta(days=1))
+    # THEN the next compaction puts the kept events back from the archive
+    repaired = retention.compact(runtime, later + timedelta(days=1))
+    assert repaired is not None and repaired.kept == kept
+    assert _event_ids(heartbeat, EVENTS_TABLE) == kept_ids
 
     # AND the heartbeat carries on: the failed job's range still starts at its last success
     heartbeat.request("retry", "failing")

@@ -86,7 +86,9 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     compacted_before, interrupted = _record(runtime.config.state_dir)
     first = compacted_before or date.min
 
-    if not spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect():
+    # An interrupted rewrite is repaired even when it left the log no old day at all.
+    old = spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect()
+    if not old and not interrupted:
         _write_record(runtime, limit, rewriting=False)  # nothing is that old yet
         return Compaction(limit, 0, 0, 0, round(time.monotonic() - started, 2))
     if not spark.catalog.tableExists(archive):

@@ -4,13 +4,16 @@ same table, the archive holds every event, and an event log written before parti
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from harness.config import ConfigError, EventsSettings, config_from_mapping
+from harness.config import PROJECT_DIR, ConfigError, EventsSettings, config_from_mapping
 from harness.state.event_log import EVENT_SCHEMA, EventLog
 from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
 from harness.state.tables import CONTROL_TABLE
@@ -22,20 +25,33 @@ def _state(heartbeat: HeartbeatHarness) -> list[dict[str, Any]]:
     return heartbeat.tables.control_table()
 
 
+def _event_ids(heartbeat: HeartbeatHarness, table: str) -> set[str]:
+    return {r[0] for r in heartbeat.spark.sql(f"SELECT event_id FROM {heartbeat.config.table(table)}").collect()}
+
+
 def _count(heartbeat: HeartbeatHarness, table: str, where: str = "true") -> int:
     return int(heartbeat.spark.sql(f"SELECT count(*) FROM {heartbeat.config.table(table)} WHERE {where}").first()[0])
 
 
 def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: HeartbeatHarness) -> None:
-    # GIVEN a job that ran twice, and a job whose run failed with detections still to hand over
-    heartbeat.write_controls([control_row("trigger_file", "ok", "good"), control_row("trigger_file", "bad", "failing")])
-    heartbeat.define_jobs("good", "failing")
+    # GIVEN a job that ran twice, a job whose run failed with a detection still to hand over, and a job
+    # waiting out its quiet period with two detections to hand over
+    heartbeat.write_controls(
+        [
+            control_row("trigger_file", "ok", "good"),
+            control_row("trigger_file", "bad", "failing"),
+            control_row("trigger_file", "slow", "waiting") | {"quiet_period": "1h"},
+        ]
+    )
+    heartbeat.define_jobs("good", "failing", "waiting")
     heartbeat.set_exit_code("failing", 1)
     heartbeat.with_config(events=EventsSettings(keep_days=30))
     heartbeat.drop_trigger_file("ok", "b1")
     heartbeat.drop_trigger_file("bad", "b1")
+    heartbeat.drop_trigger_file("slow", "b1")
     heartbeat.tick_until_settled()
     heartbeat.drop_trigger_file("ok", "b2")
+    heartbeat.drop_trigger_file("slow", "b2")
     heartbeat.tick_until_settled()
     assert heartbeat.job_status("good") == {"COMPLETED"} and heartbeat.job_status("failing") == {"FAILED"}
     before = _state(heartbeat)
@@ -55,8 +71,12 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     kept = _count(heartbeat, EVENTS_TABLE)
     assert 0 < kept < total and done.kept == kept
     assert _state(heartbeat) == before
-    # the failed job's detection after its last success is still in the log (its range is still owed)
-    assert _count(heartbeat, EVENTS_TABLE, "trigger_job_id = 'failing' AND event_type = 'DATA_CHANGED'") == 1
+    # the detections since a row's last success are still in the log (their range is still owed), of
+    # the others only the latest
+    detections = "event_type = 'DATA_CHANGED' AND trigger_job_id"
+    assert _count(heartbeat, EVENTS_TABLE, f"{detections} = 'failing'") == 1
+    assert _count(heartbeat, EVENTS_TABLE, f"{detections} = 'waiting'") == 2
+    assert _count(heartbeat, EVENTS_TABLE, f"{detections} = 'good'") == 1
     assert not retention.due(runtime.config, later)
 
     # WHEN the control table is rebuilt from scratch from the compacted log
@@ -70,6 +90,20 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     again = retention.compact(runtime, later + timedelta(days=1))
     assert again is not None and again.archived == 0 and again.kept == kept
     assert _count(heartbeat, retention.ARCHIVE_TABLE) == total
+
+    # WHEN a rewrite was cut short: the process died with the log's (parquet) day gone
+    kept_ids = _event_ids(heartbeat, EVENTS_TABLE)
+    day = datetime.now(timezone.utc).date()
+    heartbeat.spark.sql(
+        f"ALTER TABLE {heartbeat.config.table(EVENTS_TABLE)} DROP PARTITION ({PARTITION_COLUMN} = DATE'{day}')"
+    )
+    record = runtime.config.layout.retention_record
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"rewriting": True}))
+    assert retention.due(runtime.config, later + timedelta(days=1))
+    # THEN the next compaction puts the kept events back from the archive
+    repaired = retention.compact(runtime, later + timedelta(days=1))
+    assert repaired is not None and repaired.kept == kept
+    assert _event_ids(heartbeat, EVENTS_TABLE) == kept_ids
 
     # AND the heartbeat carries on: the failed job's range still starts at its last success
     heartbeat.request("retry", "failing")
@@ -112,3 +146,23 @@ def test_an_event_log_written_before_partitioning_is_moved_into_the_partitioned_
 def test_keep_days_shorter_than_the_open_runs_window_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="events.keep_days is 7.*at least 30"):
         config_from_mapping({"events": {"keep_days": 7}}, tmp_path)
+
+
+def test_the_kept_events_operation_passes_the_macros_own_arguments() -> None:
+    # GIVEN the macro that fills the kept events' table, and its documentation for the dbt docs site
+    macros = PROJECT_DIR / "macros"
+    signature = re.search(r"macro heartbeat_create_kept_events\(([^)]*)\)", (macros / "retention.sql").read_text())
+    documented = yaml.safe_load((macros / "_heartbeat__macros.yml").read_text())["macros"]
+    # WHEN retention builds its dbt command for the days before 31 January, read from the archive
+    command = retention.kept_events_operation(retention.ARCHIVE_TABLE, date(2026, 1, 31))
+    # THEN it runs that macro with exactly its arguments, which the documentation names too
+    assert command[:2] == ["run-operation", "heartbeat_create_kept_events"]
+    arguments = json.loads(command[command.index("--args") + 1])
+    assert arguments == {
+        "source_table": "heartbeat_events_archive",
+        "before_date": "2026-01-31",
+        "kept_table": retention.KEPT_TABLE,
+    }
+    assert signature is not None and [name.strip() for name in signature.group(1).split(",")] == list(arguments)
+    (entry,) = [m for m in documented if m["name"] == "heartbeat_create_kept_events"]
+    assert [a["name"] for a in entry["arguments"]] == list(arguments)

@@ -5,9 +5,9 @@ days older than `keep_days` are compacted:
   1. every event of the days that just passed the limit is copied to `heartbeat_events_archive`
      (partitioned like the log; an event id is copied once, so a repeat after a kill adds nothing);
   2. of all days past the limit, the log keeps only what a rebuild of the control table from scratch
-     needs: per control row, the latest event of each event type (with and without a status: every
-     part of a row's state is the latest event of some of its types), and the detections after the
-     row's last success (its change range is still to be handed to a run);
+     needs. That rule belongs to the dbt project, beside the control table's facets: the macro
+     `heartbeat_kept_events` (macros/retention.sql, stated in words in macros/_heartbeat__macros.yml),
+     run in-process as `dbt run-operation heartbeat_create_kept_events`, fills a scratch table;
   3. those days are rewritten with just these events; days left with none are dropped.
 A rebuild from scratch after compaction gives the same control table. The open runs read only the
 last `runs.track_days`, which is why `keep_days` may not be shorter. What compaction has done is
@@ -25,19 +25,17 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from harness.config import Config
+from harness.platform import dbt_runner
 from harness.state.event_log import create_statement
 from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
-from harness.state.tables import CONTROL_TABLE
 from harness.tick.runtime import Runtime
-from harness.views.report import event_facets
 
 log = logging.getLogger(__name__)
 
 ARCHIVE_TABLE = "heartbeat_events_archive"
 KEPT_TABLE = "heartbeat_events_kept"  # the kept events while the old days are rewritten
-KEY = ("sensor_source", "sensor_id", "trigger_job_id")
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,9 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     compacted_before, interrupted = _record(runtime.config.state_dir)
     first = compacted_before or date.min
 
-    if not spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect():
+    # An interrupted rewrite is repaired even when it left the log no old day at all.
+    old = spark.sql(f"SELECT 1 FROM {events} WHERE {PARTITION_COLUMN} < DATE'{limit}' LIMIT 1").collect()
+    if not old and not interrupted:
         _write_record(runtime, limit, rewriting=False)  # nothing is that old yet
         return Compaction(limit, 0, 0, 0, round(time.monotonic() - started, 2))
     if not spark.catalog.tableExists(archive):
@@ -103,9 +103,8 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
 
     _write_record(runtime, compacted_before, rewriting=True)
     # After an interrupted rewrite a day of a parquet log may be missing: the archive has every event.
-    source = archive if interrupted and config.table_format == "parquet" else events
-    spark.sql(f"DROP TABLE IF EXISTS {kept}")
-    spark.sql(f"CREATE TABLE {kept} USING {config.table_format} AS {_kept_events(runtime, source, limit)}")
+    source = ARCHIVE_TABLE if interrupted and config.table_format == "parquet" else EVENTS_TABLE
+    dbt_runner.invoke(config, kept_events_operation(source, limit))
     kept_count = spark.table(kept).count()
     dropped = _rewrite_old_days(runtime, events, kept, limit)
     spark.sql(f"DROP TABLE {kept}")
@@ -114,31 +113,13 @@ def compact(runtime: Runtime, today: date) -> Compaction | None:
     return Compaction(limit, archived_count, kept_count, dropped, round(time.monotonic() - started, 2))
 
 
-def _kept_events(runtime: Runtime, source: str, limit: date) -> str:
-    """The events of the days before `limit` that a rebuild of the control table needs."""
-    columns = ", ".join(runtime.spark.table(runtime.config.table(EVENTS_TABLE)).columns)
-    detections = ", ".join(
-        f"'{kind}'" for kind, parts in event_facets(runtime.config.project_dir).items() if "detection" in parts
-    )
-    key = ", ".join(KEY)
-    joined = " AND ".join(f"c.{k} = o.{k}" for k in KEY)
-    return f"""
-        WITH old AS (
-            SELECT *, row_number() OVER (
-                PARTITION BY {key}, event_type, status IS NULL ORDER BY event_time DESC, event_id) AS recency
-            FROM {source}
-            WHERE {PARTITION_COLUMN} < DATE'{limit}' AND {" AND ".join(f"{k} IS NOT NULL" for k in KEY)}
-        ),
-        deduplicated AS (
-            SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY event_time) AS occurrence FROM old
-        )
-        SELECT {", ".join(f"o.{c}" for c in columns.split(", "))}
-        FROM deduplicated AS o
-        LEFT JOIN {runtime.config.table(CONTROL_TABLE)} AS c ON {joined}
-        WHERE o.occurrence = 1 AND (o.recency = 1 OR (
-            o.event_type IN ({detections}) AND c.sensor_id IS NOT NULL
-            AND (c.last_success_timestamp IS NULL OR o.event_time > c.last_success_timestamp)))
-    """
+def kept_events_operation(source: str, limit: date) -> list[str]:
+    """The dbt command that fills the table KEPT_TABLE with the events of the days before `limit` that a
+    rebuild of the control table needs, read from the table `source`: the rule is the macro
+    `heartbeat_kept_events` (macros/retention.sql). Its values are the macro's arguments, not vars, so
+    the folds' parse of the project serves it."""
+    arguments = {"source_table": source, "before_date": limit.isoformat(), "kept_table": KEPT_TABLE}
+    return ["run-operation", "heartbeat_create_kept_events", "--args", json.dumps(arguments), "--no-write-json"]
 
 
 def _rewrite_old_days(runtime: Runtime, events: str, kept: str, limit: date) -> int:

@@ -1,18 +1,25 @@
-"""When a job starts, not only whether: a job's min_interval and a row's quiet_period on real Spark and dbt,
-through the tick (the rules themselves are the trigger set's, with one dbt unit test each). Their waits are
-real time, so both jobs share one heartbeat and their waits overlap. And a row's max_range: a long range
-handed in parts that chain."""
+"""When a job starts, not only whether, on real Spark and dbt through the tick (the rules themselves are the
+trigger set's, with dbt unit tests for each): a job's min_interval, a row's quiet_period on a Delta table
+written in several commits, and a job's start_window, closed and then open. Their waits are real time, so
+the three jobs share one heartbeat and their waits overlap. And a row's max_range: a long range handed in
+parts that chain."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+from deltalake import write_deltalake
 
 from harness.refresh.change_range import UpstreamRange, trigger_files
 from harness.state.status_files import read_json
 from tests.support import HeartbeatHarness, control_row
 
 MIN_INTERVAL, QUIET = 60, 20  # seconds: long enough for the ticks between on a busy 2-core machine (three ticks)
+WINDOW_CLOSED_FOR = 50  # seconds at least: the start window opens at the first whole minute after that
 
 
 def shown(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
@@ -22,48 +29,76 @@ def shown(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
     return next(job for job in snapshot["jobs"] if job["job_id"] == job_id)
 
 
-def test_min_interval_takes_five_landings_in_two_runs_and_quiet_period_starts_once_on_the_last_change(
-    heartbeat: HeartbeatHarness,
+def a_window_opening_soon() -> tuple[str, datetime]:
+    """A start window (UTC) that opens at the first whole minute at least WINDOW_CLOSED_FOR s from now."""
+    opens = (datetime.now(timezone.utc) + timedelta(seconds=WINDOW_CLOSED_FOR + 59)).replace(second=0, microsecond=0)
+    return f"{opens:%H:%M}-{opens + timedelta(minutes=30):%H:%M}", opens
+
+
+def commit(table: Path, value: int) -> None:
+    write_deltalake(str(table), pa.table({"id": [value]}), mode="append")
+
+
+def test_min_interval_quiet_period_on_delta_commits_and_a_start_window_decide_when_jobs_start(
+    heartbeat: HeartbeatHarness, tmp_path: Path
 ) -> None:
-    # GIVEN job j, started at most once per 60 s, and job q, whose upstream must be quiet for 20 s
+    # GIVEN job j, started at most once per 60 s; job q, whose Delta table must be quiet for 20 s; and job
+    # w, started only inside a window that opens in a minute or two
+    window, opens = a_window_opening_soon()
+    load = tmp_path / "load"
+    commit(load, 0)
     heartbeat.write_controls(
         [
             control_row("trigger_file", "in", "j") | {"min_interval": f"{MIN_INTERVAL}s"},
-            control_row("trigger_file", "load", "q") | {"quiet_period": f"{QUIET}s"},
+            control_row("delta_table", str(load), "q") | {"quiet_period": f"{QUIET}s"},
+            control_row("trigger_file", "win", "w") | {"start_window": window},
         ]
     )
-    heartbeat.define_jobs("j", "q")
-    (heartbeat.config.trigger_root / "load").mkdir(parents=True)  # type: ignore[operator]
+    heartbeat.define_jobs("j", "q", "w")
     heartbeat.drop_trigger_file("in", "batch1")
+    heartbeat.drop_trigger_file("win", "w1")
 
-    # WHEN j's first landing arrives, THEN j starts (it never started before)
+    # WHEN j's first landing arrives, THEN j starts (it never started before); w waits for its window
     assert heartbeat.tick().started == ["j"]
     first_start = time.monotonic()
     heartbeat.wait_for_runs()
 
-    # WHEN more land on j within its interval, and q's load lands in two parts a tick apart,
-    # THEN both wait, saying why and until when
+    # WHEN more land on j within its interval, q's table gets a commit, and w a second file,
+    # THEN all three wait, saying why and until when
     heartbeat.drop_trigger_file("in", "batch2")
-    heartbeat.drop_trigger_file("load", "part1")
+    commit(load, 1)
+    heartbeat.drop_trigger_file("win", "w2")
     assert heartbeat.tick().started == []
     waiting = shown(heartbeat, "q")
-    assert waiting["reason"].startswith("quiet period: trigger_file:load changed ")
+    assert waiting["reason"].startswith(f"quiet period: delta_table:{load} changed ")
     assert waiting["reason"].endswith(f" ago, needs {QUIET} s") and waiting["earliest_start_at"] is not None
+    waiting = shown(heartbeat, "w")
+    assert waiting["reason"].startswith(f"outside its start window ({window}), opens ")
+    assert waiting["reason"].endswith(f"{opens:%H:%M} UTC")
+    assert datetime.fromisoformat(waiting["earliest_start_at"]) == opens
+    # WHEN the load goes on in two more commits a few seconds apart
     for name in ("batch3", "batch4", "batch5"):
         heartbeat.drop_trigger_file("in", name)
-    heartbeat.drop_trigger_file("load", "part2")
+    commit(load, 2)
+    time.sleep(2)
+    commit(load, 3)
     assert heartbeat.tick().started == []
-    second_part_seen = time.monotonic()
+    last_commit_seen = time.monotonic()
     waiting = shown(heartbeat, "j")
     assert waiting["reason"].startswith("minimum gap: started ")
-    assert waiting["reason"].endswith(f" ago, every {MIN_INTERVAL} s") and waiting["earliest_start_at"] is not None
+    assert waiting["reason"].endswith(" ago, every 1 min") and waiting["earliest_start_at"] is not None
 
-    # WHEN q's upstream stays quiet for its period, THEN q starts once, on the last part
-    time.sleep(max(0.0, second_part_seen + QUIET + 1 - time.monotonic()))
+    # WHEN q's table stays quiet for its period, THEN q starts once, on the last commit
+    time.sleep(max(0.0, last_commit_seen + QUIET + 1 - time.monotonic()))
     assert "q" in heartbeat.tick().started
     # WHEN j's interval has passed, THEN one run takes its four later landings
     time.sleep(max(0.0, first_start + MIN_INTERVAL + 1 - time.monotonic()))
-    heartbeat.tick()
+    started = heartbeat.tick().started
+    assert "j" in started
+    # WHEN w's window has opened, THEN w starts once, with both files that landed while it was closed
+    if "w" not in started:
+        time.sleep(max(0.0, (opens - datetime.now(timezone.utc)).total_seconds() + 1))
+        assert heartbeat.tick().started == ["w"]
     heartbeat.wait_for_runs()
     assert heartbeat.tick().started == []
 
@@ -74,7 +109,11 @@ def test_min_interval_takes_five_landings_in_two_runs_and_quiet_period_starts_on
     q_runs = heartbeat.job_runs("q")
     assert len(q_runs) == 1
     upstream = q_runs[0]["range"]["upstreams"][0]
-    assert upstream["from"] is None and "part2" in upstream["to"]["recent"]
+    assert upstream["from"] is None and upstream["to"]["version"] == 3
+    w_runs = heartbeat.job_runs("w")
+    assert len(w_runs) == 1
+    upstream = w_runs[0]["range"]["upstreams"][0]
+    assert upstream["from"] is None and set(upstream["to"]["recent"]) >= {"w1", "w2"}
 
 
 def test_max_range_two_after_a_failure_hands_five_pending_files_in_three_runs_whose_ranges_chain(

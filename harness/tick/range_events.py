@@ -13,6 +13,7 @@ version); the chain goes through those too.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from harness.sensors.change_events import MAX_EVENTS
@@ -22,21 +23,37 @@ RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "even
 RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at
 
 
-def _steps(detection: Mapping[str, Any]) -> list[str]:
-    """The watermarks a detection passed through, oldest first, ending at the one it found."""
-    steps = json.loads(detection["details"] or "{}").get("steps") if detection.get("details") else None
-    return [str(s) for s in steps] if steps else [detection["watermark_after"]]
+@dataclass(frozen=True)
+class _Detection:
+    """A detection event with its details read once."""
+
+    event_id: str
+    watermark_before: str | None
+    details: Mapping[str, Any]
+    steps: list[str]  # the watermarks it passed through, oldest first, ending at the one it found
 
 
-def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey, str], Mapping[str, Any]]:
+def _read(detection: Mapping[str, Any]) -> _Detection:
+    details = json.loads(detection["details"] or "{}") if detection.get("details") else {}
+    steps = details.get("steps")
+    return _Detection(
+        detection["event_id"],
+        detection["watermark_before"],
+        details,
+        [str(s) for s in steps] if steps else [detection["watermark_after"]],
+    )
+
+
+def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey, str], _Detection]:
     """Each row's detections by the watermark they found, and by each step inside them (the newest, should
     two have found the same)."""
-    newest: dict[tuple[RowKey, str], Mapping[str, Any]] = {}
+    newest: dict[tuple[RowKey, str], _Detection] = {}
     for detection in sorted(detections, key=lambda d: d["event_time"]):
         key = RowKey(detection["sensor_source"], detection["sensor_id"], detection["trigger_job_id"])
         if detection["watermark_after"]:
-            for step in _steps(detection):
-                newest[(key, step)] = detection
+            read = _read(detection)
+            for step in read.steps:
+                newest[(key, step)] = read
     return newest
 
 
@@ -53,7 +70,7 @@ def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRang
     out: dict[RowKey, RangeEvents] = {}
     for key, start, end in rows:
         chain, complete = _chain(newest, key, start, end)
-        described = [(json.loads(d["details"] or "{}"), covered) for d, covered in chain]
+        described = [(d.details, covered) for d, covered in chain]
         if not any("events" in d for d, _ in described):
             continue
         events = [e for d, covered in reversed(described) for e in _events_in(d, covered)]
@@ -73,24 +90,24 @@ def _events_in(details: Mapping[str, Any], covered: slice) -> list[Any]:
 
 
 def _chain(
-    newest: Mapping[tuple[RowKey, str], Mapping[str, Any]], key: RowKey, start: str | None, end: str | None
-) -> tuple[list[tuple[Mapping[str, Any], slice]], bool]:
+    newest: Mapping[tuple[RowKey, str], _Detection], key: RowKey, start: str | None, end: str | None
+) -> tuple[list[tuple[_Detection, slice]], bool]:
     """The detections from `end` back to `start`, newest first, each with the slice of its steps the range
     covers, and whether the chain reached `start`."""
-    chain: list[tuple[Mapping[str, Any], slice]] = []
+    chain: list[tuple[_Detection, slice]] = []
     seen: set[str] = set()
     current = end
     while current is not None and current != start:
         detection = newest.get((key, current))
-        if detection is None or detection["event_id"] in seen:
+        if detection is None or detection.event_id in seen:
             return chain, False
-        seen.add(detection["event_id"])
-        steps = _steps(detection)
+        seen.add(detection.event_id)
+        steps = detection.steps
         last = steps.index(current) + 1
         if start is not None and start in steps[: last - 1]:
             # the range starts inside this detection (a part of a range, max_range)
             chain.append((detection, slice(steps.index(start) + 1, last)))
             return chain, True
         chain.append((detection, slice(0, last)))
-        current = detection["watermark_before"]
+        current = detection.watermark_before
     return chain, current == start

@@ -8,12 +8,15 @@
 
 A test is `process` or `scenario` when marked so (a module's `pytestmark` or the test's own marker);
 otherwise `scenario` when it uses the `spark` fixture (directly or through another fixture), else
-`unit`. A unit test that starts Spark or a process fails, naming what to mark. The layers run in that
-order, so a broken rule shows in seconds; the summary prints each layer's total time.
+`unit`. A unit test that starts Spark or a process fails, naming what to mark. In one session the
+layers run in that order, so a broken rule shows in seconds. Spread over workers (`pytest -n 2`, the
+README's test command) they run in the reverse order, heaviest first, so that the short tests fill the
+end and both workers finish together. The summary prints each layer's total time.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections import defaultdict
 from typing import Any
@@ -33,10 +36,12 @@ def layer_of(item: pytest.Item) -> str:
 
 
 def assign(items: list[pytest.Item]) -> None:
-    """Mark every test with its layer and order the run unit, scenario, process (stable within each)."""
+    """Mark every test with its layer and order the run unit, scenario, process (stable within each);
+    on a pytest-xdist worker process, scenario, unit: its scheduler hands out files in this order."""
     for item in items:
         item.add_marker(layer_of(item))
-    items.sort(key=lambda item: LAYERS.index(layer_of(item)))
+    on_worker = "PYTEST_XDIST_WORKER" in os.environ
+    items.sort(key=lambda item: LAYERS.index(layer_of(item)) * (-1 if on_worker else 1))
 
 
 def guard_unit(item: pytest.Item, monkeypatch: pytest.MonkeyPatch) -> None:

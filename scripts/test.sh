@@ -4,7 +4,7 @@
 #
 # Without arguments: every test, on two workers (pytest-xdist), one per core. Each worker is a test
 # session of its own (its own SparkSession, metastore and servers) and takes whole test files, heaviest
-# layer first (tests/layers.py), so that files sharing a built scenario build it once and both workers
+# layer first (tests/layers.py; not reordered by their number of tests), so that files sharing a built scenario build it once and both workers
 # finish together. With arguments: one session of exactly those (for example `bash scripts/test.sh -m
 # unit`, or a test file).
 set -euo pipefail
@@ -15,4 +15,4 @@ pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15)
 if [ $# -gt 0 ]; then
   exec "${pytest[@]}" "$@"
 fi
-exec "${pytest[@]}" -n 2 --dist loadfile
+exec "${pytest[@]}" -n 2 --dist loadfile --no-loadscope-reorder

@@ -57,6 +57,7 @@ for _column in OPTIONAL_COLUMNS:
 # The sources whose rows may wait for partitions, and those whose changes carry tags (harness.vocabulary.KINDS).
 PARTITIONED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.partitions)
 TAGGED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.tags)
+_UNTAGGED_PARTITIONED = {s.value for s in PARTITIONED_SOURCES} - {s.value for s in TAGGED_SOURCES}
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
     "latest_event_fetched_timestamp",
@@ -137,7 +138,7 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             "partition_filter cannot be combined with upstream_key or preprocess_query: "
             "a row waits either for partitions or for data beyond its watermark"
         )
-    if tags and source in {s.value for s in PARTITIONED_SOURCES} - {s.value for s in TAGGED_SOURCES}:
+    if tags and source in _UNTAGGED_PARTITIONED:
         problems.append(
             f"tags need a table format whose changes carry them ({_choices_of(TAGGED_SOURCES)}); "
             f"a {source}'s changes have none"

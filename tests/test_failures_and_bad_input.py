@@ -112,11 +112,13 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
 def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_every_tick(
     heartbeat: HeartbeatHarness,
 ) -> None:
-    # GIVEN a job the local runner does not know, refused at its first start; refusals retried after 12 s
-    heartbeat.with_sections(runs={"refused_start_retry_seconds": 12, "refused_start_retry_max_seconds": 12})
+    # GIVEN a job the local runner does not know, refused at its first start; refusals retried after 20 s
+    # (longer than a tick takes on a busy machine)
+    heartbeat.with_sections(runs={"refused_start_retry_seconds": 20, "refused_start_retry_max_seconds": 20})
     heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
     heartbeat.drop_trigger_file("in", "batch1")
     assert heartbeat.tick().start_refused == ["ghost"]
+    refused_by = time.monotonic()
 
     # WHEN the next tick comes within the wait
     waiting = heartbeat.tick()
@@ -134,7 +136,7 @@ def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_ev
 
     # WHEN the cause is fixed and the wait has passed
     heartbeat.define_jobs("ghost")
-    time.sleep(12.5)
+    time.sleep(max(0.0, refused_by + 20.5 - time.monotonic()))
     assert heartbeat.decisions()["ghost"].reason.startswith("ready: new data on trigger_file:in; retrying the start")
 
     # THEN the next tick starts it, and the reason no longer mentions the refusal

@@ -32,8 +32,8 @@ from harness.state.event_files import EventFilter, LogFile, UnreadableFile, epoc
 
 log = logging.getLogger(__name__)
 
-INDEX_DAYS = 8  # today and the 7 days before: what `why` reads by default (7 d), `events` (24 h) and the report (2 d)
-FILES_PER_REFRESH = 5000  # a first refresh over a long log is spread over ticks, the newest files first
+INDEX_DAYS = 9  # today and the 8 days before: all that `why` reads by default (7 d, and the clock's slack)
+FILES_PER_REFRESH = 2000  # a first refresh of a long log: over several ticks (about 3 s each), newest first
 FILES_PER_TRANSACTION = 200
 VERSION = "1"
 _BUSY_SECONDS = 10.0  # a reader's transaction or the tick's refresh holds the file at most a moment

@@ -258,15 +258,18 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
                     dropped_days=done.dropped_days,
                 )
 
-    with Step(report, "event index") as step:
-        indexed = index_events(config, today)
-        if indexed is not None:
-            step.done(
-                f"{indexed.indexed} files added, {indexed.removed} removed, {indexed.waiting} left for the next tick",
-                indexed=indexed.indexed,
-                removed=indexed.removed,
-                waiting=indexed.waiting,
-            )
+    if runtime.indexed_version != runtime.events.version:  # the log changed since this process's last refresh
+        with Step(report, "event index") as step:
+            indexed = index_events(config, today)
+            if indexed is not None:
+                runtime.indexed_version = runtime.events.version if not indexed.waiting else None
+                step.done(
+                    f"{indexed.indexed} files added, {indexed.removed} removed, {indexed.waiting} left for "
+                    "the next tick",
+                    indexed=indexed.indexed,
+                    removed=indexed.removed,
+                    waiting=indexed.waiting,
+                )
 
 
 def index_events(config: Config, today: date) -> event_index.Refresh | None:

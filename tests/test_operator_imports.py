@@ -1,6 +1,7 @@
 """`status`, `why` and `events` answer in a blink: they import nothing heavy (no Spark, dbt, sensors,
-pandas, Kafka, the event writer, and no pyarrow when the event index holds the log's files). What a process imports is only seen in a fresh interpreter, so this
-is a `process` test: one `python -c` that runs the three commands and prints what is loaded."""
+pandas, Kafka, the event writer, and no pyarrow when the event index holds the log's files). What a
+process imports is only seen in a fresh interpreter, so this is a `process` test: one `python -c` that
+runs the three commands and prints what is loaded."""
 
 from __future__ import annotations
 

@@ -7,7 +7,11 @@ The commands that read the event log run twice: over the log's files alone (a lo
 yet), then with the event index a tick leaves (harness.state.event_index), whose refresh is timed too:
 the first one over the whole log, and a tick's, after one more append.
 
+`--source DIR` runs the commands of another checkout (its `harness` package) on the same kind of state,
+for a before/after.
+
     .venv/bin/python bench/status_bench.py --rows 2000
+    .venv/bin/python bench/status_bench.py --rows 2000 --source ../older-checkout
 """
 
 from __future__ import annotations
@@ -131,13 +135,13 @@ def append(folder: Path, batch: list[dict[str, Any]], at: datetime, t: int) -> N
     os.utime(file, (at.timestamp(), at.timestamp()))
 
 
-def timed(config: Path, *args: str, repeat: int) -> tuple[float, float, int]:
+def timed(config: Path, *args: str, repeat: int, source: Path = PROJECT) -> tuple[float, float, int]:
     seconds, lines = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
         out = subprocess.run(
             [sys.executable, "-m", "harness", "--config", str(config), *args],
-            cwd=PROJECT,
+            cwd=source,
             capture_output=True,
             text=True,
             check=True,
@@ -153,6 +157,7 @@ def main() -> None:
     p.add_argument("--ticks", type=int, default=1440, help="event-log appends (one a minute: a day)")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--keep", action="store_true", help="keep the synthetic state folder")
+    p.add_argument("--source", type=Path, default=PROJECT, help="the checkout whose commands run")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="status-bench-"))
     try:
@@ -169,7 +174,8 @@ def run(root: Path, args: argparse.Namespace) -> None:
     config.write_text(f"state_dir: {state}\n")
     print(
         f"state: {args.rows} rows, {args.rows // 3 + (args.rows % 3 > 0)} jobs, {args.ticks} event files "
-        f"({args.ticks * 20} events); median / max of {args.repeat} runs, each a new process"
+        f"({args.ticks * 20} events); median / max of {args.repeat} runs, each a new process; "
+        f"harness from {args.source}"
     )
     reading = [
         ("why --job job_00001", ["why", "--job", "job_00001"], args.repeat),
@@ -183,10 +189,10 @@ def run(root: Path, args: argparse.Namespace) -> None:
         ("status --state failed", ["status", "--state", "failed"], args.repeat),
         ("status --json", ["status", "--json"], args.repeat),
     ]:
-        show(name, timed(config, *cmd, repeat=repeat))
+        show(name, timed(config, *cmd, repeat=repeat, source=args.source))
     print(" the event log's files alone (no event index):")
     for name, cmd, repeat in reading:
-        show(name, timed(config, *cmd, repeat=repeat))
+        show(name, timed(config, *cmd, repeat=repeat, source=args.source))
     today = datetime.now(timezone.utc).date()
     started = time.perf_counter()
     first = refresh_index(state, today)
@@ -197,14 +203,14 @@ def run(root: Path, args: argparse.Namespace) -> None:
     refresh_index(state, today)
     print(f"  a tick's refresh after one more append: {time.perf_counter() - started:.3f} s")
     for name, cmd, repeat in reading:
-        show(name, timed(config, *cmd, repeat=repeat))
+        show(name, timed(config, *cmd, repeat=repeat, source=args.source))
     baseline = subprocess.run(
         [
             sys.executable,
             "-c",
             "import time; t=time.perf_counter(); import harness.commands.cli; print(time.perf_counter()-t)",
         ],
-        cwd=PROJECT,
+        cwd=args.source,
         capture_output=True,
         text=True,
         check=True,

@@ -59,6 +59,7 @@ CREATE TABLE events (
     row TEXT NOT NULL,
     PRIMARY KEY (file_id, position)
 );
+CREATE INDEX files_by_day ON files (day);
 CREATE INDEX events_by_time ON events (event_time);
 CREATE INDEX events_by_job ON events (trigger_job_id, event_time);
 """
@@ -167,7 +168,10 @@ def _read(
 ) -> Indexed:
     listed = {f.name: f for f in files}
     covered: dict[int, str] = {}
-    for file_id, name, size, mtime, error in db.execute("SELECT file_id, name, size, mtime_ns, error FROM files"):
+    first = min((f.day for f in files), default=date.max).isoformat()  # only the listed days' files
+    for file_id, name, size, mtime, error in db.execute(
+        "SELECT file_id, name, size, mtime_ns, error FROM files WHERE day >= ?", (first,)
+    ):
         file = listed.get(name)
         if file is not None and (file.size, file.mtime_ns) == (size, mtime):
             covered[file_id] = name

@@ -38,7 +38,7 @@ class EventFilter:
 class LogFile:
     """One file of the log: its name relative to the table's folder, its day, size and modification time."""
 
-    path: Path
+    path: str
     name: str  # `event_date=YYYY-MM-DD/part-….parquet`, or `part-….parquet` in the table's own folder
     day: date
     size: int
@@ -57,7 +57,7 @@ def log_files(folder: Path, first_day: date) -> list[LogFile]:
                     continue
                 stat = entry.stat()
                 modified = day or datetime.fromtimestamp(stat.st_mtime, timezone.utc).date()
-                files.append(LogFile(Path(entry.path), prefix + entry.name, modified, stat.st_size, stat.st_mtime_ns))
+                files.append(LogFile(entry.path, prefix + entry.name, modified, stat.st_size, stat.st_mtime_ns))
     return sorted(files, key=lambda f: f.name)
 
 

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 INDEX_DAYS = 9  # today and the 8 days before: all that `why` reads by default (7 d, and the clock's slack)
 FILES_PER_REFRESH = 2000  # a first refresh of a long log: over several ticks (about 3 s each), newest first
 FILES_PER_TRANSACTION = 200
-VERSION = "1"
+VERSION = "1"  # of the tables below: an index of another version is made anew
 _BUSY_SECONDS = 10.0  # a reader's transaction or the tick's refresh holds the file at most a moment
 
 _SCHEMA = """
@@ -46,6 +46,7 @@ CREATE TABLE files (
     day TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    columns TEXT NOT NULL,
     error TEXT
 );
 CREATE TABLE events (
@@ -56,12 +57,13 @@ CREATE TABLE events (
     trigger_job_id TEXT,
     sensor_source TEXT,
     sensor_id TEXT,
-    row TEXT NOT NULL,
+    row_values TEXT NOT NULL,
     PRIMARY KEY (file_id, position)
 );
 CREATE INDEX files_by_day ON files (day);
 CREATE INDEX events_by_time ON events (event_time);
 CREATE INDEX events_by_job ON events (trigger_job_id, event_time);
+CREATE INDEX events_by_type ON events (event_type, event_time);
 """
 
 
@@ -111,9 +113,10 @@ def _add(db: sqlite3.Connection, files: Sequence[LogFile]) -> None:
             read.append((file, [], str(exc)))
     with _transaction(db):
         for file, events, error in read:
+            columns = list(events[0]) if events else []
             cursor = db.execute(
-                "INSERT INTO files (name, day, size, mtime_ns, error) VALUES (?, ?, ?, ?, ?)",
-                (file.name, file.day.isoformat(), file.size, file.mtime_ns, error),
+                "INSERT INTO files (name, day, size, mtime_ns, columns, error) VALUES (?, ?, ?, ?, ?, ?)",
+                (file.name, file.day.isoformat(), file.size, file.mtime_ns, json.dumps(columns), error),
             )
             db.executemany(
                 "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -126,7 +129,7 @@ def _add(db: sqlite3.Connection, files: Sequence[LogFile]) -> None:
                         e.get("trigger_job_id"),
                         e.get("sensor_source"),
                         e.get("sensor_id"),
-                        json.dumps(e, default=_encode, separators=(",", ":")),
+                        json.dumps([e[c] for c in columns], default=_encode, separators=(",", ":")),
                     )
                     for position, e in enumerate(events)
                 ],
@@ -167,14 +170,14 @@ def _read(
     db: sqlite3.Connection, files: Sequence[LogFile], since: datetime, wanted: EventFilter, limit: int
 ) -> Indexed:
     listed = {f.name: f for f in files}
-    covered: dict[int, str] = {}
+    covered: dict[int, tuple[str, list[str]]] = {}  # file id: its name and columns
     first = min((f.day for f in files), default=date.max).isoformat()  # only the listed days' files
-    for file_id, name, size, mtime, error in db.execute(
-        "SELECT file_id, name, size, mtime_ns, error FROM files WHERE day >= ?", (first,)
+    for file_id, name, size, mtime, columns, error in db.execute(
+        "SELECT file_id, name, size, mtime_ns, columns, error FROM files WHERE day >= ?", (first,)
     ):
         file = listed.get(name)
         if file is not None and (file.size, file.mtime_ns) == (size, mtime):
-            covered[file_id] = name
+            covered[file_id] = (name, json.loads(columns))
             if error is not None:
                 log.warning("skipped %s in the event log: %s", name, error)
     conditions: list[str] = ["e.event_time >= ?"]
@@ -189,17 +192,19 @@ def _read(
         conditions.append("instr(e.sensor_source || ':' || e.sensor_id, ?) > 0")
         args.append(wanted.upstream)
     cursor = db.execute(
-        "SELECT e.file_id, e.position, e.event_time, f.name, e.row FROM events AS e JOIN files AS f USING (file_id) "
+        "SELECT e.file_id, e.position, e.event_time, f.name, e.row_values FROM events AS e "
+        "JOIN files AS f USING (file_id) "
         f"WHERE {' AND '.join(conditions)} ORDER BY e.event_time DESC, f.name DESC, e.position DESC",
         args,
     )
     events = []
-    for file_id, position, event_time, name, row in cursor:
+    for file_id, position, event_time, name, values in cursor:
         if file_id in covered:
-            events.append(((event_time, name, position), json.loads(row, object_hook=_decode)))
+            event = dict(zip(covered[file_id][1], json.loads(values, object_hook=_decode)))
+            events.append(((event_time, name, position), event))
             if limit and len(events) == limit:
                 break
-    return Indexed(frozenset(covered.values()), events)
+    return Indexed(frozenset(name for name, _ in covered.values()), events)
 
 
 class _open_for_writing:

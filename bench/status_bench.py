@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -135,10 +136,12 @@ def append(folder: Path, batch: list[dict[str, Any]], at: datetime, t: int) -> N
     os.utime(file, (at.timestamp(), at.timestamp()))
 
 
-def timed(config: Path, *args: str, repeat: int, source: Path = PROJECT) -> tuple[float, float, int]:
-    seconds, lines = [], 0
+def timed(config: Path, *args: str, repeat: int, source: Path = PROJECT) -> tuple[float, float, int, float]:
+    """Median and max wall seconds, the output's lines, and the median CPU seconds of the process (user +
+    system: what the command costs, much less moved than its wall time by other work on the machine)."""
+    seconds, cpu, lines = [], [], 0
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _children_cpu()
         out = subprocess.run(
             [sys.executable, "-m", "harness", "--config", str(config), *args],
             cwd=source,
@@ -147,8 +150,14 @@ def timed(config: Path, *args: str, repeat: int, source: Path = PROJECT) -> tupl
             check=True,
         ).stdout
         seconds.append(time.perf_counter() - start)
+        cpu.append(_children_cpu() - used)
         lines = len(out.splitlines())
-    return statistics.median(seconds), max(seconds), lines
+    return statistics.median(seconds), max(seconds), lines, statistics.median(cpu)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -216,17 +225,21 @@ def run(root: Path, args: argparse.Namespace) -> None:
         check=True,
     ).stdout.strip()
     print(f"  (importing harness.commands.cli alone: {float(baseline):.2f} s)")
-    empty = []
+    empty, empty_cpu = [], []
     for _ in range(args.repeat):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _children_cpu()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         empty.append(time.perf_counter() - start)
-    print(f"  (`python -c pass`, the floor of any command: {statistics.median(empty):.2f} s median)")
+        empty_cpu.append(_children_cpu() - used)
+    print(
+        f"  (`python -c pass`, the floor of any command: {statistics.median(empty):.2f} s median, "
+        f"{statistics.median(empty_cpu):.2f} s CPU)"
+    )
 
 
-def show(name: str, figures: tuple[float, float, int]) -> None:
-    median, worst, lines = figures
-    print(f"  {name:<38} {median:6.2f} s median  {worst:6.2f} s max  {lines:5d} lines")
+def show(name: str, figures: tuple[float, float, int, float]) -> None:
+    median, worst, lines, cpu = figures
+    print(f"  {name:<38} {median:6.2f} s median  {worst:6.2f} s max  {cpu:6.2f} s CPU  {lines:5d} lines")
 
 
 if __name__ == "__main__":

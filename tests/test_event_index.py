@@ -20,8 +20,8 @@ from harness.state import event_index, event_reader
 from harness.state.event_files import PARTITION_PREFIX
 from harness.state.layout import StateLayout
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
-TODAY = NOW.date()
+NOW = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)  # the log's "now": mid-day,
+TODAY = NOW.date()  # so that its days do not depend on the hour the tests run
 
 
 def write_file(folder: Path, name: str, events: list[dict[str, Any]]) -> Path:

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from harness.config import PROJECT_DIR, ConfigError, EventsSettings, config_from_mapping
+from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import EVENT_SCHEMA, EventLog
-from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
+from harness.state.event_reader import EVENTS_TABLE
 from harness.state.tables import CONTROL_TABLE
 from harness.tick import fold, retention
 from tests.support import HeartbeatHarness, control_row

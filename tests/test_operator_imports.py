@@ -1,6 +1,7 @@
 """`status`, `why` and `events` answer in a blink: they import nothing heavy (no Spark, dbt, sensors,
-pandas, Kafka, the event writer). What a process imports is only seen in a fresh interpreter, so this
-is a `process` test: one `python -c` that runs the three commands and prints what is loaded."""
+pandas, Kafka, the event writer, and no pyarrow when the event index holds the log's files). What a
+process imports is only seen in a fresh interpreter, so this is a `process` test: one `python -c` that
+runs the three commands and prints what is loaded."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.state.event_reader import refresh_index
+
 HEAVY = (
+    "pyarrow",
     "pyspark",
     "py4j",
     "dbt",
@@ -45,11 +49,13 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {h.split(".
 @pytest.mark.process
 def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: Path) -> None:
     """A process of its own: the modules a command imports are only visible in a fresh interpreter."""
-    # GIVEN a state folder with a snapshot, a health record and an event log of one file
+    # GIVEN a state folder with a snapshot, a health record and an event log of one file, indexed as a
+    # tick leaves it
     state = tmp_path / "state"
     state.mkdir()
     write_event_file(tmp_path / "events")
     (state / "events.location").write_text(str(tmp_path / "events"))
+    assert refresh_index(state, datetime.now(timezone.utc).date()) is not None
     (state / "status.json").write_text(
         json.dumps({"written_at": "2026-11-22T12:00:00+00:00", "tick_id": "t1", "jobs": [], "rows": []})
     )

@@ -12,7 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.commands import cli, operator
-from harness.state import event_reader
+from harness.state import event_index, event_reader
+from harness.state.event_files import EventFilter, log_files
 from tests.support import HeartbeatHarness, control_row
 
 LONG_ID = "landing/" + "a_very_long_folder_name_" * 3 + "end"
@@ -131,6 +132,26 @@ def test_events_filters_by_type_and_upstream_and_prints_json_lines(
         hb.config.state_dir, event_reader.EventQuery(event_reader.parse_since("1d"), limit=0)
     )
     assert sorted(e["event_id"] for e in everything) == sorted(e["event_id"] for e in hb.events())
+
+
+def test_a_tick_leaves_every_file_of_its_event_log_in_the_event_index_which_reads_as_the_files_do(
+    ticked: tuple[HeartbeatHarness, str],
+) -> None:
+    hb, _ = ticked
+    state, index = hb.config.state_dir, hb.config.layout.events_index
+    folder = event_reader.events_folder(state)
+    query = event_reader.EventQuery(event_reader.parse_since("1d"), limit=0)
+    files = log_files(folder, query.since.date())
+    # THEN the ticks left every file Spark wrote in the index
+    indexed = event_index.indexed_events(index, folder, files, query.since, EventFilter(), 0)
+    assert indexed is not None and files and indexed.covered == {f.name for f in files}
+    # AND the events read through it are the files' own, value for value
+    through_index = event_reader.read_events(state, query)
+    index.rename(index.with_name("aside"))
+    try:
+        assert through_index == event_reader.read_events(state, query)
+    finally:
+        index.with_name("aside").rename(index)
 
 
 def test_dry_run_prints_the_job_that_would_start_with_its_range_and_writes_nothing(

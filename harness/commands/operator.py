@@ -107,7 +107,7 @@ def cmd_events(config: Config, args: argparse.Namespace) -> int:
         config,
         event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types, limit=args.limit),
     )
-    if not events and _unknown_job(_snapshot(config), args.job):
+    if not events and args.job is not None and _unknown_job(_snapshot(config), args.job):
         print(
             f"job {args.job} is not in the control table (as of the last tick) and has no events since "
             f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; check trigger_job_id in the controls CSV"

@@ -22,7 +22,8 @@ from pyspark.sql.types import DateType, StringType, StructField, StructType, Tim
 
 from harness.config import LOCAL_CATALOG, Config
 from harness.platform.literal_rows import literal_select
-from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN, record_location
+from harness.state.event_files import PARTITION_COLUMN
+from harness.state.event_reader import EVENTS_TABLE, record_location
 from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)

@@ -1,14 +1,14 @@
-"""Reading the event log without Spark, for `events`, `why` and `report`.
+"""Reading the event log without Spark, for `events`, `why`, `report`, publications and their sensor.
 
-The event table (harness.state.event_log) is a folder of files: Spark's parquet tables on the embedded default
-(one file per append, each committed by one rename, so every file a reader lists is whole; an
-interrupted append leaves only a `_temporary` folder, which is skipped like every name starting with
-`_` or `.`), or a Delta table (read through its log with delta-rs, so only committed files count).
+The event table (harness.state.event_log) is a folder of files: Spark's parquet tables on the embedded
+default (harness.state.event_files: one file per append, each whole once listed), or a Delta table
+(read through its log with delta-rs, so only committed files count).
 Its folder is recorded in `<state>/events.location` each time a heartbeat opens the log, so these
 reads need neither Spark nor the metastore, and work while a heartbeat holds the state.
 
-Reads are bounded: a file written before `since` holds only events older than `since` (an event's
-time is taken before its file is written), so those files are not opened at all, and at most `limit`
+Reads are bounded: only the day folders from `since` on are listed; the events of the files the event
+index holds as they are come from the index (harness.state.event_index: no parquet opened, no pyarrow
+imported); a file written before `since` holds only older events and is not opened; at most `limit`
 events are returned (the newest).
 """
 
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
@@ -27,14 +25,22 @@ from urllib.parse import unquote, urlparse
 
 from harness.durations import parse_duration
 from harness.errors import HeartbeatError
+from harness.state import event_index
+from harness.state.event_files import (
+    EventFilter,
+    LogFile,
+    UnreadableFile,
+    epoch_micros,
+    file_events,
+    log_files,
+    times_as_utc_naive,
+)
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
 
 log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "heartbeat_events"
-PARTITION_COLUMN = "event_date"  # the event table is partitioned by the UTC date of event_time
-PARTITION_PREFIX = f"{PARTITION_COLUMN}="  # its day folders
 DEFAULT_SINCE = "24h"
 DEFAULT_LIMIT = 500
 _CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the same clock; some slack anyway
@@ -69,6 +75,10 @@ class EventQuery:
     event_types: Sequence[str] = ()
     limit: int = DEFAULT_LIMIT
 
+    @property
+    def wanted(self) -> EventFilter:
+        return EventFilter(job_id=self.job_id, event_types=tuple(self.event_types), upstream=self.upstream)
+
 
 def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
     """The folder the last heartbeat recorded; without a record, the table's default folder in the
@@ -88,26 +98,29 @@ def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
     return Path(unquote(parsed.path))
 
 
+def refresh_index(state_dir: Path, today: date, schema_folder: Path | None = None) -> event_index.Refresh | None:
+    """The tick's refresh of the event index (harness.state.event_index), for a parquet log in a local
+    folder; None for a Delta log, or one only Spark reads."""
+    try:
+        folder = events_folder(state_dir, schema_folder)
+    except HeartbeatError:
+        return None
+    if not folder.is_dir() or (folder / "_delta_log").is_dir():
+        return None
+    return event_index.refresh(StateLayout(state_dir).events_index, folder, today)
+
+
 def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None = None) -> list[dict[str, Any]]:
-    """Matching events, oldest first; the newest `query.limit` of them.
-
-    Filtered in Arrow with no Python value handed to pyarrow: pyarrow converts a Python value (and a
-    timestamp with a time zone) through its pandas shim, and importing pandas alone costs an operator's
-    command about 0.4 s. Texts are matched as patterns, the time as an integer read from bytes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = _read_table(events_folder(state_dir, schema_folder), query)
-    if table is None or table.num_rows == 0:
+    """Matching events, oldest first; the newest `query.limit` of them (0: all)."""
+    folder = events_folder(state_dir, schema_folder)
+    if not folder.is_dir():
         return []
-    table = _times_as_utc_naive(table)
-    since = query.since.astimezone(timezone.utc).replace(tzinfo=None)
-    mask = pc.greater_equal(
-        table["event_time"].cast(pa.timestamp("us")).cast(pa.int64()), _int64_scalar(_epoch_micros(since))
-    )
-    rows = table.filter(mask).to_pylist()  # a null (a column without a value) drops the row
-    rows.sort(key=lambda r: r["event_time"])
-    rows = rows[-query.limit :] if query.limit else rows
+    if (folder / "_delta_log").is_dir():
+        found = _delta_events(folder, query)
+    else:
+        found = _parquet_events(StateLayout(state_dir).events_index, folder, query)
+    found.sort(key=lambda keyed: keyed[0])
+    rows = [event for _, event in (found[-query.limit :] if query.limit else found)]
     for row in rows:
         for name, value in row.items():
             if isinstance(value, datetime):
@@ -115,125 +128,63 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
     return rows
 
 
-def _filter_columns(query: EventQuery) -> list[str]:
-    """The columns the query's filters other than the time read."""
-    columns = ["trigger_job_id"] if query.job_id is not None else []
-    columns += ["event_type"] if query.event_types else []
-    return columns + (["sensor_source", "sensor_id"] if query.upstream else [])
+Keyed = tuple[tuple[int, str, int], dict[str, Any]]  # ((event time, file, position), event): the log's order
 
 
-def _matching(table: Any, query: EventQuery) -> Any:
-    """The rows the query's filters other than the time keep (a mask), or None when it has none."""
-    import pyarrow.compute as pc
-
-    masks = []
-    if query.job_id is not None:
-        masks.append(pc.match_substring_regex(table["trigger_job_id"], f"^{re.escape(query.job_id)}$"))
-    if query.event_types:
-        types = "|".join(re.escape(t) for t in query.event_types)
-        masks.append(pc.match_substring_regex(table["event_type"], f"^(?:{types})$"))
-    if query.upstream:
-        label = pc.binary_join_element_wise(table["sensor_source"], table["sensor_id"], _text_scalar(":"))
-        masks.append(pc.match_substring(label, query.upstream))
-    if not masks:
-        return None
-    mask = masks[0]
-    for more in masks[1:]:
-        mask = pc.and_(mask, more)
-    return mask
-
-
-def _times_as_utc_naive(table: Any) -> Any:
-    """Every timestamp column as UTC without a zone (the same instants; read back as UTC)."""
-    import pyarrow as pa
-
-    for i, field in enumerate(table.schema):
-        if pa.types.is_timestamp(field.type) and field.type.tz is not None:
-            table = table.set_column(i, field.name, table.column(i).cast(pa.timestamp(field.type.unit)))
-    return table
-
-
-def _epoch_micros(when: datetime) -> int:
-    return (when - datetime(1970, 1, 1)) // timedelta(microseconds=1)
-
-
-def _int64_scalar(value: int) -> Any:
-    """An Arrow int64 scalar made from its bytes (see read_events: no Python value through pyarrow)."""
-    import pyarrow as pa
-
-    return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(struct.pack("<q", value))])[0]
-
-
-def _text_scalar(text: str) -> Any:
-    """An Arrow string scalar made from its bytes (as _int64_scalar)."""
-    import pyarrow as pa
-
-    data = text.encode()
-    offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
-    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
-
-
-def _read_table(folder: Path, query: EventQuery) -> Any:
-    """The events of the files that may hold events since `query.since`, of them only those the query's
-    other filters (job, type, upstream) keep."""
-    import pyarrow as pa
-
-    if not folder.is_dir():
-        return None
-    if (folder / "_delta_log").is_dir():
-        from deltalake import DeltaTable
-
-        table = DeltaTable(str(folder)).to_pyarrow_table()
-        matching = _matching(table, query)
-        return table if matching is None else table.filter(matching)
+def _parquet_events(index: Path, folder: Path, query: EventQuery) -> list[Keyed]:
+    """The events of the files that may hold events since `query.since`: from the event index for the
+    files it holds as they are (no parquet opened), from their parquet for the others."""
     oldest = query.since - _CLOCK_SLACK
-    files = [
-        file
-        for day in _day_folders(folder, oldest.date())
-        for file in sorted(day.iterdir())
-        if file.is_file() and not file.name.startswith(("_", ".")) and file.stat().st_mtime >= oldest.timestamp()
-    ]
-    if not files:
-        return None
-    # File by file on a few threads (the reads release the GIL), with pyarrow.parquet's file reader (not
-    # pyarrow.dataset, a large import); a file that is not whole parquet is skipped alone.
-    with ThreadPoolExecutor(max_workers=min(4, len(files))) as pool:
-        tables = [t for t in pool.map(lambda file: _read_file(file, query), files) if t is not None]
-    return pa.concat_tables(tables, promote_options="default") if tables else None
+    files = log_files(folder, oldest.date())
+    indexed = event_index.indexed_events(index, folder, files, query.since, query.wanted, query.limit)
+    covered = indexed.covered if indexed is not None else frozenset()
+    # a file written before `since` holds only older events (an event's time is taken before its file is written)
+    unread = [f for f in files if f.name not in covered and f.mtime_ns >= oldest.timestamp() * 1e9]
+    found = list(indexed.events) if indexed is not None else []
+    if not unread:
+        return found
+    since = epoch_micros(query.since)
+    # File by file on a few threads (the reads release the GIL); a file that is not whole parquet is skipped alone.
+    with ThreadPoolExecutor(max_workers=min(4, len(unread))) as pool:
+        for file, events in zip(unread, pool.map(lambda f: _events_of(f, query.wanted), unread)):
+            found.extend(
+                ((epoch_micros(e["event_time"]), file.name, position), e)
+                for position, e in enumerate(events)
+                if isinstance(e.get("event_time"), datetime) and epoch_micros(e["event_time"]) >= since
+            )
+    return found
 
 
-def _read_file(file: Path, query: EventQuery) -> Any:
-    """The file's events that the query's filters by job, type or upstream keep; None when it is not whole
-    parquet or none match. Only the filters' columns are read first (one file per append: a day of ticks a
-    minute is 1,440 files, and most hold no event of a given job)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
+def _events_of(file: LogFile, wanted: EventFilter) -> list[dict[str, Any]]:
     try:
-        parquet = pq.ParquetFile(file)
-        columns = _filter_columns(query)
-        if not columns:
-            return parquet.read()
-        matching = _matching(parquet.read(columns=columns), query)
-        return parquet.read().filter(matching) if pc.any(matching).as_py() else None
-    except (pa.ArrowInvalid, OSError) as exc:  # not a whole parquet file: never taken as events
+        return file_events(file, wanted)
+    except UnreadableFile as exc:
         log.warning("skipped %s in the event log: %s", file.name, exc)
-        return None
+        return []
 
 
-def _day_folders(folder: Path, first_day: date) -> list[Path]:
-    """The table's folder (an event log written before it was partitioned) and its day folders
-    (`event_date=YYYY-MM-DD`) from `first_day` on: only the days asked for are listed."""
-    days = [folder]
-    for child in sorted(folder.glob(f"{PARTITION_PREFIX}*")):
-        try:
-            day = date.fromisoformat(child.name.removeprefix(PARTITION_PREFIX))
-        except ValueError:
-            continue
-        if child.is_dir() and day >= first_day:
-            days.append(child)
-    return days
+def _delta_events(folder: Path, query: EventQuery) -> list[Keyed]:
+    """A Delta log's events, read through its log with delta-rs (only committed files count)."""
+    from deltalake import DeltaTable
+
+    since = epoch_micros(query.since)
+    found = []
+    for position, event in enumerate(times_as_utc_naive(DeltaTable(str(folder)).to_pyarrow_table()).to_pylist()):
+        at = event.get("event_time")
+        if isinstance(at, datetime) and epoch_micros(at) >= since and _keeps(query.wanted, event):
+            found.append(((epoch_micros(at), "", position), event))
+    return found
+
+
+def _keeps(wanted: EventFilter, event: dict[str, Any]) -> bool:
+    if wanted.job_id is not None and event.get("trigger_job_id") != wanted.job_id:
+        return False
+    if wanted.event_types and event.get("event_type") not in wanted.event_types:
+        return False
+    if wanted.upstream:
+        source, sensor_id = event.get("sensor_source"), event.get("sensor_id")
+        return source is not None and sensor_id is not None and wanted.upstream in f"{source}:{sensor_id}"
+    return True
 
 
 def plain(event: dict[str, Any]) -> dict[str, Any]:

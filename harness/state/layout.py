@@ -109,3 +109,9 @@ class StateLayout:
     @property
     def dbt_logs(self) -> Path:
         return local_folder(self.root) / "dbt_logs"
+
+    @property
+    def events_index(self) -> Path:
+        """The event log's recent files and their events, for the readers without Spark (a cache:
+        harness.state.event_index)."""
+        return local_folder(self.root) / "events.index.sqlite"

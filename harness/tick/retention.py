@@ -26,8 +26,9 @@ from pathlib import Path
 
 from harness.config import Config
 from harness.platform import dbt_runner
+from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import create_statement
-from harness.state.event_reader import EVENTS_TABLE, PARTITION_COLUMN
+from harness.state.event_reader import EVENTS_TABLE
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
 from harness.tick.runtime import Runtime

@@ -11,24 +11,29 @@
   6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
      dbt work and reads no table (harness.state.tables);
-  7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.tick.retention).
+  7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.tick.retention);
+  8. add the files this tick appended to the event index, which `why` and `events` read
+     (harness.state.event_index).
 Every tick's outcome goes to the health record (`status` shows failing ticks).
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 import uuid
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Callable
 
 from harness.config import Config
 from harness.errors import DbtError, root_cause
 from harness.faults import crash_point, tick_started
 from harness.jobs import publish
+from harness.state import event_index
 from harness.state.event_log import Event
+from harness.state.event_reader import refresh_index
 from harness.state.status_files import record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, retention
@@ -252,6 +257,29 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
                     kept=done.kept,
                     dropped_days=done.dropped_days,
                 )
+
+    if runtime.indexed_version != runtime.events.version:  # the log changed since this process's last refresh
+        with Step(report, "event index") as step:
+            indexed = index_events(config, today)
+            if indexed is not None:
+                runtime.indexed_version = runtime.events.version if not indexed.waiting else None
+                step.done(
+                    f"{indexed.indexed} files added, {indexed.removed} removed, {indexed.waiting} left for "
+                    "the next tick",
+                    indexed=indexed.indexed,
+                    removed=indexed.removed,
+                    waiting=indexed.waiting,
+                )
+
+
+def index_events(config: Config, today: date) -> event_index.Refresh | None:
+    """The event index's refresh; it is a cache, so a failure is said and the tick goes on (the readers
+    then read the files it lacks from their parquet)."""
+    try:
+        return refresh_index(config.state_dir, today, config.warehouse_dir / f"{config.schema}.db")
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("the event index was not refreshed (%s): `why` and `events` read the files it lacks", exc)
+        return None
 
 
 def snapshot(runtime: Runtime, tick_id: str) -> None:

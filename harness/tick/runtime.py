@@ -37,6 +37,7 @@ class Runtime:
     backend: JobBackend
     sensors: dict[SensorSource, Sensor]
     views_built: bool = False  # the process's first dbt build (re)creates every view
+    indexed_version: int | None = None  # the event log's version the event index was last refreshed at
 
     @classmethod
     def open(cls, config: Config, *, parse_ahead: bool = False) -> "Runtime":

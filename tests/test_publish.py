@@ -1,5 +1,5 @@
 """Producer-registered changes: `python -m harness publish`, `harness.publish.publish`, and the tables a
-job's successful run publishes (`publish.on_success`), triggering rows of source kind `published`."""
+job's successful run publishes (`publications.on_success`), triggering rows of source kind `published`."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None
 def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_what_its_job_writes(
     heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN job producer writes lake.orders (publish.on_success) and job consumer is fed by lake.orders
+    # GIVEN job producer writes lake.orders (publish.on_success in heartbeat.yml) and job consumer is fed by lake.orders
     heartbeat.write_controls(
         [control_row("trigger_file", "in", "producer"), control_row("published", "lake.orders", "consumer")]
     )

@@ -7,9 +7,9 @@ its details a Data Change Event: table, partition values, snapshot id, operation
 same table and snapshot id always give the same event id, and an id already in the log is not
 appended again, so publishing twice is one event. Without a snapshot id every publication is new.
 
-`publish(...)` and a `publish` command made while a heartbeat holds the state write the publication to
-`<state>/inbox/published/` (one file, named by its id, written atomically); the next tick appends it
-before sensing. The command records it at once when the state is free.
+`publish(...)` and the `publish` command write the publication to `<state>/inbox/published/` (one file,
+named by its id, written atomically), with or without a heartbeat running: the next tick appends it
+before sensing (harness.tick.publications).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.config import Config, PublishSettings, load_config
+from harness.config import Config, load_config
 from harness.errors import HeartbeatError
 from harness.partition_filter import COLUMN_NAME, parse_filter
 from harness.sensors.published import PUBLICATION_WINDOW
-from harness.state.event_log import Event, EventLog, now
+from harness.state.event_log import Event, now
 from harness.state.event_reader import EventQuery, read_events
 from harness.state.layout import StateLayout
 from harness.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
@@ -162,14 +162,6 @@ def enqueue(state_dir: Path, publication: Publication) -> Path:
     return path
 
 
-def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
-    folder = StateLayout(state_dir).published_inbox
-    if not folder.is_dir():
-        return []
-    out = [(path, Publication.from_record(json.loads(path.read_text()))) for path in folder.glob("*.json")]
-    return sorted(out, key=lambda item: item[1].event_time)
-
-
 def recorded(state_dir: Path, publication: Publication) -> bool:
     """Whether the event log already holds this publication (a snapshot published before), read from the
     log's files without Spark. False when they cannot be read here: the tick records each id once anyway."""
@@ -185,40 +177,6 @@ def recorded(state_dir: Path, publication: Publication) -> bool:
         return any(e["event_id"] == publication.publication_id for e in read_events(state_dir, query))
     except HeartbeatError:
         return False
-
-
-# --- recording -------------------------------------------------------------------------------------
-def new_events(events: EventLog, publications: Sequence[Publication]) -> list[Event]:
-    """The events of the publications whose id the log does not hold yet (each id once), to append."""
-    unique = list({p.publication_id: p for p in publications}.values())
-    known = events.existing_ids(
-        [p.publication_id for p in unique], EventType.CHANGE_PUBLISHED, PUBLICATION_WINDOW.days + 1
-    )
-    return [p.event() for p in unique if p.publication_id not in known]
-
-
-def apply_queued(events: EventLog, state_dir: Path) -> int:
-    """Append the queued publications (each once), then remove their files; returns how many were new."""
-    items = queued(state_dir)
-    appended = events.append(new_events(events, [p for _, p in items]))
-    for path, _ in items:
-        path.unlink(missing_ok=True)
-    return appended
-
-
-def on_success(settings: PublishSettings, events: Sequence[Event]) -> list[Publication]:
-    """For each successful run (RUN_SUCCEEDED, MANUAL_COMPLETE) of a job with `publish.on_success`,
-    a publication of each table it writes; the run id is the snapshot id, so a run publishes once."""
-    runs = {
-        (e.row.trigger_job_id, e.run_id)
-        for e in events
-        if e.row is not None and e.run_id and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
-    }
-    return [
-        Publication(table, snapshot_id=run_id, tags={"job_id": job_id, "run_id": run_id})
-        for job_id, run_id in sorted(runs)
-        for table in settings.on_success.get(job_id, [])
-    ]
 
 
 def publish(

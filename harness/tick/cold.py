@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 from harness.config import Config
 from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
-from harness.jobs import publish
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.state.status_files import plain_record, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
-from harness.tick import inbox, retention
+from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id
 from harness.tick.freshness import stale_rows
 from harness.tick.runtime import build_backend
@@ -90,7 +89,7 @@ def run(config: Config, report: TickReport) -> Handover | None:
 def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) -> Handover | None:
     """What a warm tick does, from a current snapshot, up to the first thing to record or start."""
     with Step(report, "requests") as step:
-        queued = len(inbox.pending(config.state_dir)) + len(publish.queued(config.state_dir))
+        queued = len(inbox.pending(config.state_dir)) + len(publications.queued(config.state_dir))
         if queued:
             return Handover(f"{queued} requests or publications queued")
         step.done("0 applied", applied=0)

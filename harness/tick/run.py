@@ -2,7 +2,7 @@
 
   1. requests: apply `complete` / `retry` requests and publications queued in the inbox;
   2. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
-     the tables its job writes, `publish.on_success`), find hand-made successes of failed jobs;
+     the tables its job writes, `publications.on_success`), find hand-made successes of failed jobs;
   3. fold: bring the control table up to date (dbt), only when something changed (harness.tick.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
@@ -30,13 +30,12 @@ from typing import Callable
 from harness.config import Config
 from harness.errors import DbtError, root_cause
 from harness.faults import crash_point, tick_started
-from harness.jobs import publish
 from harness.state import event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import refresh_index
 from harness.state.status_files import record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
-from harness.tick import cold, fold, inbox, retention
+from harness.tick import cold, fold, inbox, publications, retention
 from harness.tick.freshness import freshness_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
@@ -50,7 +49,7 @@ log = logging.getLogger("harness.tick.run")
 def apply_requests(runtime: Runtime) -> int:
     """The queued publications and `complete` / `retry` requests (a request that finds no run of its job
     to close is said and dropped)."""
-    published = publish.apply_queued(runtime.events, runtime.config.state_dir)
+    published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
         return published
@@ -71,7 +70,7 @@ def apply_requests(runtime: Runtime) -> int:
 
 def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
     """`events` and, in the same append, the publications of the successful runs among them."""
-    return events + publish.new_events(runtime.events, publish.on_success(runtime.config.publish, events))
+    return events + publications.new_events(runtime.events, publications.on_success(runtime.config.publish, events))
 
 
 def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:

@@ -64,6 +64,7 @@ def test_databricks_target_parses_without_a_workspace(tmp_path: Path) -> None:
         "heartbeat_control_table",
         "heartbeat_sensing_eligibility",
         "heartbeat_trigger_set",
+        "heartbeat_trigger_set_as_if",
         "heartbeat_open_runs",
     }
     assert models["heartbeat_control_table"]["config"]["incremental_strategy"] == "merge"

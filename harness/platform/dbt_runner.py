@@ -35,6 +35,9 @@ _manifests: dict[str, Manifest] = {}
 _invocation = threading.Lock()
 
 
+AS_IF_CONTROL_TABLE = "heartbeat_as_if_control_table"  # the temporary view heartbeat_trigger_set_as_if reads
+
+
 @dataclass(frozen=True)
 class DbtOutcome:
     seconds: float
@@ -58,6 +61,7 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
         "heartbeat_open_run_days": config.runs.track_days,
         "heartbeat_refused_start_retry_seconds": config.runs.refused_start_retry_seconds,
         "heartbeat_refused_start_retry_max_seconds": config.runs.refused_start_retry_max_seconds,
+        "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
         **extra,
     }
 

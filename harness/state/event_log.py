@@ -232,7 +232,7 @@ class EventLog:
             "WHERE event_type = :type AND array_contains(:jobs, trigger_job_id)" + recent,
             args={"type": EventType.DATA_CHANGED.value, "jobs": list(job_ids)},
         )
-        return [r.asDict() for r in frame.collect()]
+        return frame.toArrow().to_pylist()  # type: ignore[no-any-return]  # through Arrow: a fraction of Rows' cost
 
     def existing_ids(self, event_ids: Sequence[str], event_type: EventType, days: int) -> set[str]:
         """Which of `event_ids` (events of `event_type`) the log holds from the last `days` days (only

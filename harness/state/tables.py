@@ -11,7 +11,6 @@ reading is kept only until the earliest of those times. Tables are read through 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +21,7 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from harness.config import Config
 from harness.controls import DIGEST_PROPERTY, SEED
+from harness.platform.dbt_runner import AS_IF_CONTROL_TABLE
 from harness.platform.literal_rows import literal_rows
 from harness.state.event_log import Event
 from harness.vocabulary import ControlRow, EventType, RowKey, control_row, utc
@@ -29,10 +29,10 @@ from harness.vocabulary import ControlRow, EventType, RowKey, control_row, utc
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
+TRIGGER_SET_AS_IF = "heartbeat_trigger_set_as_if"  # compiled, never built: its SQL runs here
 OPEN_RUNS = "heartbeat_open_runs"
 KEY_COLUMNS = tuple(f.name for f in fields(RowKey))  # a control row's key
 ROW_ORDER = ("trigger_job_id", "sensor_source", "sensor_id")  # the order the control table is read in
-DRY_RUN_VIEW = "heartbeat_dry_run_control_table"
 DETECTED_SCHEMA = StructType(
     [
         StructField(name, TimestampType() if name == "dry_detected_at" else StringType())
@@ -223,19 +223,20 @@ class Tables:
         then: a refused start may be retried, a quiet period, a minimum gap or a closed window ends)."""
         return next_change(self._trigger_set())
 
-    def _compiled_trigger_set(self) -> Path | None:
-        return next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET}.sql"), None)
+    def _compiled_as_if(self) -> Path | None:
+        return next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET_AS_IF}.sql"), None)
 
     def can_decide_as_if(self) -> bool:
-        """Whether job_decisions_as_if can answer: dbt compiled the trigger set in this state's target
+        """Whether job_decisions_as_if can answer: dbt compiled the as-if trigger set in this state's target
         folder (a full build does) and the control table is there."""
-        return self._compiled_trigger_set() is not None and self.exists(CONTROL_TABLE)
+        return self._compiled_as_if() is not None and self.exists(CONTROL_TABLE)
 
     def job_decisions_as_if(self, detections: Sequence[Detection]) -> list[JobDecision] | None:
         """The trigger set's decisions over the control table as `detections` would leave it, without
-        writing anything: the trigger set's own compiled SQL (dbt's target folder) run over a temporary
-        view. None when dbt has not compiled the model yet in this state's target folder."""
-        compiled = self._compiled_trigger_set()
+        writing anything: the compiled SQL of heartbeat_trigger_set_as_if (the trigger set's rules over the
+        temporary view AS_IF_CONTROL_TABLE, dbt's target folder) run over that view. None when dbt has
+        not compiled it yet in this state's target folder."""
+        compiled = self._compiled_as_if()
         if compiled is None or not self.exists(CONTROL_TABLE):
             return None
         frame = self.spark.table(self.config.table(CONTROL_TABLE))
@@ -260,9 +261,8 @@ class Tables:
                 )
                 .select(*columns)
             )
-        frame.createOrReplaceTempView(DRY_RUN_VIEW)
-        sql = re.sub(rf"[\w`.]*\b{CONTROL_TABLE}\b`?", DRY_RUN_VIEW, compiled.read_text())
-        return [JobDecision.of(r) for r in records(self.spark.sql(sql).orderBy("trigger_job_id"))]
+        frame.createOrReplaceTempView(AS_IF_CONTROL_TABLE)
+        return [JobDecision.of(r) for r in records(self.spark.sql(compiled.read_text()).orderBy("trigger_job_id"))]
 
     def open_runs(self) -> list[OpenRunRow]:
         """The open run requests. The view reads the events from the oldest trigger the control table

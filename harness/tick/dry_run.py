@@ -1,7 +1,8 @@
 """`python -m harness tick --dry-run`: what a tick would do now, doing none of it.
 
-It senses every eligible row (the same checks as a tick), then asks the trigger set's own SQL which
-jobs would start over the control table as those detections would leave it (harness.state.tables), and
+It senses every eligible row (the same checks as a tick), then asks the trigger set's rules which jobs
+would start over the control table as those detections would leave it (the model
+heartbeat_trigger_set_as_if, the query a tick starts its jobs by: harness.state.tables), and
 prints each such job with its change range. It appends no event, starts no run, and folds nothing:
 when events wait to be folded, it says so (the next tick folds them first, which may change the answer).
 """

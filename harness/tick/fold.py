@@ -8,8 +8,9 @@ When a fold is needed:
   - events were appended since the last successful fold (EventLog.unfolded, kept across a kill).
 Otherwise a tick does no dbt work at all.
 
-What is built: a full build selects every heartbeat model; later ones only the control table, the one
-table (the eligibility, trigger set and open runs are views over it and the events).
+What is built: a full build selects every heartbeat model (and compiles heartbeat_trigger_set_as_if,
+whose SQL the tick runs itself); later ones only the control table, the one table (the eligibility,
+trigger set and open runs are views over it and the events).
 A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.controls, the
 rules the seed's data tests state), so a bad file never reaches the seed. `dbt build` and `dbt test`
 run the data tests (the CSV's, and what the models make of any input: a key unique in the control
@@ -33,13 +34,14 @@ from harness.platform import dbt_runner
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
 from harness.state.layout import StateLayout
-from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET
+from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, TRIGGER_SET_AS_IF
 from harness.tick.runtime import Runtime
 from harness.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 
-ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+heartbeat_open_runs"]
+# The as-if trigger set is compiled, never built (its SQL reads a temporary view: Tables.job_decisions_as_if).
+ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+heartbeat_open_runs", TRIGGER_SET_AS_IF]
 NO_TESTS = ["--exclude-resource-type", "unit_test", "--exclude-resource-type", "test"]
 
 

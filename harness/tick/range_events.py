@@ -57,28 +57,45 @@ def _by_watermark(detections: Sequence[Mapping[str, Any]]) -> dict[tuple[RowKey,
     return newest
 
 
+class DetectionIndex:
+    """A log's detections, each read once, by the row and the watermark (or step) it found: what the
+    ranges of every run a tick starts are looked up in."""
+
+    def __init__(self, detections: Sequence[Mapping[str, Any]]) -> None:
+        self._newest = _by_watermark(detections)
+
+    def reach_their_starts(self, rows: Sequence[RowRange]) -> bool:
+        """Whether these detections hold every row's chain back to its range's start (else older ones are
+        needed)."""
+        return all(_chain(self._newest, key, start, end)[1] for key, start, end in rows)
+
+    def range_events(self, rows: Sequence[RowRange]) -> dict[RowKey, RangeEvents]:
+        """Per row whose detections describe change events (table sources), the events of its range, oldest
+        first (at most MAX_EVENTS, the newest); rows of other sources are left out."""
+        out: dict[RowKey, RangeEvents] = {}
+        for key, start, end in rows:
+            chain, complete = _chain(self._newest, key, start, end)
+            described = [(d.details, covered) for d, covered in chain]
+            if not any("events" in d for d, _ in described):
+                continue
+            events = [e for d, covered in reversed(described) for e in _events_in(d, covered)]
+            not_listed = sum(int(d.get("events_not_listed", 0)) for d, _ in described) + max(
+                0, len(events) - MAX_EVENTS
+            )
+            out[key] = {"events": events[-MAX_EVENTS:], "events_complete": complete and not_listed == 0}
+            if not_listed:
+                out[key]["events_not_listed"] = not_listed
+        return out
+
+
 def reach_their_starts(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> bool:
-    """Whether these detections hold every row's chain back to its range's start (else older ones are needed)."""
-    newest = _by_watermark(detections)
-    return all(_chain(newest, key, start, end)[1] for key, start, end in rows)
+    """DetectionIndex.reach_their_starts over `detections`."""
+    return DetectionIndex(detections).reach_their_starts(rows)
 
 
 def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> dict[RowKey, RangeEvents]:
-    """Per row whose detections describe change events (table sources), the events of its range, oldest
-    first (at most MAX_EVENTS, the newest); rows of other sources are left out."""
-    newest = _by_watermark(detections)
-    out: dict[RowKey, RangeEvents] = {}
-    for key, start, end in rows:
-        chain, complete = _chain(newest, key, start, end)
-        described = [(d.details, covered) for d, covered in chain]
-        if not any("events" in d for d, _ in described):
-            continue
-        events = [e for d, covered in reversed(described) for e in _events_in(d, covered)]
-        not_listed = sum(int(d.get("events_not_listed", 0)) for d, _ in described) + max(0, len(events) - MAX_EVENTS)
-        out[key] = {"events": events[-MAX_EVENTS:], "events_complete": complete and not_listed == 0}
-        if not_listed:
-            out[key]["events_not_listed"] = not_listed
-    return out
+    """DetectionIndex.range_events over `detections`."""
+    return DetectionIndex(detections).range_events(rows)
 
 
 def _events_in(details: Mapping[str, Any], covered: slice) -> list[Any]:

@@ -6,8 +6,9 @@
   3. fold: bring the control table up to date (dbt), only when something changed (harness.tick.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
-  5. start the jobs the trigger set marks ready: its own SQL over the control table as this tick's
-     detections leave it (Tables.job_decisions_as_if), so that they need no fold of their own;
+  5. start the jobs the trigger set marks ready: its rules over the control table as this tick's
+     detections leave it (the model heartbeat_trigger_set_as_if, Tables.job_decisions_as_if), so that
+     they need no fold of their own;
   6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
      dbt work and reads no table (harness.state.tables);

@@ -33,7 +33,7 @@ from harness.redact import redact
 from harness.refresh.change_range import ChangeRange, UpstreamRange
 from harness.state.event_log import Event, EventLog, now
 from harness.state.tables import OpenRunRow
-from harness.tick.range_events import RangeEvents, range_events, reach_their_starts
+from harness.tick.range_events import DetectionIndex, RangeEvents
 from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
 
 log = logging.getLogger(__name__)
@@ -119,19 +119,20 @@ MAX_DETECTION_DAYS = 448  # then 8 and 64 times as far back, then in the whole l
 
 
 def describe_ranges(events: EventLog, runs: Sequence[OpenRun]) -> None:
-    """Attach to each run the change events of its rows' ranges: one read of the log's detections."""
+    """Attach to each run the change events of its rows' ranges: one read of the log's detections, indexed
+    once for every run."""
     if not runs:
         return
     jobs = sorted({run.job_id for run in runs})
     ranges = [(r.key, r.from_watermark, r.to_watermark) for run in runs for r in run.rows]
     days: int | None = RECENT_DETECTION_DAYS
     while True:  # the log is read from recent days back, only as far as the oldest range needs
-        detections = events.detections(jobs, days)
-        if days is None or reach_their_starts(detections, ranges):
+        index = DetectionIndex(events.detections(jobs, days))
+        if days is None or index.reach_their_starts(ranges):
             break
         days = days * 8 if days < MAX_DETECTION_DAYS else None
     for run in runs:
-        run.change_events = range_events(detections, [(r.key, r.from_watermark, r.to_watermark) for r in run.rows])
+        run.change_events = index.range_events([(r.key, r.from_watermark, r.to_watermark) for r in run.rows])
 
 
 def _row_events(

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from harness.config import PROJECT_DIR
+from harness.platform.dbt_runner import AS_IF_CONTROL_TABLE
 from harness.start_window import PATTERN
 from harness.vocabulary import EventType, JobState, ReadType, Status
 
@@ -39,3 +40,7 @@ def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -
         )
     )
     assert {flag for flags in event_types.values() for flag in flags} <= flags_read
+
+
+def test_the_as_if_trigger_sets_view_has_one_name_for_the_harness_and_a_hand_run_of_dbt() -> None:
+    assert dbt_vars()["heartbeat_as_if_control_table"] == AS_IF_CONTROL_TABLE

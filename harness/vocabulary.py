@@ -35,7 +35,7 @@ class SourceKind:
     tags: bool = False  # its change events carry tags: a row's `tags` can be matched
 
 
-# Every source kind: one line each (tests/test_source_kinds.py checks the dbt project and the docs list them).
+# Every source kind: one line each (tests/sensors/test_source_kinds.py checks the dbt project and the docs list them).
 KINDS: dict[SensorSource, SourceKind] = {
     SensorSource.DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
     SensorSource.LMU_DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),

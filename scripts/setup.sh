@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(openjdk-17-jre-headless postgresql-15 libpostgresql-jdbc-java libxerial-sqlite-jdbc-java procps
-              chromium)  # chromium: the report page is opened headless in tests/test_report_browser.py
+              chromium)  # chromium: the report page is opened headless in tests/views/test_dependency_graph.py
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

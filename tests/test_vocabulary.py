@@ -1,6 +1,6 @@
 """One vocabulary: the statuses, job states, read types and event types the harness uses
 (harness/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml).
-The source kinds: tests/test_source_kinds.py."""
+The source kinds: tests/sensors/test_source_kinds.py."""
 
 from __future__ import annotations
 

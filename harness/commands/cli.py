@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
-# imports Spark, dbt, the sensors or the event writer (tests/test_operator_imports.py holds it); the
+# imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
 from harness.commands import operator, refresh
 from harness.config import Config, load_config

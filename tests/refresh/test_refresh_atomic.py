@@ -5,7 +5,7 @@ rest, with every batch applied exactly once. Failures are injected at the materi
 inside phase 2 after the dataset's switch). Nothing of the materialization runs after its point, so what
 is on disk is what a kill there leaves, and the next run is a new dbt invocation: no process of its own is
 needed. That a kill inside one switch (a half-written version) leaves the old or the new version is the
-adapter's heartbeat_write_version, which tests/test_crash_safety.py kills in a process there. Also: wrong
+adapter's heartbeat_write_version, which tests/tick/test_crash_safety.py kills in a process there. Also: wrong
 parameters are compilation errors naming the model and the parameter, and the Delta statements
 (Databricks) compile and parse.
 """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.config import PROJECT_DIR
 from harness.state.event_reader import refresh_index
 
 HEAVY = (
@@ -68,7 +69,7 @@ def test_status_why_and_events_import_no_spark_dbt_sensors_or_pandas(tmp_path: P
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=PROJECT_DIR,
     ).stdout
     # THEN the events were read and none of the heavy modules was imported
     assert "RUN_STARTED" in out

@@ -1,6 +1,6 @@
 """What an operator reads: `status`, `why`, `events`, `tick --dry-run`, `report`, over one ticked state
 (a job that succeeded, a job whose run failed, a job waiting for a hard dependency). The logs of a
-heartbeat process and closed pipes: tests/test_run_loop.py."""
+heartbeat process and closed pipes: tests/commands/test_run_loop.py."""
 
 from __future__ import annotations
 

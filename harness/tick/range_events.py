@@ -88,16 +88,6 @@ class DetectionIndex:
         return out
 
 
-def reach_their_starts(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> bool:
-    """DetectionIndex.reach_their_starts over `detections`."""
-    return DetectionIndex(detections).reach_their_starts(rows)
-
-
-def range_events(detections: Sequence[Mapping[str, Any]], rows: Sequence[RowRange]) -> dict[RowKey, RangeEvents]:
-    """DetectionIndex.range_events over `detections`."""
-    return DetectionIndex(detections).range_events(rows)
-
-
 def _events_in(details: Mapping[str, Any], covered: slice) -> list[Any]:
     """A detection's events within the steps of it a range covers (one event per step when it lists its
     steps: a Delta version each), else all of them."""

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from harness.tick.range_events import range_events, reach_their_starts
+from harness.tick.range_events import DetectionIndex
 from harness.vocabulary import RowKey
 from tests.support import HeartbeatHarness, control_row
 
@@ -47,23 +47,31 @@ def test_range_lists_the_events_of_the_detections_between_its_watermarks_oldest_
         detection(3, "v3", "v4", [event(4)]),
     ]
     # WHEN the range from v1 to v4 is described, THEN it holds versions 2-4 only, complete
-    described = range_events(detections, [(ROW, "v1", "v4")])
+    described = DetectionIndex(detections).range_events([(ROW, "v1", "v4")])
     assert described[ROW] == {"events": [event(2), event(3), event(4)], "events_complete": True}
     # AND a range never consumed (from nothing) holds all of them
-    assert [e["snapshot_id"] for e in range_events(detections, [(ROW, None, "v4")])[ROW]["events"]] == [1, 2, 3, 4]
+    assert [e["snapshot_id"] for e in DetectionIndex(detections).range_events([(ROW, None, "v4")])[ROW]["events"]] == [
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
 def test_range_with_a_missing_detection_is_marked_incomplete() -> None:
     # GIVEN a log where the detection v1 -> v2 is missing (older than the log's retention)
     detections = [detection(2, "v2", "v3", [event(3)])]
     # WHEN the range from v1 to v3 is described, THEN it lists what it found and says it is incomplete
-    assert range_events(detections, [(ROW, "v1", "v3")])[ROW] == {"events": [event(3)], "events_complete": False}
+    assert DetectionIndex(detections).range_events([(ROW, "v1", "v3")])[ROW] == {
+        "events": [event(3)],
+        "events_complete": False,
+    }
 
 
 def test_range_of_a_source_without_change_events_has_no_events() -> None:
     # GIVEN a Kafka row's detections (no events in their details), WHEN described, THEN it is left out
     kafka = RowKey("kafka", "orders", "daily")
-    assert range_events([detection(1, None, "o1", key=kafka)], [(kafka, None, "o1")]) == {}
+    assert DetectionIndex([detection(1, None, "o1", key=kafka)]).range_events([(kafka, None, "o1")]) == {}
 
 
 def test_delta_partition_trigger_run_receives_the_change_events_of_its_range(
@@ -103,9 +111,9 @@ def test_range_handed_in_parts_starts_and_ends_inside_a_detection_at_its_steps()
     found["details"] = json.dumps({"files": ["a", "b", "c"], "steps": ["f1", "f2", "f3"]})
     later = detection(2, "f3", "f4", key=key)
     # WHEN parts of the range start or end at a step inside it, THEN the chain reaches their start
-    assert reach_their_starts([found, later], [(key, "f0", "f2"), (key, "f2", "f3"), (key, "f1", "f4")])
+    assert DetectionIndex([found, later]).reach_their_starts([(key, "f0", "f2"), (key, "f2", "f3"), (key, "f1", "f4")])
     # AND a start the chain does not pass through is still looked for further back
-    assert not reach_their_starts([found, later], [(key, "f9", "f2")])
+    assert not DetectionIndex([found, later]).reach_their_starts([(key, "f9", "f2")])
 
 
 def test_a_part_of_a_range_inside_a_detection_lists_only_its_own_change_events() -> None:
@@ -113,5 +121,11 @@ def test_a_part_of_a_range_inside_a_detection_lists_only_its_own_change_events()
     found = detection(1, "v0", "v3", [event(1), event(2), event(3)])
     found["details"] = json.dumps({"events": [event(1), event(2), event(3)], "steps": ["v1", "v2", "v3"]})
     # WHEN its parts v0 -> v2 and v2 -> v3 are described, THEN each lists the events of its versions, complete
-    assert range_events([found], [(ROW, "v0", "v2")])[ROW] == {"events": [event(1), event(2)], "events_complete": True}
-    assert range_events([found], [(ROW, "v2", "v3")])[ROW] == {"events": [event(3)], "events_complete": True}
+    assert DetectionIndex([found]).range_events([(ROW, "v0", "v2")])[ROW] == {
+        "events": [event(1), event(2)],
+        "events_complete": True,
+    }
+    assert DetectionIndex([found]).range_events([(ROW, "v2", "v3")])[ROW] == {
+        "events": [event(3)],
+        "events_complete": True,
+    }

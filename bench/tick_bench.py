@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.config import PROJECT_DIR, Config, LocalJob, SensingSettings  # noqa: E402
+from harness.config import PROJECT_DIR, Config, HeartbeatSettings, LocalJob, SensingSettings  # noqa: E402
 from harness.controls import USER_COLUMNS  # noqa: E402
 from harness.tick.steps import TickReport  # noqa: E402
 
@@ -188,7 +188,7 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
         state_dir=state,
         controls_csv=seeds / "heartbeat_controls.csv",
         trigger_root=triggers,
-        sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8),
+        settings=HeartbeatSettings(sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8)),
         local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)},
     )
     result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs}

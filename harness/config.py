@@ -25,7 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloa
 
 from harness.errors import ConfigError
 from harness.redact import register_secret
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
@@ -270,8 +270,21 @@ class DatabricksSettings(Settings):
 
 
 # --- the file ----------------------------------------------------------------------------------------
-class HeartbeatFile(SourceSections):
-    """Every key heartbeat.yml may hold: the sources' sections (`SourceSections`) and these."""
+class HeartbeatSettings(Settings):
+    """The sections of heartbeat.yml that set the heartbeat's own behaviour, each held as it was read:
+    at the top level of the file (`HeartbeatFile`), as `config.settings` in a Config."""
+
+    sensing: SensingSettings = SensingSettings()
+    runs: RunsSettings = RunsSettings()
+    events: EventsSettings = EventsSettings()
+    databricks: DatabricksSettings = DatabricksSettings()
+    freshness: FreshnessSettings = FreshnessSettings()
+    publish: PublishSettings = PublishSettings()
+
+
+class HeartbeatFile(SourceSections, HeartbeatSettings):
+    """Every key heartbeat.yml may hold: the sources' sections (`SourceSections`), the heartbeat's own
+    (`HeartbeatSettings`), and these, which a Config holds resolved."""
 
     state_dir: Path = Path("state")  # metastore, warehouse, local runs, lock, inbox
     backend: Literal["local", "databricks"] = "local"
@@ -285,27 +298,11 @@ class HeartbeatFile(SourceSections):
     project_dir: Path = PROJECT_DIR
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
-    sensing: SensingSettings = SensingSettings()
-    runs: RunsSettings = RunsSettings()
-    events: EventsSettings = EventsSettings()
     trigger_file: TriggerFileSettings = TriggerFileSettings()
     local_runner: LocalRunnerSettings = LocalRunnerSettings()
-    databricks: DatabricksSettings = DatabricksSettings()
-    freshness: FreshnessSettings = FreshnessSettings()
-    publish: PublishSettings = PublishSettings()
 
 
 LOCAL_CATALOG = "spark_catalog"
-# The sections of heartbeat.yml a Config holds as they were read (the other keys are resolved: paths made
-# absolute, defaults that depend on other keys filled in).
-SECTIONS = (
-    "sensing",
-    "runs",
-    "events",
-    "databricks",
-    "freshness",
-    "publish",
-)
 
 
 @dataclass(frozen=True)
@@ -322,16 +319,11 @@ class Config:
     spark_remote: str | None = None  # Spark Connect: `local` or `sc://...`; None for classic Spark
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     trigger_root: Path | None = None
-    sensing: SensingSettings = SensingSettings()
-    runs: RunsSettings = RunsSettings()
-    events: EventsSettings = EventsSettings()
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
     dbt_target_dir: Path | None = None
+    settings: HeartbeatSettings = HeartbeatSettings()  # sensing, runs, events, databricks, freshness, publish
     sources: SourceSections = SourceSections()  # each source kind's section, read by its sensor module
-    databricks: DatabricksSettings = DatabricksSettings()
     delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
-    freshness: FreshnessSettings = FreshnessSettings()
-    publish: PublishSettings = PublishSettings()
 
     @property
     def base_dir(self) -> Path:
@@ -480,8 +472,8 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         local_jobs=parsed.local_runner.jobs,
         dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
         delta_jars=delta_jars(),
+        settings=HeartbeatSettings(**{name: getattr(parsed, name) for name in HeartbeatSettings.model_fields}),
         sources=SourceSections(**{name: getattr(parsed, name) for name in SourceSections.model_fields}),
-        **{name: getattr(parsed, name) for name in SECTIONS},
     )
 
 

@@ -16,7 +16,15 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR, Config, HeartbeatFile, LocalJob, SensingSettings, SourceSections
+from harness.config import (
+    PROJECT_DIR,
+    Config,
+    HeartbeatFile,
+    HeartbeatSettings,
+    LocalJob,
+    SensingSettings,
+    SourceSections,
+)
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.state import tables
 from harness.tick import inbox
@@ -97,7 +105,7 @@ class HeartbeatHarness:
             schema=schema,
             controls_csv=seeds / "heartbeat_controls.csv",
             trigger_root=tmp_path / "triggers",
-            sensing=SensingSettings(check_timeout_seconds=30, max_parallel_checks=4),
+            settings=HeartbeatSettings(sensing=SensingSettings(check_timeout_seconds=30, max_parallel_checks=4)),
         )
         config.state_dir.mkdir()
         return cls(spark, config, tmp_path, runs_dir, monkeypatch)
@@ -125,8 +133,12 @@ class HeartbeatHarness:
         """Sections of heartbeat.yml (kafka, jdbc, databricks, ...), parsed as the file's would be."""
         parsed = HeartbeatFile.model_validate(sections)
         sources = {name: getattr(parsed, name) for name in sections if name in SourceSections.model_fields}
-        others = {name: getattr(parsed, name) for name in sections if name not in sources}
-        self.with_config(sources=self.config.sources.model_copy(update=sources), **others)
+        settings = {name: getattr(parsed, name) for name in sections if name in HeartbeatSettings.model_fields}
+        assert sources.keys() | settings.keys() == sections.keys(), "not a section a Config holds as read"
+        self.with_config(
+            sources=self.config.sources.model_copy(update=sources),
+            settings=self.config.settings.model_copy(update=settings),
+        )
 
     def write_config_file(self) -> Path:
         """heartbeat.yml for this heartbeat, for tests that go through the command line."""

@@ -56,7 +56,7 @@ from harness.errors import BackendError
 from harness.redact import redact, register_secret
 from harness.refresh.change_range import RANGE_FILE_KEY
 from harness.state.files import write_atomic
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.vocabulary import dumps
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class DatabricksBackend(JobBackend):
 
     def __init__(self, config: Config, client: WorkspaceClient | None = None) -> None:
         self.config = config
-        self.settings = config.databricks
+        self.settings = config.settings.databricks
         self._client = client
         self._lock = threading.Lock()
         self._unreachable_until = 0.0

@@ -138,7 +138,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
         events,
         job_ids=args.job or (),
         max_jobs=args.max_jobs,
-        publishes=config.publish.on_success,
+        publishes=config.settings.publish.on_success,
     )
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
     return 0

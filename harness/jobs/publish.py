@@ -28,7 +28,7 @@ from harness.partition_filter import COLUMN_NAME, parse_filter
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, now
 from harness.state.event_reader import EventQuery, read_events
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
 from harness.vocabulary import ControlRow, EventType, SensorSource, upstream_label
 

@@ -25,7 +25,7 @@ TOKEN_ENVS = ("DBT_ENV_SECRET_DATABRICKS_TOKEN", "DATABRICKS_TOKEN")
 
 def prepare(config: Config) -> None:
     """Put the host and dbt's token in this process's environment when they are not there yet."""
-    secret = config.databricks.dbt_token_secret
+    secret = config.settings.databricks.dbt_token_secret
     need_token = bool(secret) and not any(os.environ.get(name) for name in TOKEN_ENVS)
     need_host = not os.environ.get(HOST_ENV)
     if not (need_token or need_host):

@@ -54,13 +54,13 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
     return {
         "heartbeat_catalog": config.catalog,
         "heartbeat_schema": config.schema,
-        "heartbeat_databricks_http_path": config.databricks.dbt_http_path,
+        "heartbeat_databricks_http_path": config.settings.databricks.dbt_http_path,
         # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which
         # an absolute seed path would turn into the CSV itself.
         "heartbeat_seeds_dir": str(config.controls_csv.parent.relative_to(config.project_dir)),
-        "heartbeat_open_run_days": config.runs.track_days,
-        "heartbeat_refused_start_retry_seconds": config.runs.refused_start_retry_seconds,
-        "heartbeat_refused_start_retry_max_seconds": config.runs.refused_start_retry_max_seconds,
+        "heartbeat_open_run_days": config.settings.runs.track_days,
+        "heartbeat_refused_start_retry_seconds": config.settings.runs.refused_start_retry_seconds,
+        "heartbeat_refused_start_retry_max_seconds": config.settings.runs.refused_start_retry_max_seconds,
         "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
         **extra,
     }

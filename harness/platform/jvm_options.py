@@ -84,7 +84,7 @@ def train(state_dir: Path) -> None:
     """Run what a tick runs on a session of its own (in `state_dir`); the JVM writes the archive as it exits."""
     from harness.config import PROJECT_DIR, Config
     from harness.platform.spark import get_spark
-    from harness.state.layout import StateLayout
+    from harness.state_layout import StateLayout
 
     spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
     for statement in TRAINING_SQL:

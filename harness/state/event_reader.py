@@ -36,7 +36,7 @@ from harness.state.event_files import (
     times_as_utc_naive,
 )
 from harness.state.files import write_atomic
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 
 log = logging.getLogger(__name__)
 

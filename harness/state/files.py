@@ -8,28 +8,12 @@ logs and target folder) lives in a folder on the node's local disk instead (`loc
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Callable
 
-VOLUMES_ROOT = "/Volumes/"
-
-
-def on_volume(path: Path) -> bool:
-    """The folder is on a Unity Catalog volume."""
-    return str(path).startswith(VOLUMES_ROOT)
-
-
-def local_folder(state_dir: Path) -> Path:
-    """Where the state folder's appended and locked files live: the state folder itself, or for one on a
-    volume a folder of the node's local disk named after it (gone with the node: logs and caches only)."""
-    if not on_volume(state_dir):
-        return state_dir
-    digest = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"heartbeat-{digest}"
+from harness.state_layout import on_volume
 
 
 def append_line(path: Path, line: str, keep_lines: int) -> None:

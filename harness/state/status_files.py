@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.faults import crash_point
-from harness.state.files import append_line, on_volume, write_atomic
-from harness.state.layout import StateLayout
+from harness.state.files import append_line, write_atomic
+from harness.state_layout import StateLayout, on_volume
 from harness.vocabulary import ControlRow, control_row
 
 if TYPE_CHECKING:

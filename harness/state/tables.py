@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
@@ -127,18 +127,17 @@ def records(frame: DataFrame) -> list[dict[str, Any]]:
     return frame.toArrow().to_pylist()  # type: ignore[no-any-return]
 
 
+class LogVersions(Protocol):
+    """What the readings are kept by (the event log, harness.state.event_log.EventLog)."""
+
+    version: int  # moves whenever the event log changes
+    folds: int  # moves whenever what dbt built may have changed
+
+
 class Tables:
-    def __init__(
-        self,
-        spark: SparkSession,
-        config: Config,
-        version: Callable[[], int] | None = None,
-        folds: Callable[[], int] | None = None,
-    ) -> None:
-        """`version` changes whenever the event log changes, `folds` whenever what dbt built may have
-        changed (`version` stands for both when `folds` is not given); without them nothing is kept."""
-        self.spark, self.config = spark, config
-        self._version, self._folds = version, folds or version
+    def __init__(self, spark: SparkSession, config: Config, log: LogVersions | None = None) -> None:
+        """Readings are kept while `log`'s counters stand still; without a `log` nothing is kept."""
+        self.spark, self.config, self._log = spark, config, log
         self._kept: dict[str, tuple[int, datetime, Any]] = {}
 
     def keep(
@@ -150,9 +149,9 @@ class Tables:
     ) -> None:
         """Readings taken elsewhere (a current status snapshot: harness.tick.cold), kept as if read now:
         the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
-        if self._folds is None or self._version is None:
+        if self._log is None:
             return
-        folds, version = self._folds(), self._version()
+        folds, version = self._log.folds, self._log.version
         rows = [control_row(r) for r in control_table]
         for key, value, counter in (
             (CONTROL_TABLE, control_table, folds),
@@ -176,10 +175,9 @@ class Tables:
     ) -> T:
         """The reading kept under `key` while what it reads is the same (what dbt built, or with `of_log`
         the event log itself) and `until` its value has not passed."""
-        counter = self._version if of_log else self._folds
-        if counter is None:
+        if self._log is None:
             return read()
-        version, hit = counter(), self._kept.get(key)
+        version, hit = (self._log.version if of_log else self._log.folds), self._kept.get(key)
         if hit is not None and hit[0] == version and datetime.now(timezone.utc) < hit[1]:
             return hit[2]  # type: ignore[no-any-return]
         value = read()

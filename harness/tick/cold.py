@@ -100,7 +100,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         if any(run.run_id is None for run in runs):
             return Handover("a start to confirm")
         backend = build_backend(config)
-        tracked = track_runs(runs, backend, config.runs.stuck_after_seconds)
+        tracked = track_runs(runs, backend, config.settings.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(list(rows.values()), backend)
         if tracked.events or recovered:
             return Handover(f"{len(tracked.events) + len(recovered)} run events to record")

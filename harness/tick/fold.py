@@ -33,8 +33,8 @@ from harness.errors import ControlsError
 from harness.platform import dbt_runner
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
-from harness.state.layout import StateLayout
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, TRIGGER_SET_AS_IF
+from harness.state_layout import StateLayout
 from harness.tick.runtime import Runtime
 from harness.vocabulary import EventType
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from harness.errors import HeartbeatError
 from harness.state.event_log import Event
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.tick.triggering import manual_events
 from harness.vocabulary import ControlRow, EventType
 

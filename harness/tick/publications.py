@@ -12,7 +12,7 @@ from harness.config import PublishSettings
 from harness.jobs.publish import Publication
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, EventLog
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.vocabulary import EventType
 
 

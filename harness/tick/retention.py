@@ -30,7 +30,7 @@ from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import create_statement
 from harness.state.event_reader import EVENTS_TABLE
 from harness.state.files import write_atomic
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.tick.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def _write_record(runtime: Runtime, before: date | None, rewriting: bool) -> Non
 
 def due(config: Config, today: date) -> bool:
     """Retention is set and a day passed the limit since the last compaction (or one was interrupted)."""
-    keep_days = config.events.keep_days
+    keep_days = config.settings.events.keep_days
     if keep_days is None:
         return False
     before, rewriting = _record(config.state_dir)
@@ -77,7 +77,7 @@ def due(config: Config, today: date) -> bool:
 
 def compact(runtime: Runtime, today: date) -> Compaction | None:
     """Compact the days past `events.keep_days` (see the module's text); None when retention is off."""
-    keep_days = runtime.config.events.keep_days
+    keep_days = runtime.config.settings.events.keep_days
     if keep_days is None:
         return None
     started = time.monotonic()

@@ -71,7 +71,9 @@ def apply_requests(runtime: Runtime) -> int:
 
 def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
     """`events` and, in the same append, the publications of the successful runs among them."""
-    return events + publications.new_events(runtime.events, publications.on_success(runtime.config.publish, events))
+    return events + publications.new_events(
+        runtime.events, publications.on_success(runtime.config.settings.publish, events)
+    )
 
 
 def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:
@@ -148,7 +150,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())
         describe_ranges(runtime.events, [run for run in runs if run.run_id is None])  # re-sent as first sent
-        tracked = track_runs(runs, runtime.backend, config.runs.stuck_after_seconds)
+        tracked = track_runs(runs, runtime.backend, config.settings.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
         runtime.events.append(with_publications(runtime, tracked.events + recovered))
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
@@ -202,7 +204,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 
     if any(r.expected_within for r in rows):
         with Step(report, "freshness") as step:
-            missed = freshness_events(rows, sensed.events, config.freshness, config.base_dir)
+            missed = freshness_events(rows, sensed.events, config.settings.freshness, config.base_dir)
             runtime.events.append(missed)
             report.freshness_missed = len(missed)
             for e in missed:
@@ -225,7 +227,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         if ready:
             for row in as_detected(runtime.tables.control_rows(), found):
                 rows_by_job[row.key.trigger_job_id].append(row)
-        started = start_jobs(ready, rows_by_job, runtime.backend, runtime.events, config.runs.max_parallel_starts)
+        started = start_jobs(
+            ready, rows_by_job, runtime.backend, runtime.events, config.settings.runs.max_parallel_starts
+        )
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
         step.done(

@@ -48,5 +48,5 @@ class Runtime:
         events = EventLog(spark, config)
         if importing is not None:
             importing.join()
-        tables = Tables(spark, config, lambda: events.version, lambda: events.folds)
+        tables = Tables(spark, config, events)
         return cls(config, spark, events, tables, build_backend(config), build_registry(config))

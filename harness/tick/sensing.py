@@ -142,7 +142,7 @@ def sense(
     clock: Callable[[], float] = time.monotonic,
     at: datetime | None = None,
 ) -> SensingOutcome:
-    """Check every distinct upstream of `rows` once; return the events to append. Only `config.sensing`
+    """Check every distinct upstream of `rows` once; return the events to append. Only `config.settings.sensing`
     is read: each sensor has its own settings since the registry was built. `at` is the tick's time,
     which partition filters are relative to (default: now)."""
     outcome = SensingOutcome()
@@ -161,7 +161,7 @@ def sense(
             outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.source.value}"))
             continue
         checks.append(UpstreamCheck(sensor, upstream, group, at))
-    for check, result in _run_bounded(checks, spark, config.sensing, clock):
+    for check, result in _run_bounded(checks, spark, config.settings.sensing, clock):
         if isinstance(result, BaseException):
             outcome.events.extend(_error_events(check.rows, _describe(check.upstream, result)))
             continue

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.state import status_files
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.views import status
 from harness.views.watermarks import fit, when
 from harness.vocabulary import upstream_label

@@ -16,7 +16,7 @@ from harness.config import load_config
 from harness.errors import HeartbeatError, root_cause
 from harness.jobs import publish
 from harness.state import status_files
-from harness.state.layout import StateLayout
+from harness.state_layout import StateLayout
 from harness.tick.steps import Step, TickReport
 from harness.views import status
 

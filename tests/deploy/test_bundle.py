@@ -171,8 +171,8 @@ def test_each_wheel_task_is_handed_the_schema_and_volume_the_target_creates(targ
         assert config.table("heartbeat_events") == f"sales.{schema}.heartbeat_events", (job, target)
         assert str(config.state_dir) == f"/Volumes/sales/{schema}/state", (job, target)
         assert config.project_dir == PROJECT_DIR and config.table_format == "delta"
-        assert config.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
-        assert config.databricks.dbt_token_secret == "heartbeat/dbt_token"
+        assert config.settings.databricks.dbt_http_path == "/sql/1.0/warehouses/abc"
+        assert config.settings.databricks.dbt_token_secret == "heartbeat/dbt_token"
         assert dbt_vars(config)["heartbeat_catalog"] == "sales" and dbt_vars(config)["heartbeat_schema"] == schema
 
 

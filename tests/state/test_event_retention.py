@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config import PROJECT_DIR, ConfigError, EventsSettings, config_from_mapping
+from harness.config import PROJECT_DIR, ConfigError, config_from_mapping
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import EVENT_SCHEMA, EventLog
 from harness.state.event_reader import EVENTS_TABLE
@@ -46,7 +46,7 @@ def test_compaction_keeps_every_rows_state_and_archives_the_rest(heartbeat: Hear
     )
     heartbeat.define_jobs("good", "failing", "waiting")
     heartbeat.set_exit_code("failing", 1)
-    heartbeat.with_config(events=EventsSettings(keep_days=30))
+    heartbeat.with_sections(events={"keep_days": 30})
     heartbeat.drop_trigger_file("ok", "b1")
     heartbeat.drop_trigger_file("bad", "b1")
     heartbeat.drop_trigger_file("slow", "b1")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from harness import state_layout
 from harness.config import PROJECT_DIR, Config
-from harness.state import files
-from harness.state.layout import StateLayout
 from harness.state.lock import StateLock
 from harness.state.status_files import TickResult, read_ticks, record_tick
+from harness.state_layout import StateLayout
 
 pytestmark = pytest.mark.unit
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.unit
 def volume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder standing in for `/Volumes/`: what the harness writes there is checked for renames."""
     root = tmp_path / "Volumes"
-    monkeypatch.setattr(files, "VOLUMES_ROOT", f"{root}/")
+    monkeypatch.setattr(state_layout, "VOLUMES_ROOT", f"{root}/")
     return root / "main" / "heartbeat" / "state"
 
 
@@ -31,7 +31,7 @@ def test_on_a_volume_the_lock_and_dbts_files_are_on_local_disk(volume: Path) -> 
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=volume)
     lock = StateLock(volume)
     for path in (lock.path, config.dbt_log_path, config.dbt_target_path):
-        assert not str(path).startswith(files.VOLUMES_ROOT), path
+        assert not str(path).startswith(state_layout.VOLUMES_ROOT), path
     with lock:
         assert lock.path.read_text().startswith("heartbeat")
         assert not volume.exists() or not any(volume.iterdir())  # nothing was written on the volume

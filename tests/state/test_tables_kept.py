@@ -23,7 +23,7 @@ class CountingTables(Tables):
     """Tables whose reads are counted, with no Spark behind them."""
 
     def __init__(self, config: Config, counters: Counters) -> None:
-        super().__init__(None, config, lambda: counters.version, lambda: counters.folds)  # type: ignore[arg-type]
+        super().__init__(None, config, counters)  # type: ignore[arg-type]
         self.reads: Counter[str] = Counter()
 
     def exists(self, name: str) -> bool:
@@ -66,6 +66,6 @@ def test_a_reading_is_kept_until_a_fold_and_the_open_runs_until_an_append(config
 
 def test_without_a_version_nothing_is_kept(config: Config) -> None:
     tables = CountingTables(config, Counters())
-    tables._version = tables._folds = None
+    tables._log = None
     tables.control_table(), tables.control_table()
     assert tables.reads == {CONTROL_TABLE: 2}

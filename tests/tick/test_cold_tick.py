@@ -177,7 +177,7 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
 
     # THEN the full tick's tables answer from the snapshot, with no Spark query, until the next fold
     events = FoldCounters()
-    tables = Tables(NoSpark(), left.config, lambda: events.version, lambda: events.folds)  # type: ignore[arg-type]
+    tables = Tables(NoSpark(), left.config, events)  # type: ignore[arg-type]
     tables.keep(
         handover.snapshot["rows"],
         {RowKey("trigger_file", "in", "j")},

@@ -137,7 +137,12 @@ def test_each_check_gets_its_deadline_when_it_starts_not_when_sensing_starts(con
     for name in ("first", "second"):
         (config.trigger_root / name).mkdir()  # type: ignore[operator]
         (config.trigger_root / name / "a.done").write_text("1")  # type: ignore[operator]
-    config = replace(config, sensing=SensingSettings(check_timeout_seconds=3, max_parallel_checks=1))
+    config = replace(
+        config,
+        settings=config.settings.model_copy(
+            update={"sensing": SensingSettings(check_timeout_seconds=3, max_parallel_checks=1)}
+        ),
+    )
     sensor = SlowTriggerFileSensor(config.trigger_root)
     rows = [control("trigger_file", "first", "job_first"), control("trigger_file", "second", "job_second")]
 
@@ -180,7 +185,12 @@ def test_slow_upstream_times_out_without_delaying_the_others(
         control("jdbc", "public.sensing_orders", "job_fast", upstream_key="id"),
     ]
 
-    config = replace(config, sensing=SensingSettings(check_timeout_seconds=3, max_parallel_checks=4))
+    config = replace(
+        config,
+        settings=config.settings.model_copy(
+            update={"sensing": SensingSettings(check_timeout_seconds=3, max_parallel_checks=4)}
+        ),
+    )
 
     # WHEN they are sensed
     started = time.monotonic()

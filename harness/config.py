@@ -47,9 +47,7 @@ class Settings(BaseModel):
     """A section of heartbeat.yml: typed, immutable, unknown keys refused."""
 
     # Numbers are accepted where text is expected: YAML reads `123:` (a job id) as a number.
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, coerce_numbers_to_str=True, defer_build=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, coerce_numbers_to_str=True)
 
 
 # --- the heartbeat's own behaviour -----------------------------------------------------------------
@@ -213,13 +211,13 @@ class SourceSections(Settings):
     sensor module resolves it when the sensor is built: `DECLARATION` in harness/sensors/<sensor>.py).
     `HeartbeatFile` holds them at the top level of the file; a Config as `config.sources`."""
 
-    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    jdbc: Annotated[JdbcSettings, BeforeValidator(_single_connection)] = Field(default_factory=JdbcSettings)
-    sap_bw: Annotated[SapSettings, BeforeValidator(_single_connection)] = Field(default_factory=SapSettings)
-    sap_b4: Annotated[SapSettings, BeforeValidator(_single_connection)] = Field(default_factory=SapSettings)
-    delta: DeltaSettings = Field(default_factory=DeltaSettings)
-    upstream_sensor_table: UpstreamSensorTableSettings = Field(default_factory=UpstreamSensorTableSettings)
-    iceberg: IcebergSettings = Field(default_factory=IcebergSettings)
+    kafka: KafkaSettings = KafkaSettings()
+    jdbc: Annotated[JdbcSettings, BeforeValidator(_single_connection)] = JdbcSettings()
+    sap_bw: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    sap_b4: Annotated[SapSettings, BeforeValidator(_single_connection)] = SapSettings()
+    delta: DeltaSettings = DeltaSettings()
+    upstream_sensor_table: UpstreamSensorTableSettings = UpstreamSensorTableSettings()
+    iceberg: IcebergSettings = IcebergSettings()
 
 
 # --- Databricks ------------------------------------------------------------------------------------
@@ -247,7 +245,7 @@ ParameterNames = Annotated[JobParameterNames, BeforeValidator(_parameter_names)]
 
 
 class DatabricksJob(Settings):
-    job_parameters: ParameterNames = Field(default_factory=JobParameterNames)
+    job_parameters: ParameterNames = JobParameterNames()
 
 
 class DatabricksSettings(Settings):
@@ -258,7 +256,7 @@ class DatabricksSettings(Settings):
     retry_timeout_seconds: PositiveInt = 30  # one API call with all its retries
     max_retry_wait_seconds: PositiveFloat = 10.0  # cap on a single Retry-After wait
     unreachable_cooldown_seconds: float = Field(60.0, ge=0)  # after a call ran out of budget
-    job_parameters: ParameterNames = Field(default_factory=JobParameterNames)
+    job_parameters: ParameterNames = JobParameterNames()
     jobs: dict[str, DatabricksJob] = {}
     # dbt's databricks target where no environment variables can be set (serverless jobs): the SQL
     # warehouse's HTTP path, and the secret (`scope/key`) holding the token dbt connects with, read with
@@ -276,12 +274,12 @@ class HeartbeatSettings(Settings):
     """The sections of heartbeat.yml that set the heartbeat's own behaviour, each held as it was read:
     at the top level of the file (`HeartbeatFile`), as `config.settings` in a Config."""
 
-    sensing: SensingSettings = Field(default_factory=SensingSettings)
-    runs: RunsSettings = Field(default_factory=RunsSettings)
-    events: EventsSettings = Field(default_factory=EventsSettings)
-    databricks: DatabricksSettings = Field(default_factory=DatabricksSettings)
-    freshness: FreshnessSettings = Field(default_factory=FreshnessSettings)
-    publish: PublishSettings = Field(default_factory=PublishSettings)
+    sensing: SensingSettings = SensingSettings()
+    runs: RunsSettings = RunsSettings()
+    events: EventsSettings = EventsSettings()
+    databricks: DatabricksSettings = DatabricksSettings()
+    freshness: FreshnessSettings = FreshnessSettings()
+    publish: PublishSettings = PublishSettings()
 
 
 class HeartbeatFile(SourceSections, HeartbeatSettings):
@@ -300,8 +298,8 @@ class HeartbeatFile(SourceSections, HeartbeatSettings):
     project_dir: Path = PROJECT_DIR
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     dbt_target_dir: Path | None = None  # dbt's target/ (manifest, compiled SQL); default <state>/dbt_target
-    trigger_file: TriggerFileSettings = Field(default_factory=TriggerFileSettings)
-    local_runner: LocalRunnerSettings = Field(default_factory=LocalRunnerSettings)
+    trigger_file: TriggerFileSettings = TriggerFileSettings()
+    local_runner: LocalRunnerSettings = LocalRunnerSettings()
 
 
 LOCAL_CATALOG = "spark_catalog"
@@ -323,12 +321,8 @@ class Config:
     trigger_root: Path | None = None
     local_jobs: Mapping[str, LocalJob] = field(default_factory=dict)
     dbt_target_dir: Path | None = None
-    settings: HeartbeatSettings = field(
-        default_factory=HeartbeatSettings
-    )  # sensing, runs, events, databricks, freshness, publish
-    sources: SourceSections = field(
-        default_factory=SourceSections
-    )  # each source kind's section, read by its sensor module
+    settings: HeartbeatSettings = HeartbeatSettings()  # sensing, runs, events, databricks, freshness, publish
+    sources: SourceSections = SourceSections()  # each source kind's section, read by its sensor module
     delta_jars: tuple[str, ...] = ()  # Delta's jars for local Spark, when the machine has them
 
     @property
@@ -478,8 +472,8 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
         local_jobs=parsed.local_runner.jobs,
         dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
         delta_jars=delta_jars(),
-        settings=HeartbeatSettings.model_construct(**{n: getattr(parsed, n) for n in HeartbeatSettings.model_fields}),
-        sources=SourceSections.model_construct(**{n: getattr(parsed, n) for n in SourceSections.model_fields}),
+        settings=HeartbeatSettings(**{name: getattr(parsed, name) for name in HeartbeatSettings.model_fields}),
+        sources=SourceSections(**{name: getattr(parsed, name) for name in SourceSections.model_fields}),
     )
 
 

@@ -27,10 +27,10 @@ class SensorSource(str, Enum):
 class SourceKind:
     """What every part of the harness may know of a source kind without importing its sensor's clients:
     the module that reads it, and what the controls CSV may ask of its rows. The rest is that module's
-    (`DECLARATION` in harness/sensors/<sensor>.py): how its sensor is built from heartbeat.yml, and how a
+    (`DECLARATION` in harness/sensors/<module>.py): how its sensor is built from heartbeat.yml, and how a
     job reads its range."""
 
-    sensor: str  # the module harness/sensors/<sensor>.py
+    module: str  # harness/sensors/<module>.py
     partitions: bool = False  # its positions list partitions and change events: rows may wait for partitions
     tags: bool = False  # its change events carry tags: a row's `tags` can be matched
 

@@ -9,7 +9,7 @@ modules of the kinds in the range are imported.
 
 Each read goes to the upstream as it is now: data written after `to` is left out by the range's end
 (versions, offsets, key values, times, snapshots), data expired or vacuumed since is gone. A kind whose
-module declares no reader (sap_bw, sap_b4, upstream_sensor_table, hive_table) is refused by name.
+module declares no reader is refused by name (docs/sources.md says which, and why).
 """
 
 from __future__ import annotations

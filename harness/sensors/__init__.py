@@ -24,8 +24,8 @@ Registry = dict[SensorSource, Sensor[Any]]
 
 
 def declaration_of(kind: SensorSource) -> SensorDeclaration:
-    """The declaration of the module that reads `kind` (harness/sensors/<KINDS[kind].sensor>.py)."""
-    module = importlib.import_module(f"{__name__}.{KINDS[kind].sensor}")
+    """The declaration of the module that reads `kind` (harness/sensors/<KINDS[kind].module>.py)."""
+    module = importlib.import_module(f"{__name__}.{KINDS[kind].module}")
     declared: SensorDeclaration = module.DECLARATION
     return declared
 

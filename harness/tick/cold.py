@@ -5,8 +5,8 @@ a dbt parse cost 30 s before the first step. The last tick left everything a tic
 reads in its status snapshot (`status.json`, harness.state.status_files): every row's status and watermark, which
 rows are sensed, the jobs' decisions and until when they hold, the open runs, the controls CSV's
 digest and the fold the snapshot shows. When that snapshot is current, this tick does what a warm tick
-does: polls the open runs, checks every sensed upstream (each sensor that needs no Spark: trigger
-folders, Delta logs, Kafka offsets, Iceberg metadata, publications) and judges freshness.
+does: polls the open runs, checks every sensed upstream whose check needs no Spark (the README names
+them) and judges freshness.
 
 At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
 upstream, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from harness import sensors
-from harness.config import PROJECT_DIR, config_from_mapping
+from harness.config import PROJECT_DIR, SourceSections, config_from_mapping
 from harness.sensors import build_registry, declaration_of
 from harness.sensors.base import Sensor
 from harness.sensors.declaration import SensorDeclaration
@@ -89,9 +89,9 @@ def test_the_disagreement_names_the_missing_kind_and_the_file() -> None:
 def test_every_kind_has_a_sensor_module_with_its_declaration(tmp_path: Path) -> None:
     assert set(KINDS) == set(SensorSource)
     for kind in SensorSource:
-        module = importlib.import_module(f"harness.sensors.{KINDS[kind].sensor}")
+        module = importlib.import_module(f"harness.sensors.{KINDS[kind].module}")
         assert isinstance(getattr(module, "DECLARATION", None), SensorDeclaration), (
-            f"harness/sensors/{KINDS[kind].sensor}.py: no DECLARATION (SensorDeclaration) for {kind.value}"
+            f"harness/sensors/{KINDS[kind].module}.py: no DECLARATION (SensorDeclaration) for {kind.value}"
         )
     registry = build_registry(config_from_mapping({}, base=tmp_path))
     assert set(registry) == set(SensorSource)
@@ -126,3 +126,24 @@ def test_the_kinds_with_a_range_reader_are_those_docs_list_as_readable() -> None
         f"docs/sources.md, Reading the range in a job: lists {sorted(documented)}, the sensor modules with a "
         f"read_range are {sorted(readable)}"
     )
+    # and the paragraph after the table names the others: refused by name
+    refused_paragraph = next(p for p in section.split("\n\n") if "refused by name (" in p)
+    named = {k for k in KIND_VALUES if f"`{k}`" in refused_paragraph}
+    assert named == set(KIND_VALUES) - readable, (
+        f"docs/sources.md, Reading the range in a job: the kinds refused by name are "
+        f"{sorted(set(KIND_VALUES) - readable)}, the text names {sorted(named)}"
+    )
+
+
+def test_readme_and_heartbeat_yml_name_every_sources_section() -> None:
+    readme_row = next(
+        line
+        for line in (PROJECT_DIR / "README.md").read_text().splitlines()
+        if "connections, see [docs/sources.md]" in line
+    )
+    example = (PROJECT_DIR / "heartbeat.yml").read_text()
+    for section in SourceSections.model_fields:
+        assert f"`{section}`" in readme_row, f"README.md, the configuration table's sources row: add `{section}`"
+        assert re.search(rf"^#? ?{section}:", example, re.M) or f" {section}:" in example, (
+            f"heartbeat.yml: add a commented example of the `{section}:` section"
+        )

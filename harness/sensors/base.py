@@ -34,13 +34,13 @@ Watermark = Mapping[str, Any]
 class Upstream:
     """What is read: rows sharing these fields share one read per tick."""
 
-    source: SensorSource
+    kind: SensorSource  # the row's sensor_source
     sensor_id: str
     upstream_key: str | None = None
 
     @property
     def label(self) -> str:
-        return upstream_label(self.source.value, self.sensor_id)
+        return upstream_label(self.kind.value, self.sensor_id)
 
 
 class Position(Protocol):
@@ -88,4 +88,4 @@ class Sensor(ABC, Generic[P]):
     ) -> DataFrame:
         """The data beyond `since` up to `position` as a DataFrame on `context.spark` (the view
         `sensor_new_data` of preprocess_query)."""
-        raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.source.value}")
+        raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.kind.value}")

@@ -361,7 +361,7 @@ def read_range(request: RangeRequest) -> DataFrame:
     `to` whose key is beyond `from`'s max, up to `to`'s. Never succeeded (`from` empty): the table at `to`."""
     spark, target, start_mark, end = request.spark, request.upstream, request.start, request.end
     version = int(end["version"])
-    sensor = build(request.config, target.source)
+    sensor = build(request.config, target.kind)
     if target.upstream_key or not is_path(target.sensor_id):
         # The sensor's own reads: the key range of version `to`, or Spark's VERSION AS OF for a name.
         end_max = end.get("max")

@@ -276,7 +276,7 @@ def read_range(request: RangeRequest) -> DataFrame:
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     spark, target = request.spark, request.upstream
-    table = build(request.config, target.source).read_position(request.context, target).table
+    table = build(request.config, target.kind).read_position(request.context, target).table
     end = int(request.end["snapshot_id"])
     start = request.start.get("snapshot_id") if request.start else None
     schema = from_arrow_schema(spark_compatible(schema_to_pyarrow(table.schema(), include_field_ids=False)))

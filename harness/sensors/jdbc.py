@@ -239,7 +239,7 @@ def read_range(request: RangeRequest) -> DataFrame:
     """`key > from AND key <= to`, run by the database."""
     end = request.end
     position = KeyMax(str(end.get("key")), key_values.decode(end["max"]) if end.get("max") else None)
-    sensor = build(request.config, request.upstream.source)
+    sensor = build(request.config, request.upstream.kind)
     return sensor.new_data_frame(request.context, request.upstream, position, request.start)
 
 

@@ -88,7 +88,7 @@ class SapChainSensor(Sensor[GreenLogs]):
         """(the chain log, the chain id)."""
         name, chain_id = split_connection(upstream)
         if name not in self.logs:
-            raise unknown_connection(upstream, name, upstream.source.value, self.logs)
+            raise unknown_connection(upstream, name, upstream.kind.value, self.logs)
         return self.logs[name], chain_id
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> GreenLogs:

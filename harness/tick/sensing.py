@@ -99,7 +99,7 @@ class UpstreamCheck:
 
     def _partition_trigger(self, row: ControlRow, position: Position, since: Watermark | None) -> Detection:
         if not isinstance(position, PartitionedPosition):
-            raise SensorError(f"{row.label}: partition_filter is not supported for {self.upstream.source.value}")
+            raise SensorError(f"{row.label}: partition_filter is not supported for {self.upstream.kind.value}")
         try:
             trigger, tags = parse_filter(row.partition_filter or ""), parse_tags(row.tags or "")
         except ValueError as exc:  # the CSV's validator refuses these; a table edited by hand is not checked
@@ -156,9 +156,9 @@ def sense(
     outcome.upstreams = len(groups)
     checks: list[UpstreamCheck] = []
     for upstream, group in groups.items():
-        sensor = registry.get(upstream.source)
+        sensor = registry.get(upstream.kind)
         if sensor is None:
-            outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.source.value}"))
+            outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.kind.value}"))
             continue
         checks.append(UpstreamCheck(sensor, upstream, group, at))
     for check, result in _run_bounded(checks, spark, config.settings.sensing, clock):

@@ -39,7 +39,7 @@ def range_of(upstream: Upstream, start: dict[str, Any] | None, end: dict[str, An
             "run_context_id": "hb-test",
             "upstreams": [
                 {
-                    "sensor_source": upstream.source.value,
+                    "sensor_source": upstream.kind.value,
                     "sensor_id": upstream.sensor_id,
                     "dependency": "hard",
                     "from": start,

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from harness.platform import jvm_options
-from harness.platform.jvm_options import ARCHIVE_QUIET, DUMP_ENV, QUICK_COMPILER_ONLY, java_options
+from harness.platform.jvm_options import (
+    ARCHIVE_QUIET,
+    DUMP_ENV,
+    QUICK_COMPILER_CODE_CACHE,
+    QUICK_COMPILER_ONLY,
+    java_options,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +25,7 @@ def short_lived(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_an_archive_the_jvm_loads_its_classes_as_usual(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DUMP_ENV, raising=False)
     monkeypatch.setattr(jvm_options, "archive_path", lambda: tmp_path / "none.jsa")
-    assert java_options() == [QUICK_COMPILER_ONLY]
+    assert java_options() == [QUICK_COMPILER_ONLY, QUICK_COMPILER_CODE_CACHE]
 
 
 def test_an_archive_of_this_installation_is_mapped_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,7 +33,12 @@ def test_an_archive_of_this_installation_is_mapped_quietly(tmp_path: Path, monke
     archive.write_bytes(b"")
     monkeypatch.delenv(DUMP_ENV, raising=False)
     monkeypatch.setattr(jvm_options, "archive_path", lambda: archive)
-    assert java_options() == [QUICK_COMPILER_ONLY, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
+    assert java_options() == [
+        QUICK_COMPILER_ONLY,
+        QUICK_COMPILER_CODE_CACHE,
+        f"-XX:SharedArchiveFile={archive}",
+        *ARCHIVE_QUIET,
+    ]
 
 
 def test_a_process_that_loops_until_stopped_compiles_for_the_long_run(

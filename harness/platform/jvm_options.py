@@ -6,8 +6,9 @@ table was read, on a warm metastore), not to the work. Two options cut that:
 
   - a short process's JVM compiles with its quick compiler only (`-XX:TieredStopAtLevel=1`): the
     optimising compiler's threads took most of the CPU of a short process, for code that runs a few
-    times (with the code cache both compilers get: the quick compiler's own default filled up). A process that loops until it is stopped (`run` without `--max-ticks` or `--until-idle`,
-    and the test suite's one session) says so first (`expect_long_life`): there the optimised code
+    times (with the code cache both compilers get: the quick compiler's own default filled up). A
+    process that loops until it is stopped (`run` without `--max-ticks` or `--until-idle`, and the
+    test suite's one session) says so first (`expect_long_life`): there the optimised code
     pays back (with the quick compiler only, the suite's in-process layer took 2,066 s, not 1,832 s);
   - it maps the classes Spark, Hive and Derby load at start-up from a class-data archive instead of
     reading and verifying them from the jars every time. The archive is made once per installation

@@ -130,7 +130,7 @@ def records(frame: DataFrame, order: Sequence[str] = ()) -> list[dict[str, Any]]
     the control table at 10,000 rows (docs/performance.md)."""
     table = frame.toArrow()
     if order:
-        table = table.sort_by([(column, "ascending") for column in order], null_placement="at_start")
+        table = table.sort_by([(column, "ascending", "at_start") for column in order])
     return table.to_pylist()  # type: ignore[no-any-return]
 
 

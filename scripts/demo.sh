@@ -62,7 +62,7 @@ ticks_until_idle
 newest_run_output
 
 echo "== recompute the customers dataset from its kept batches (refresh reset, in the downstream project)"
-python -m harness --config demo/downstream/heartbeat.yml refresh reset --model customers --project-dir demo/downstream
+env -u HEARTBEAT_STATE_DIR python -m harness --config demo/downstream/heartbeat.yml refresh reset --model customers --project-dir demo/downstream  # its own state folder
 
 echo "== status"
 python -m harness status

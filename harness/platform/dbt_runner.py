@@ -109,7 +109,7 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
 
     started = time.monotonic()
     with _registered(config):
-        result: dbtRunnerResult = dbtRunner(manifest=_manifest(config, quiet, extra_vars)).invoke(full)
+        result: dbtRunnerResult = dbtRunner(manifest=_manifest(config, extra_vars)).invoke(full)
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
@@ -136,7 +136,7 @@ def import_in_background(config: Config | None = None) -> threading.Thread | Non
         if config is not None and config.dbt_target == "local":
             try:
                 with _registered(config):
-                    _manifest(config, True, {})
+                    _manifest(config, {})
             except Exception:  # noqa: BLE001 - the fold parses again and reports what is wrong
                 log.debug("dbt: parsing ahead failed; the fold parses the project itself", exc_info=True)
 
@@ -151,7 +151,7 @@ MANIFESTS_KEPT = 8  # a seed load's vars, the folds' vars, and refresh models wi
 RUN_ONLY_VARS = ("heartbeat_refresh", "heartbeat_refresh_keep_batches")
 
 
-def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manifest | None:
+def _manifest(config: Config, extra_vars: dict[str, Any]) -> Manifest | None:
     """The project parsed under this configuration and vars, once per process: a `run` loop's folds (and a
     test session's) skip dbt's parse, which costs more than building the control table. Kept by what it
     is parsed from (the project's files, the target, the vars), so a changed project is parsed again;
@@ -163,10 +163,10 @@ def _manifest(config: Config, quiet: bool, extra_vars: dict[str, Any]) -> Manife
     if key in _manifests:
         _manifests[key] = _manifests.pop(key)  # the newest used last
         return _manifests[key]
+    # Silent whatever `quiet` says: when this parse fails (a project whose parse reads a run-only var),
+    # the command parses again with every var and reports what is wrong itself.
     command = dbt_args(config, ["parse"], **extra_vars)
-    result = dbtRunner().invoke(
-        ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *command] if quiet else command
-    )
+    result = dbtRunner().invoke(["--log-level", "none", "--no-use-colors", "--no-send-anonymous-usage-stats", *command])
     from dbt.contracts.graph.manifest import Manifest
 
     if not result.success or not isinstance(result.result, Manifest):

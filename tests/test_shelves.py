@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.config import PROJECT_DIR
 
+PACKAGE = PROJECT_DIR / "harness"
 # From the bottom up; "" is the shared modules at the top of the package (harness/*.py).
 SHELVES = ("", "platform", "state", "sensors", "refresh", "backends", "jobs", "tick", "views", "commands")
 
@@ -27,9 +28,6 @@ def shelf_of(module: str) -> str:
     """The shelf of a harness module (`harness.tick.run` -> `tick`; `harness.config` -> "")."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in SHELVES and (PACKAGE / parts[1]).is_dir() else ""
-
-
-PACKAGE = PROJECT_DIR / "harness"
 
 
 def imported(path: Path) -> list[str]:

@@ -27,7 +27,7 @@ from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
-from harness.state.status_files import plain_record, read_json, record_waiting, write_snapshot_body
+from harness.state.status_files import read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id
@@ -52,7 +52,7 @@ def facts(runtime: Runtime) -> dict[str, Any]:
         "fold_id": fold_id(runtime.config.state_dir),
         "controls_sha256": tables.controls_digest(),
         "sensed": [[r.key.sensor_source, r.key.sensor_id, r.key.trigger_job_id] for r in tables.sensed_rows()],
-        "open_runs": [plain_record(r) for r in tables.open_run_records()],
+        "open_runs": tables.open_run_records(),
         "decisions_valid_until": tables.decisions_valid_until().isoformat(),
     }
 

@@ -41,6 +41,10 @@ class StateBusyError(HeartbeatError):
     """Another heartbeat process holds the state folder."""
 
 
+class StateFileError(HeartbeatError):
+    """A file a tick leaves in the state folder (`status.json`, `health.json`) cannot be read."""
+
+
 def root_cause(exc: BaseException) -> str:
     """An unexpected failure in one line an operator can act on: the exception's type and first line and,
     when it has one, its root cause (the innermost chained exception, or a Java exception's last `Caused

@@ -25,24 +25,13 @@ if TYPE_CHECKING:
     from harness.tick.runtime import Runtime
 
 
-def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
-    return _state_file(config.layout.snapshot)
-
-
-def _state_file(path: Path) -> dict[str, Any] | None:
-    """A JSON file a tick leaves; one that cannot be read is said plainly (a tick writes them whole)."""
-    try:
-        return status_files.read_json(path)
-    except ValueError as exc:
-        raise HeartbeatError(
-            f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
-            "(was it copied or edited by hand?); the next tick writes it again, or delete it "
-            "and run `python -m harness tick`"
-        ) from None
+def _snapshot(config: Config) -> dict[str, Any] | None:
+    return status_files.read_json(config.layout.snapshot)
 
 
 def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
-    return job_id is not None and snapshot is not None and all(j["job_id"] != job_id for j in snapshot["jobs"])
+    """A job asked for that the control table does not hold (none before the first tick)."""
+    return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
 def _events(config: Config, query: event_reader.EventQuery) -> list[dict[str, Any]]:
@@ -60,7 +49,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     print(
         render(
             snapshot,
-            _state_file(config.layout.health),
+            status_files.read_json(config.layout.health),
             StateLock(state).current_holder(),
             selection,
             waiting=status_files.waiting_reasons(state),
@@ -83,11 +72,11 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
             args.job,
             events,
             since,
-            _state_file(config.layout.health),
+            status_files.read_json(config.layout.health),
             status_files.waiting_reasons(config.state_dir),
         )
     )
-    return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
+    return 1 if _unknown_job(snapshot, args.job) else 0
 
 
 def event_types(given: list[str] | None) -> list[str]:

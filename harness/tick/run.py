@@ -42,7 +42,7 @@ from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
-from harness.vocabulary import ControlRow, EventType
+from harness.vocabulary import ControlRow
 
 log = logging.getLogger("harness.tick.run")
 
@@ -188,9 +188,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
             sensed.new_data,
             sensed.errors,
         )
-        for e in sensed.events:
-            if e.event_type is EventType.CHECK_FAILED:
-                log.warning("%s", e.message)
+        report.failed_checks = sensed.failed_checks
+        for message in report.failed_checks:
+            log.warning("%s", message)
         for ref, reason in sensed.nothing_new.items():
             log.debug("%s: nothing new: %s", ref, reason)
         step.done(

@@ -342,6 +342,13 @@ def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path, caps
     assert "job nope is not in the control table" in capsys.readouterr().out
 
 
+def test_status_and_why_of_a_job_before_the_first_tick_both_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
+    config = str(tmp_path / "heartbeat.yml")
+    assert [cli.main(["--config", config, command, "--job", "nope"]) for command in ("status", "why")] == [1, 1]
+    assert cli.main(["--config", config, "status"]) == 0
+
+
 def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _state_with_rows(tmp_path, row("j"))
     path = StateLayout(tmp_path / "state").snapshot
@@ -349,6 +356,28 @@ def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.
     assert cli.main(["--config", config, "status"]) == 2
     err = capsys.readouterr().err
     assert f"{path} cannot be read" in err and "cut short or not JSON" in err and "Traceback" not in err
+
+
+def test_a_truncated_status_file_never_crashes_report_publish_or_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a state whose status.json was cut short, and an event log with no event yet
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    (log := tmp_path / "events").mkdir()
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    path = StateLayout(tmp_path / "state").snapshot
+    path.write_text(path.read_text()[:40])
+    # WHEN report runs, THEN it says so plainly, as status does
+    assert cli.main(["--config", config, "report"]) == 2
+    assert f"{path} cannot be read" in capsys.readouterr().err
+    # WHEN a producer publishes and a job's last task completes, THEN both are queued all the same, saying
+    # the control table could not be checked
+    assert cli.main(["--config", config, "publish", "--table", "sales.orders"]) == 0
+    assert cli.main(["--config", config, "complete", "--job-id", "j"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: not checked against the control table, queued all the same") == 2
+    assert [q["table"] for q in _queued(tmp_path)] == ["sales.orders"]
+    assert len(list((tmp_path / "state" / "inbox").glob("*.json"))) == 1
 
 
 # --- the report page ------------------------------------------------------------------------------------
@@ -416,14 +445,66 @@ def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
     assert list(trace.y) == [1.0, 1.0, 1.0, None, None, 1.0, 1.0]
 
 
-def test_refused_starts_and_failed_checks_of_the_last_tick_are_in_the_top_lines(tmp_path: Path) -> None:
-    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"], check_errors=2))
-    top = status.render(snapshot(row("daily")), health, None, now=T0).splitlines()[:6]
-    assert any(
-        line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`") for line in top
+MISSING_TABLE = (
+    'delta_table:/lake/nope: cannot read the Delta table: Local path "/lake/nope" does not exist; check the path '
+    "(sensor_id) and delta.storage_options"
+)
+DB_DOWN = "jdbc:sales.orders: cannot query default: Connection to 127.0.0.1:1 refused."
+NOT_DEFINED = "job daily: start refused by the local backend: job daily is not defined in local_runner.jobs"
+
+
+def test_the_failed_checks_of_the_last_tick_are_in_the_top_lines_in_their_own_words(tmp_path: Path) -> None:
+    # GIVEN a tick whose checks of two upstreams failed (one of them read by two rows)
+    health = ticked(tmp_path, TickReport("t1", check_errors=3, failed_checks=[MISSING_TABLE, DB_DOWN]))
+    # WHEN status renders
+    top = status.render(snapshot(row("j")), health, None, now=T0).splitlines()[:6]
+    # THEN its top lines name each upstream, the cause and what to check
+    assert top[3:6] == [
+        "WARNING: 2 upstream checks failed in the last tick (their rows see no new data until a check succeeds):",
+        f"    {MISSING_TABLE}",
+        f"    {DB_DOWN}",
+    ]
+
+
+def test_a_health_record_without_the_checks_messages_gives_their_count(tmp_path: Path) -> None:
+    health = {"last_tick": {"check_errors": 2}, "failures_in_a_row": 0}
+    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED" in status.render(
+        snapshot(row("j")), health, None, now=T0
     )
-    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" in "\n".join(
-        top
+
+
+def test_a_refused_start_stays_in_the_top_lines_with_the_backends_words_until_the_job_starts(tmp_path: Path) -> None:
+    # GIVEN a job whose start the local backend refused two ticks ago, and a last tick that did not try again
+    ticked(tmp_path, TickReport("t1", start_refused=["daily"]))
+    health = ticked(tmp_path, TickReport("t2"))
+    refused = row(
+        "daily",
+        status="NEW_EVENT_AVAILABLE",
+        status_change_timestamp="2026-11-22T11:59:00+00:00",
+        last_start_refused_at="2026-11-22T11:59:00+00:00",
+        last_start_refusal=NOT_DEFINED,
+        last_error_timestamp="2026-11-22T11:59:00+00:00",
+        last_error=NOT_DEFINED,
+    )
+    # WHEN status renders
+    out = status.render(snapshot(refused), health, None, now=T0).splitlines()
+    # THEN the top lines say the start is refused, in the backend's words (what to define, and where)
+    assert out[3:5] == [
+        "WARNING: 1 job's start is refused by the backend; fix what it says, and the job is tried again after "
+        "the refused-start wait:",
+        f"    {NOT_DEFINED}",
+    ]
+    # AND the row says it once
+    assert sum(NOT_DEFINED in line for line in out) == 2
+    # AND once the job started, neither says it
+    started = refused | {"status": "IN_PROGRESS", "status_change_timestamp": "2026-11-22T12:01:00+00:00"}
+    assert NOT_DEFINED not in status.render(snapshot(started), health, None, now=T0)
+
+
+def test_a_start_the_last_tick_refused_is_named_even_without_the_snapshots_rows(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"]))
+    assert "    job daily: start refused by its backend (`why --job daily` says why)" in status.render(
+        None, health, None, now=T0
     )
 
 

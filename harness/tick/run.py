@@ -123,8 +123,8 @@ def run_tick(
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report)
-    except DbtError as exc:
-        report.error = str(exc)
+    except DbtError as exc:  # dbt's own report (its models' errors, with Spark's trace) is the trace
+        report.error = root_cause(exc)
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
         report.error = root_cause(exc)

@@ -13,7 +13,7 @@ import pytest
 
 from harness.commands import cli
 from harness.config import load_config
-from harness.errors import HeartbeatError, root_cause
+from harness.errors import ONE_LINE_CHARS, DbtError, HeartbeatError, root_cause
 from harness.jobs import publish
 from harness.state import status_files
 from harness.state_layout import StateLayout
@@ -108,11 +108,12 @@ JAVA_TEXT = (
 )
 
 
-def test_the_root_cause_of_a_java_failure_is_one_line() -> None:
+def test_the_root_cause_of_a_java_failure_is_one_line_leading_with_the_cause() -> None:
     line = root_cause(Py4JJavaError(JAVA_TEXT))
     assert "\n" not in line
-    assert line.startswith("Py4JJavaError: An error occurred while calling o70.collectToPython.")
-    assert "cause: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in line
+    # the Java cause, not py4j's line over it (which names a call, not a problem)
+    assert line.startswith("java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file")
+    assert "An error occurred while calling" not in line
 
 
 def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
@@ -135,7 +136,8 @@ def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -
     report.error = root_cause(Py4JJavaError(JAVA_TEXT))
     health = ticked(tmp_path, report)
     out = status.render(snapshot(row("j")), health, None, now=T0)
-    assert "    last error: Py4JJavaError: " in out and "is not a Parquet file" in out
+    assert "WARNING: the last tick failed (since " in out
+    assert "    last error: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in out
     assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
 
 
@@ -166,7 +168,50 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
     assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
     last = json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]
-    assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]
+    assert last["step"] == "requests" and last["error"].startswith("java.lang.RuntimeException: ")
+
+
+LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v20261125T060430_65ea0c66/" + (
+    "part-00000-66c59aa5-aa4d-44d0-9a0d-bf2b4c77ae5b-c000.snappy.parquet"
+)
+
+
+class FailingFoldLog(FailingEventLog):
+    """The event log of a tick whose fold fails in dbt, as a damaged control table makes it fail: dbt's
+    report of the model, with Spark's whole trace."""
+
+    def existing_ids(self, *args: object) -> set[str]:
+        raise DbtError(
+            "dbt build failed: heartbeat_control_table: Compilation Error in model heartbeat_control_table "
+            "(models/marts/heartbeat_control_table.sql)\n  "
+            + JAVA_TEXT.replace("\n", "\n  ").replace("file:/state/controls.parquet", LONG_PATH)
+        )
+
+    append = existing_ids
+
+
+def test_a_tick_failed_in_dbt_shows_the_models_root_cause_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.tick.run import run_tick
+
+    # GIVEN a tick whose dbt build fails on a control table file that is not parquet
+    cli.setup_logging("json", False)
+    runtime = SimpleNamespace(events=FailingFoldLog(), config=SimpleNamespace(state_dir=tmp_path))
+    # WHEN it runs
+    report = run_tick(runtime)  # type: ignore[arg-type]
+    # THEN the health record, and so status, has the model and the root cause on one line, not dbt's report
+    out = status.render(snapshot(row("j")), status_files.read_json(StateLayout(tmp_path).health), None, now=T0)
+    (error,) = [line for line in out.splitlines() if line.startswith("    last error: ")]
+    assert error.startswith("    last error: DbtError: dbt build failed: heartbeat_control_table: Compilation Error")
+    assert error.endswith(
+        f"{LONG_PATH} is not a Parquet file. Expected magic number at tail, but found [65, 66, 67, 10]"
+    )
+    assert len(error) <= len("    last error: ") + ONE_LINE_CHARS
+    assert "\tat " not in out
+    # AND the log's error line carries dbt's whole report, with the tick id and the step
+    (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests") and "\tat " in line["message"]
 
 
 # --- run times ----------------------------------------------------------------------------------------

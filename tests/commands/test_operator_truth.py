@@ -327,7 +327,9 @@ def test_publish_refuses_a_partition_the_filters_would_refuse(
     config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
     code = cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour"])
     assert code == 2 and _queued(tmp_path) == []
-    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value, e.g. ds=2026-11-22/hour=03" in err
+    assert "{{" not in err  # a filter's time expression is not for publishing
     with pytest.raises(HeartbeatError, match="must be a literal partition value"):
         publish.publish("sales.orders", partition={"ds": "{{ today }}"}, config=load_config(config))
 
@@ -441,6 +443,8 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
     }
     (warning,) = report.state_warnings(snap, failing, [], T0 + timedelta(minutes=3))
     assert warning.startswith("The last 3 ticks failed") and "Py4JJavaError: boom" in warning
+    (one,) = report.state_warnings(snap, failing | {"failures_in_a_row": 1}, [], T0 + timedelta(minutes=3))
+    assert one.startswith("The last tick failed (since ")
     ticks = [{"started_at": (T0 - timedelta(minutes=m)).isoformat()} for m in (3, 2, 1, 0)]
     assert report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=2)) == []
     (stale,) = report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=30))

@@ -113,28 +113,35 @@ def render_health(
     if not health:
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
-    failures = int(health.get("failures_in_a_row") or 0)
-    success = (
-        f"last successful tick {when(health.get('last_success_at'))}"
-        if health.get("last_success_at")
-        else "no successful tick yet"
-    )
-    if failures:
-        ticks = f"the last {failures} ticks" if failures > 1 else "the last tick"
-        lines.append(f"WARNING: {ticks} failed (since {when(health.get('first_failure_at'))}); {success}")
-        lines.append(f"    last error: {last.get('error')}")
-        step = f"in step {last['step']}; " if last.get("step") else ""
-        lines.append(
-            f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
-            "cause and the next tick goes on"
-        )
-    else:
-        lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
+    failed = failed_tick_lines(health)
+    lines += failed or [f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)"]
     if last.get("controls_error"):
         lines.extend(controls_refused(last["controls_error"]))
     lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))
     lines.extend(failed_check_lines(last))
     return lines
+
+
+def failed_tick_lines(health: dict[str, Any] | None) -> list[str]:
+    """The ticks failing since the last successful one: how many, since when, the last one's step and
+    root cause; none when the last tick went well."""
+    failures = int((health or {}).get("failures_in_a_row") or 0)
+    if not health or not failures:
+        return []
+    last = health.get("last_tick") or {}
+    success = (
+        f"last successful tick {when(health.get('last_success_at'))}"
+        if health.get("last_success_at")
+        else "no successful tick yet"
+    )
+    ticks = f"the last {failures} ticks" if failures > 1 else "the last tick"
+    step = f"in step {last['step']}; " if last.get("step") else ""
+    return [
+        f"WARNING: {ticks} failed (since {when(health.get('first_failure_at'))}); {success}",
+        f"    last error: {last.get('error')}",
+        f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+        "cause and the next tick goes on",
+    ]
 
 
 def current_refusal(r: dict[str, Any]) -> str | None:
@@ -401,7 +408,8 @@ def render_why(
         return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
-    lines = controls_refused(refused) if refused else []
+    lines = failed_tick_lines(health)  # the decision below is as the last successful tick left it
+    lines += controls_refused(refused) if refused else []
     lines += [
         f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
         f"    because: {job['reason']}",

@@ -141,6 +141,20 @@ def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -
     assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
 
 
+def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_path: Path) -> None:
+    # GIVEN ticks failing since the snapshot was written
+    report = TickReport("t9", step="fold", error="java.lang.RuntimeException: x.parquet is not a Parquet file")
+    ticked(tmp_path, report)
+    health = ticked(tmp_path, report)
+    # WHEN why is asked about a job
+    out = status.render_why(snapshot(row("j")), "j", [], T0, health).splitlines()
+    # THEN it starts with the failing ticks, the step and the root cause, then the job's decision
+    assert out[0].startswith("WARNING: the last 2 ticks failed (since ")
+    assert out[1] == "    last error: java.lang.RuntimeException: x.parquet is not a Parquet file"
+    assert out[2].startswith("    in step fold; the full trace is in the heartbeat's log (tick t9)")
+    assert out[3].startswith("job j (-): waiting: does not start")
+
+
 class FailingEventLog:
     """The event log of a tick whose first read fails as Spark fails (a stand-in: the point is the tick's
     handling of the failure, not Spark)."""

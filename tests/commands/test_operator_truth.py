@@ -648,3 +648,24 @@ def test_why_shows_a_row_catching_up_with_its_part() -> None:
     why = status.render_why(left, "j", [], T0).splitlines()
     assert "    because: catching up: part 2 of 3 of its range" in why
     assert "        range in parts (max_range 2): part 2 of 3" in why
+
+
+# --- tick --dry-run ---------------------------------------------------------------------------------------
+
+
+def test_the_dry_run_says_why_a_job_would_start_even_when_it_retries_a_refused_start() -> None:
+    from harness.commands.operator import dry_run_lines
+    from harness.state.tables import JobDecision
+    from harness.tick.dry_run import DryRun
+
+    # GIVEN a job ready again after the local backend refused its start (not defined in local_runner.jobs)
+    reason = f"ready: new data on trigger_file:t; retrying the start refused at 2026-11-22 11:59:00: {NOT_DEFINED}"
+    result = DryRun(
+        rows_sensed=1,
+        upstreams_checked=1,
+        decisions=[JobDecision("daily", None, True, reason)],
+        would_start=[{"job_id": "daily", "upstreams": []}],
+    )
+    # THEN the dry run says, under the job it would start, the reason: the refusal that will come again
+    lines = dry_run_lines(result, T0)
+    assert lines[lines.index("job daily would start with:") + 1] == f"    because: {reason}"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-ONE_LINE_CHARS = 400  # the root cause `status` shows; the full trace is in the tick's log
+import re
+
+ONE_LINE_CHARS = 500  # the root cause `status` shows; the full trace is in the tick's log
+PY4J_CALL = re.compile(r"An error occurred while calling [\w$.]+\.?")  # py4j's line over a Java exception
 
 
 class HeartbeatError(Exception):
@@ -41,11 +44,16 @@ class StateBusyError(HeartbeatError):
     """Another heartbeat process holds the state folder."""
 
 
+class StateFileError(HeartbeatError):
+    """A file a tick leaves in the state folder (`status.json`, `health.json`) cannot be read."""
+
+
 def root_cause(exc: BaseException) -> str:
     """An unexpected failure in one line an operator can act on: the exception's type and first line and,
     when it has one, its root cause (the innermost chained exception, or a Java exception's last `Caused
-    by:`), e.g. `Py4JJavaError: An error occurred while calling o70.collectToPython. - cause:
-    java.lang.RuntimeException: file:/x.parquet is not a Parquet file`."""
+    by:`): `RuntimeError: cannot read the control table - cause: FileNotFoundError: ...`. A failure in
+    Spark's JVM is its cause alone (`java.lang.RuntimeException: file:/x.parquet is not a Parquet file`):
+    py4j's own line (`An error occurred while calling o70.collectToPython.`) names no more than a call."""
     head = _first_line(exc)
     inner = exc
     while inner.__cause__ is not None or (inner.__context__ is not None and not inner.__suppress_context__):
@@ -60,8 +68,16 @@ def root_cause(exc: BaseException) -> str:
     if cause is None:
         java = [line.strip().lstrip(": ") for line in str(exc).splitlines()[1:3] if line.strip().startswith(": ")]
         cause = java[0] if java else None
-    line = head if not cause or cause in head else f"{head} - cause: {cause}"
-    return line if len(line) <= ONE_LINE_CHARS else line[: ONE_LINE_CHARS - 1] + "…"
+    if cause and PY4J_CALL.fullmatch((str(exc).strip().splitlines() or [""])[0].strip()):
+        return _fit(cause, ONE_LINE_CHARS)
+    if not cause or cause in head:
+        return _fit(head, ONE_LINE_CHARS)
+    room = ONE_LINE_CHARS - len(" - cause: ") - len(cause)  # the cause whole, the head fitted beside it
+    return f"{_fit(head, room)} - cause: {cause}" if room >= 60 else _fit(f"{head} - cause: {cause}", ONE_LINE_CHARS)
+
+
+def _fit(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -93,8 +93,9 @@ def _render_value(template: str, at: datetime) -> str:
     return _EXPRESSION.sub(lambda m: parse_expression(m.group(1)).render(at), template)
 
 
-def parse_filter(text: str) -> PartitionFilter:
-    """Parse and check a partition_filter; ValueError naming the part that is wrong."""
+def parse_filter(text: str, example: str = "ds={{ yesterday }}") -> PartitionFilter:
+    """Parse and check a partition_filter; ValueError naming the part that is wrong (and `example` of
+    the right form)."""
     partitions = []
     for spec_text in (s.strip() for s in text.split(";")):
         if not spec_text:
@@ -104,7 +105,7 @@ def parse_filter(text: str) -> PartitionFilter:
             column, sep, value = pair.partition("=")
             column, value = column.strip(), value.strip()
             if not sep or not COLUMN_NAME.fullmatch(column) or not value:
-                raise ValueError(f"{pair.strip()!r}: expected column=value, e.g. ds={{{{ yesterday }}}}")
+                raise ValueError(f"{pair.strip()!r}: expected column=value, e.g. {example}")
             for expression in _EXPRESSION.findall(value):
                 parse_expression(expression)
             if "{{" in _EXPRESSION.sub("", value) or "}}" in _EXPRESSION.sub("", value):

@@ -33,10 +33,10 @@ from typing import Callable
 # commands that need those import them in their own functions.
 from harness.commands import operator, refresh
 from harness.config import Config, load_config
-from harness.errors import HeartbeatError, StateBusyError
+from harness.errors import HeartbeatError, StateBusyError, StateFileError
 from harness.state.lock import StateLock
 from harness.state.status_files import snapshot_rows
-from harness.vocabulary import PUBLISH_OPERATIONS
+from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow
 
 log = logging.getLogger("harness")
 
@@ -160,7 +160,7 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     from harness.tick import inbox
 
     request = inbox.new_request(command, job_id)
-    rows = snapshot_rows(config.state_dir)
+    rows = _last_rows(config)
     job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
     if rows is not None and not job_rows:
         raise HeartbeatError(
@@ -174,6 +174,17 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     what = f": {len(moving)} rows move to {moving[0].status}" if moving else ""
     print(f"job {job_id}: the request is queued ({path.name}) and applied at the next tick{what}")
     return 0
+
+
+def _last_rows(config: Config) -> list[ControlRow] | None:
+    """The control table's rows as the last tick left them, to check a request against; a snapshot that
+    cannot be read checks nothing (the request is queued all the same: a job's last task must not fail
+    for it) and says so."""
+    try:
+        return snapshot_rows(config.state_dir)
+    except StateFileError as exc:
+        print(f"note: not checked against the control table, queued all the same: {exc}")
+        return None
 
 
 def cmd_complete(config: Config, args: argparse.Namespace) -> int:
@@ -198,7 +209,7 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
         return 0
     path = publish.enqueue(config.state_dir, publication)
     print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
-    watching = publish.watching_rows(snapshot_rows(config.state_dir), publication.table)
+    watching = publish.watching_rows(_last_rows(config), publication.table)
     if watching is not None and not watching:
         print(
             f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "

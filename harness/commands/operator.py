@@ -22,27 +22,17 @@ from harness.views.watermarks import describe, when
 from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
+    from harness.tick.dry_run import DryRun
     from harness.tick.runtime import Runtime
 
 
-def _snapshot(config: Config) -> dict | None:  # type: ignore[type-arg]
-    return _state_file(config.layout.snapshot)
-
-
-def _state_file(path: Path) -> dict[str, Any] | None:
-    """A JSON file a tick leaves; one that cannot be read is said plainly (a tick writes them whole)."""
-    try:
-        return status_files.read_json(path)
-    except ValueError as exc:
-        raise HeartbeatError(
-            f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
-            "(was it copied or edited by hand?); the next tick writes it again, or delete it "
-            "and run `python -m harness tick`"
-        ) from None
+def _snapshot(config: Config) -> dict[str, Any] | None:
+    return status_files.read_json(config.layout.snapshot)
 
 
 def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
-    return job_id is not None and snapshot is not None and all(j["job_id"] != job_id for j in snapshot["jobs"])
+    """A job asked for that the control table does not hold (none before the first tick)."""
+    return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
 def _events(config: Config, query: event_reader.EventQuery) -> list[dict[str, Any]]:
@@ -60,7 +50,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     print(
         render(
             snapshot,
-            _state_file(config.layout.health),
+            status_files.read_json(config.layout.health),
             StateLock(state).current_holder(),
             selection,
             waiting=status_files.waiting_reasons(state),
@@ -83,11 +73,11 @@ def cmd_why(config: Config, args: argparse.Namespace) -> int:
             args.job,
             events,
             since,
-            _state_file(config.layout.health),
+            status_files.read_json(config.layout.health),
             status_files.waiting_reasons(config.state_dir),
         )
     )
-    return 0 if snapshot is not None and any(j["job_id"] == args.job for j in snapshot["jobs"]) else 1
+    return 1 if _unknown_job(snapshot, args.job) else 0
 
 
 def event_types(given: list[str] | None) -> list[str]:
@@ -147,39 +137,45 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
 def print_dry_run(runtime: "Runtime") -> int:
     from harness.tick.dry_run import dry_run
 
-    result = dry_run(runtime)
-    print(f"dry run: nothing started, nothing appended ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)")
+    print("\n".join(dry_run_lines(dry_run(runtime), datetime.now(timezone.utc))))
+    return 0
+
+
+def dry_run_lines(result: "DryRun", now: datetime) -> list[str]:
+    """What `tick --dry-run` prints: what the sensing found, and which jobs would start, why, and with
+    which range."""
+    lines = [f"dry run: nothing started, nothing appended ({now:%Y-%m-%d %H:%M:%S} UTC)"]
     if result.unfolded:
-        print("note: events wait to be folded into the control table; the next tick folds them first")
-    print(
+        lines.append("note: events wait to be folded into the control table; the next tick folds them first")
+    lines.append(
         f"sensed {result.rows_sensed} rows, {result.upstreams_checked} upstreams: "
         f"{len(result.detections)} rows with new data, {len(result.check_errors)} check errors"
     )
-    for d in result.detections:
-        print(
-            f"    new data  {d.key.sensor_source}:{d.key.sensor_id} -> {d.key.trigger_job_id}: "
-            f"watermark {describe(d.watermark)}"
-        )
-    for message in result.check_errors:
-        print(f"    error     {message}")
+    lines += [
+        f"    new data  {d.key.sensor_source}:{d.key.sensor_id} -> {d.key.trigger_job_id}: "
+        f"watermark {describe(d.watermark)}"
+        for d in result.detections
+    ]
+    lines += [f"    error     {message}" for message in result.check_errors]
     if result.decisions is None:
-        print("no decision: the trigger set is not built yet (run `python -m harness tick` once)")
-        return 0
-    print(f"{len(result.would_start)} of {len(result.decisions)} jobs would start")
+        return lines + ["no decision: the trigger set is not built yet (run `python -m harness tick` once)"]
+    lines.append(f"{len(result.would_start)} of {len(result.decisions)} jobs would start")
+    reasons = {d.job_id: d.reason for d in result.decisions}
     for change in result.would_start:
-        print(f"job {change['job_id']} would start with:")
-        for u in change["upstreams"]:
-            print(
-                f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
-                f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
-                f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}"
-            )
-    for decision in result.decisions:
-        if not decision.should_start and decision.earliest_start_at is not None:
-            print(
-                f"job {decision.job_id} waits for time: {decision.reason}; starts at the earliest at {when(decision.earliest_start_at)} UTC"
-            )
-    return 0
+        # the reason says when this start retries one the backend refused, and in its words why
+        lines += [f"job {change['job_id']} would start with:", f"    because: {reasons.get(change['job_id'])}"]
+        lines += [
+            f"    {u['sensor_source']}:{u['sensor_id']} ({u['dependency']}): "
+            f"from {describe(json.dumps(u['from']) if u['from'] is not None else None)} "
+            f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}"
+            for u in change["upstreams"]
+        ]
+    lines += [
+        f"job {d.job_id} waits for time: {d.reason}; starts at the earliest at {when(d.earliest_start_at)} UTC"
+        for d in result.decisions
+        if not d.should_start and d.earliest_start_at is not None
+    ]
+    return lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -121,7 +121,7 @@ def partitions(values: Iterable[str]) -> dict[str, str]:
                 "repeat the option for more columns"
             )
         try:
-            (spec,) = parse_filter(text).partitions
+            (spec,) = parse_filter(text, example="ds=2026-11-22/hour=03").partitions
         except ValueError as exc:
             raise HeartbeatError(f"publish: --partition {text!r} refused: {exc}") from None
         for column, value in spec:

@@ -104,7 +104,10 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
         databricks_target.prepare(config)
     full = dbt_args(config, command, **extra_vars)
     if quiet:
-        full = ["--quiet", "--no-use-colors", "--no-send-anonymous-usage-stats", *full]
+        # Nothing on the console, its errors included (`--quiet` still prints them, as text among the
+        # heartbeat's JSON log lines): a failure is the DbtError below, which the caller reports; dbt's
+        # own log keeps everything (<dbt_log_path>/dbt.log).
+        full = ["--log-level", "none", "--no-use-colors", "--no-send-anonymous-usage-stats", *full]
     from dbt.cli.main import dbtRunner  # 3 s of imports: paid only by a process that runs dbt
 
     started = time.monotonic()
@@ -113,7 +116,7 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
-        detail = "; ".join(failures) or str(result.exception) or "dbt reported failure"
+        detail = "; ".join(failures) or str(result.exception or "") or f"see {config.dbt_log_path / 'dbt.log'}"
         raise DbtError(f"dbt {' '.join(command[:1])} failed: {detail}")
     nodes = len(result.result) if result.result is not None and hasattr(result.result, "__len__") else 0
     return DbtOutcome(seconds=seconds, nodes=nodes)

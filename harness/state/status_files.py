@@ -14,6 +14,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from harness.errors import StateFileError
 from harness.faults import crash_point
 from harness.state.files import append_line, write_atomic
 from harness.state_layout import StateLayout, on_volume
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
 TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
+FAILED_CHECKS_KEPT = 20  # the failed checks' messages the health record keeps (`events` has them all)
 
 
 def _plain(value: Any) -> str:
@@ -78,7 +80,18 @@ def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.exists() else None
+    """A JSON file a tick leaves; None before the first tick. One that cannot be read (a tick writes them
+    whole: copied or edited by hand) is refused with what to do."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise StateFileError(
+            f"{path} cannot be read ({exc}): it is cut short or not JSON. A tick writes it whole "
+            "(was it copied or edited by hand?); the next tick writes it again, or delete it "
+            "and run `python -m harness tick`"
+        ) from None
 
 
 def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
@@ -94,7 +107,7 @@ def read_json_or_none(path: Path) -> dict[str, Any] | None:
     """A state file that may be missing or cut short (a reader never fails on it)."""
     try:
         return read_json(path)
-    except ValueError:
+    except StateFileError:
         return None
 
 
@@ -113,12 +126,13 @@ class TickResult:
     refused: Sequence[str] = ()
     step: str | None = None  # the step that failed
     controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
-    check_errors: int = 0  # upstreams whose check failed
+    check_errors: int = 0  # rows whose upstream's check failed
+    failed_checks: Sequence[str] = ()  # each failed check's message, once per upstream (it names the upstream)
 
 
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     """Update the health record with one tick's result: the last successful tick, failures in a row."""
-    health = read_json(StateLayout(state_dir).health) or {}
+    health = read_json_or_none(StateLayout(state_dir).health) or {}  # one cut short starts again
     ended = datetime.now(timezone.utc).isoformat()
     health["last_tick"] = {
         "tick_id": result.tick_id,
@@ -130,6 +144,8 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
         "controls_error": result.controls_error,
         "refused": list(result.refused),
         "check_errors": result.check_errors,
+        "failed_checks": list(result.failed_checks[:FAILED_CHECKS_KEPT]),
+        "failed_check_count": len(result.failed_checks),
     }
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)

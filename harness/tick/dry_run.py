@@ -17,7 +17,7 @@ from harness.state.tables import Detection, JobDecision, as_detected, detections
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
-from harness.vocabulary import ControlRow, EventType, JobState
+from harness.vocabulary import ControlRow, JobState
 
 log = logging.getLogger("harness.tick.dry_run")
 
@@ -39,7 +39,7 @@ def dry_run(runtime: Runtime) -> DryRun:
     sensed = sense(rows, runtime.sensors, runtime.spark, runtime.config)
     out.rows_sensed, out.upstreams_checked = len(rows), sensed.upstreams
     out.detections = detections(sensed.events)
-    out.check_errors = [e.message or "" for e in sensed.events if e.event_type is EventType.CHECK_FAILED]
+    out.check_errors = sensed.failed_checks
     out.decisions = runtime.tables.job_decisions_as_if(out.detections)
     if out.decisions is None:
         return out

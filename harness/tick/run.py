@@ -42,7 +42,7 @@ from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
-from harness.vocabulary import ControlRow, EventType
+from harness.vocabulary import ControlRow
 
 log = logging.getLogger("harness.tick.run")
 
@@ -123,8 +123,8 @@ def run_tick(
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report)
-    except DbtError as exc:
-        report.error = str(exc)
+    except DbtError as exc:  # dbt's own report (its models' errors, with Spark's trace) is the trace
+        report.error = root_cause(exc)
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
         report.error = root_cause(exc)
@@ -188,9 +188,9 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
             sensed.new_data,
             sensed.errors,
         )
-        for e in sensed.events:
-            if e.event_type is EventType.CHECK_FAILED:
-                log.warning("%s", e.message)
+        report.failed_checks = sensed.failed_checks
+        for message in report.failed_checks:
+            log.warning("%s", message)
         for ref, reason in sensed.nothing_new.items():
             log.debug("%s: nothing new: %s", ref, reason)
         step.done(

@@ -44,6 +44,12 @@ class SensingOutcome:
     errors: int = 0
     nothing_new: dict[str, str] = field(default_factory=dict)  # row (RowKey.ref) -> why it waits
 
+    @property
+    def failed_checks(self) -> list[str]:
+        """Each failed check's message (it names the upstream and the cause), once: an upstream read by
+        several rows fails once for all of them."""
+        return list(dict.fromkeys(e.message or "" for e in self.events if e.event_type is EventType.CHECK_FAILED))
+
 
 def upstream_of(row: ControlRow) -> Upstream:
     return Upstream(SensorSource(row.key.sensor_source), row.key.sensor_id, row.upstream_key)

@@ -27,6 +27,7 @@ class TickReport:
     upstreams_checked: int = 0
     new_data: int = 0
     check_errors: int = 0
+    failed_checks: list[str] = field(default_factory=list)  # each failed check's message, once
     freshness_missed: int = 0
     started: list[str] = field(default_factory=list)
     start_refused: list[str] = field(default_factory=list)
@@ -55,6 +56,7 @@ class TickReport:
             step=self.step if self.error else None,
             controls_error=self.controls_error,
             check_errors=self.check_errors,
+            failed_checks=self.failed_checks,
         )
 
 

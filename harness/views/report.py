@@ -425,7 +425,7 @@ def state_warnings(
     )
     if failures:
         out.append(
-            f"The last {failures} tick{'s' if failures > 1 else ''} failed (since "
+            f"{f'The last {failures} ticks' if failures > 1 else 'The last tick'} failed (since "
             f"{when((health or {}).get('first_failure_at'))} UTC; last error: {last.get('error')}): {as_of}. "
             "`python -m harness status` says more."
         )

@@ -101,45 +101,105 @@ def summary(jobs: Sequence[tuple[dict[str, Any], list[dict[str, Any]], JobView]]
     return counts
 
 
-def render_health(health: dict[str, Any] | None, holder: str | None) -> list[str]:
+SHOWN_PROBLEMS = 5  # failed checks and refused starts listed in the top lines; the rest counted
+
+
+def render_health(
+    health: dict[str, Any] | None, holder: str | None, snapshot: dict[str, Any] | None = None
+) -> list[str]:
+    """The top lines: who holds the state, the last tick, and what needs a hand (a failed tick, a refused
+    controls CSV, refused starts, failed checks), each naming what failed and what to change."""
     lines = [f"heartbeat running: {holder}" if holder else "no heartbeat holds the state folder now"]
     if not health:
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
-    failures = int(health.get("failures_in_a_row") or 0)
+    failed = failed_tick_lines(health)
+    lines += failed or [f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)"]
+    if last.get("controls_error"):
+        lines.extend(controls_refused(last["controls_error"]))
+    lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))
+    lines.extend(failed_check_lines(last))
+    return lines
+
+
+def failed_tick_lines(health: dict[str, Any] | None) -> list[str]:
+    """The ticks failing since the last successful one: how many, since when, the last one's step and
+    root cause; none when the last tick went well."""
+    failures = int((health or {}).get("failures_in_a_row") or 0)
+    if not health or not failures:
+        return []
+    last = health.get("last_tick") or {}
     success = (
         f"last successful tick {when(health.get('last_success_at'))}"
         if health.get("last_success_at")
         else "no successful tick yet"
     )
-    if failures:
-        lines.append(
-            f"WARNING: the last {failures} tick{'s' if failures > 1 else ''} failed "
-            f"(since {when(health.get('first_failure_at'))}); {success}"
-        )
-        lines.append(f"    last error: {last.get('error')}")
-        step = f"in step {last['step']}; " if last.get("step") else ""
-        lines.append(
-            f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
-            "cause and the next tick goes on"
-        )
-    else:
-        lines.append(f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)")
-    if last.get("controls_error"):
-        lines.extend(controls_refused(last["controls_error"]))
-    if last.get("refused"):
-        refused = list(last["refused"])
-        lines.append(
-            f"WARNING: the last tick could not start {len(refused)} job{'s' if len(refused) > 1 else ''}: "
-            f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''} (`why --job {refused[0]}` "
-            "says why; it is tried again after the refused-start wait)"
-        )
-    if last.get("check_errors"):
-        lines.append(
-            f"WARNING: {last['check_errors']} upstream check(s) failed in the last tick "
-            "(`events --type CHECK_FAILED --since 1h` names them and the cause)"
-        )
+    ticks = f"the last {failures} ticks" if failures > 1 else "the last tick"
+    step = f"in step {last['step']}; " if last.get("step") else ""
+    return [
+        f"WARNING: {ticks} failed (since {when(health.get('first_failure_at'))}); {success}",
+        f"    last error: {last.get('error')}",
+        f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+        "cause and the next tick goes on",
+    ]
+
+
+def current_refusal(r: dict[str, Any]) -> str | None:
+    """The row's latest refused start, while nothing has happened to the row since (a start ends it)."""
+    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (
+        r.get("status_change_timestamp") or ""
+    ):
+        return str(r["last_start_refusal"])
+    return None
+
+
+def refused_starts(snapshot: dict[str, Any] | None, refused_last_tick: Sequence[str] = ()) -> dict[str, str]:
+    """Each job whose start its backend refused and that has not started since, with the backend's words
+    (from the snapshot's rows: the job waits for the refused-start wait, ticks that do not retry included);
+    a job the last tick refused that the snapshot does not show is named alone."""
+    out: dict[str, str] = {}
+    for r in (snapshot or {}).get("rows") or []:
+        refusal = current_refusal(r)
+        if refusal:
+            out.setdefault(r["trigger_job_id"], refusal)
+    for job_id in refused_last_tick:
+        out.setdefault(job_id, f"job {job_id}: start refused by its backend (`why --job {job_id}` says why)")
+    return out
+
+
+def refused_lines(refused: dict[str, str]) -> list[str]:
+    if not refused:
+        return []
+    jobs = f"{len(refused)} jobs' starts are" if len(refused) > 1 else "1 job's start is"
+    lines = [
+        f"WARNING: {jobs} refused by the backend; fix what it says, and the job is tried again after "
+        "the refused-start wait:"
+    ]
+    lines += [f"    {one_line(message)}" for message in list(refused.values())[:SHOWN_PROBLEMS]]
+    if len(refused) > SHOWN_PROBLEMS:
+        lines.append(f"    ... and {len(refused) - SHOWN_PROBLEMS} more (`status --state waiting` lists each job)")
     return lines
+
+
+def failed_check_lines(last: dict[str, Any]) -> list[str]:
+    """The last tick's failed upstream checks, each in its own words (the upstream, the cause, what to
+    check); a health record written before they were kept gives their count."""
+    messages = list(last.get("failed_checks") or [])
+    where = "`events --type CHECK_FAILED --since 1h` has each"
+    if not messages:
+        count = int(last.get("check_errors") or 0)
+        return [f"WARNING: {count} upstream check(s) failed in the last tick ({where})"] if count else []
+    count = int(last.get("failed_check_count") or len(messages))
+    checks = f"{count} upstream checks" if count > 1 else "1 upstream check"
+    lines = [f"WARNING: {checks} failed in the last tick (their rows see no new data until a check succeeds):"]
+    lines += [f"    {one_line(message)}" for message in messages[:SHOWN_PROBLEMS]]
+    if count > SHOWN_PROBLEMS:
+        lines.append(f"    ... and {count - SHOWN_PROBLEMS} more ({where})")
+    return lines
+
+
+def one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def controls_refused(message: str) -> list[str]:
@@ -210,12 +270,15 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         )
     if r.get("latest_run_id"):
         lines.append(f"        {run_line(r)}")
-    if r.get("last_error") and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or ""):
-        lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
-    if r.get("last_start_refusal") and (r.get("last_start_refused_at") or "") >= (
-        r.get("status_change_timestamp") or ""
+    refusal = current_refusal(r)
+    if (
+        r.get("last_error")
+        and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or "")
+        and r["last_error"] != refusal  # the refusal is the row's error too: said once, below
     ):
-        lines.append(f"        start refused {when(r['last_start_refused_at'])}: {r['last_start_refusal']}")
+        lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+    if refusal:
+        lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     return lines
@@ -230,7 +293,7 @@ def render(
     waiting: dict[str, str] | None = None,
 ) -> str:
     now = now or datetime.now(timezone.utc)
-    lines = render_health(health, holder)
+    lines = render_health(health, holder, snapshot)
     if snapshot is None:
         lines.append("no control table yet: run `python -m harness tick` first")
         return "\n".join(lines)
@@ -345,7 +408,8 @@ def render_why(
         return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
-    lines = controls_refused(refused) if refused else []
+    lines = failed_tick_lines(health)  # the decision below is as the last successful tick left it
+    lines += controls_refused(refused) if refused else []
     lines += [
         f"job {job_id} ({job['job_name'] or '-'}): {view.value}: {verdict}",
         f"    because: {job['reason']}",

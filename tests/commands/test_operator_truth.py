@@ -13,7 +13,7 @@ import pytest
 
 from harness.commands import cli
 from harness.config import load_config
-from harness.errors import HeartbeatError, root_cause
+from harness.errors import ONE_LINE_CHARS, DbtError, HeartbeatError, root_cause
 from harness.jobs import publish
 from harness.state import status_files
 from harness.state_layout import StateLayout
@@ -108,11 +108,12 @@ JAVA_TEXT = (
 )
 
 
-def test_the_root_cause_of_a_java_failure_is_one_line() -> None:
+def test_the_root_cause_of_a_java_failure_is_one_line_leading_with_the_cause() -> None:
     line = root_cause(Py4JJavaError(JAVA_TEXT))
     assert "\n" not in line
-    assert line.startswith("Py4JJavaError: An error occurred while calling o70.collectToPython.")
-    assert "cause: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in line
+    # the Java cause, not py4j's line over it (which names a call, not a problem)
+    assert line.startswith("java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file")
+    assert "An error occurred while calling" not in line
 
 
 def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
@@ -135,8 +136,23 @@ def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -
     report.error = root_cause(Py4JJavaError(JAVA_TEXT))
     health = ticked(tmp_path, report)
     out = status.render(snapshot(row("j")), health, None, now=T0)
-    assert "    last error: Py4JJavaError: " in out and "is not a Parquet file" in out
+    assert "WARNING: the last tick failed (since " in out
+    assert "    last error: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in out
     assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
+
+
+def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_path: Path) -> None:
+    # GIVEN ticks failing since the snapshot was written
+    report = TickReport("t9", step="fold", error="java.lang.RuntimeException: x.parquet is not a Parquet file")
+    ticked(tmp_path, report)
+    health = ticked(tmp_path, report)
+    # WHEN why is asked about a job
+    out = status.render_why(snapshot(row("j")), "j", [], T0, health).splitlines()
+    # THEN it starts with the failing ticks, the step and the root cause, then the job's decision
+    assert out[0].startswith("WARNING: the last 2 ticks failed (since ")
+    assert out[1] == "    last error: java.lang.RuntimeException: x.parquet is not a Parquet file"
+    assert out[2].startswith("    in step fold; the full trace is in the heartbeat's log (tick t9)")
+    assert out[3].startswith("job j (-): waiting: does not start")
 
 
 class FailingEventLog:
@@ -166,7 +182,50 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
     assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
     last = json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]
-    assert last["step"] == "requests" and "cause: java.lang.RuntimeException" in last["error"]
+    assert last["step"] == "requests" and last["error"].startswith("java.lang.RuntimeException: ")
+
+
+LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v20261125T060430_65ea0c66/" + (
+    "part-00000-66c59aa5-aa4d-44d0-9a0d-bf2b4c77ae5b-c000.snappy.parquet"
+)
+
+
+class FailingFoldLog(FailingEventLog):
+    """The event log of a tick whose fold fails in dbt, as a damaged control table makes it fail: dbt's
+    report of the model, with Spark's whole trace."""
+
+    def existing_ids(self, *args: object) -> set[str]:
+        raise DbtError(
+            "dbt build failed: heartbeat_control_table: Compilation Error in model heartbeat_control_table "
+            "(models/marts/heartbeat_control_table.sql)\n  "
+            + JAVA_TEXT.replace("\n", "\n  ").replace("file:/state/controls.parquet", LONG_PATH)
+        )
+
+    append = existing_ids
+
+
+def test_a_tick_failed_in_dbt_shows_the_models_root_cause_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.tick.run import run_tick
+
+    # GIVEN a tick whose dbt build fails on a control table file that is not parquet
+    cli.setup_logging("json", False)
+    runtime = SimpleNamespace(events=FailingFoldLog(), config=SimpleNamespace(state_dir=tmp_path))
+    # WHEN it runs
+    report = run_tick(runtime)  # type: ignore[arg-type]
+    # THEN the health record, and so status, has the model and the root cause on one line, not dbt's report
+    out = status.render(snapshot(row("j")), status_files.read_json(StateLayout(tmp_path).health), None, now=T0)
+    (error,) = [line for line in out.splitlines() if line.startswith("    last error: ")]
+    assert error.startswith("    last error: DbtError: dbt build failed: heartbeat_control_table: Compilation Error")
+    assert error.endswith(
+        f"{LONG_PATH} is not a Parquet file. Expected magic number at tail, but found [65, 66, 67, 10]"
+    )
+    assert len(error) <= len("    last error: ") + ONE_LINE_CHARS
+    assert "\tat " not in out
+    # AND the log's error line carries dbt's whole report, with the tick id and the step
+    (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests") and "\tat " in line["message"]
 
 
 # --- run times ----------------------------------------------------------------------------------------
@@ -282,7 +341,9 @@ def test_publish_refuses_a_partition_the_filters_would_refuse(
     config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
     code = cli.main(["--config", config, "publish", "--table", "sales.orders", "--partition", "ds=2026-01-01/hour"])
     assert code == 2 and _queued(tmp_path) == []
-    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--partition 'ds=2026-01-01/hour' refused: 'hour': expected column=value, e.g. ds=2026-11-22/hour=03" in err
+    assert "{{" not in err  # a filter's time expression is not for publishing
     with pytest.raises(HeartbeatError, match="must be a literal partition value"):
         publish.publish("sales.orders", partition={"ds": "{{ today }}"}, config=load_config(config))
 
@@ -342,6 +403,13 @@ def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path, caps
     assert "job nope is not in the control table" in capsys.readouterr().out
 
 
+def test_status_and_why_of_a_job_before_the_first_tick_both_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
+    config = str(tmp_path / "heartbeat.yml")
+    assert [cli.main(["--config", config, command, "--job", "nope"]) for command in ("status", "why")] == [1, 1]
+    assert cli.main(["--config", config, "status"]) == 0
+
+
 def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _state_with_rows(tmp_path, row("j"))
     path = StateLayout(tmp_path / "state").snapshot
@@ -349,6 +417,28 @@ def test_a_truncated_status_file_is_said_plainly(tmp_path: Path, capsys: pytest.
     assert cli.main(["--config", config, "status"]) == 2
     err = capsys.readouterr().err
     assert f"{path} cannot be read" in err and "cut short or not JSON" in err and "Traceback" not in err
+
+
+def test_a_truncated_status_file_never_crashes_report_publish_or_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a state whose status.json was cut short, and an event log with no event yet
+    config = _state_with_rows(tmp_path, row("j", "sales.orders", sensor_source="published"))
+    (log := tmp_path / "events").mkdir()
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    path = StateLayout(tmp_path / "state").snapshot
+    path.write_text(path.read_text()[:40])
+    # WHEN report runs, THEN it says so plainly, as status does
+    assert cli.main(["--config", config, "report"]) == 2
+    assert f"{path} cannot be read" in capsys.readouterr().err
+    # WHEN a producer publishes and a job's last task completes, THEN both are queued all the same, saying
+    # the control table could not be checked
+    assert cli.main(["--config", config, "publish", "--table", "sales.orders"]) == 0
+    assert cli.main(["--config", config, "complete", "--job-id", "j"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: not checked against the control table, queued all the same") == 2
+    assert [q["table"] for q in _queued(tmp_path)] == ["sales.orders"]
+    assert len(list((tmp_path / "state" / "inbox").glob("*.json"))) == 1
 
 
 # --- the report page ------------------------------------------------------------------------------------
@@ -367,6 +457,8 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
     }
     (warning,) = report.state_warnings(snap, failing, [], T0 + timedelta(minutes=3))
     assert warning.startswith("The last 3 ticks failed") and "Py4JJavaError: boom" in warning
+    (one,) = report.state_warnings(snap, failing | {"failures_in_a_row": 1}, [], T0 + timedelta(minutes=3))
+    assert one.startswith("The last tick failed (since ")
     ticks = [{"started_at": (T0 - timedelta(minutes=m)).isoformat()} for m in (3, 2, 1, 0)]
     assert report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=2)) == []
     (stale,) = report.state_warnings(snap, {"last_tick": {}}, ticks, T0 + timedelta(minutes=30))
@@ -416,14 +508,66 @@ def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:
     assert list(trace.y) == [1.0, 1.0, 1.0, None, None, 1.0, 1.0]
 
 
-def test_refused_starts_and_failed_checks_of_the_last_tick_are_in_the_top_lines(tmp_path: Path) -> None:
-    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"], check_errors=2))
-    top = status.render(snapshot(row("daily")), health, None, now=T0).splitlines()[:6]
-    assert any(
-        line.startswith("WARNING: the last tick could not start 1 job: daily (`why --job daily`") for line in top
+MISSING_TABLE = (
+    'delta_table:/lake/nope: cannot read the Delta table: Local path "/lake/nope" does not exist; check the path '
+    "(sensor_id) and delta.storage_options"
+)
+DB_DOWN = "jdbc:sales.orders: cannot query default: Connection to 127.0.0.1:1 refused."
+NOT_DEFINED = "job daily: start refused by the local backend: job daily is not defined in local_runner.jobs"
+
+
+def test_the_failed_checks_of_the_last_tick_are_in_the_top_lines_in_their_own_words(tmp_path: Path) -> None:
+    # GIVEN a tick whose checks of two upstreams failed (one of them read by two rows)
+    health = ticked(tmp_path, TickReport("t1", check_errors=3, failed_checks=[MISSING_TABLE, DB_DOWN]))
+    # WHEN status renders
+    top = status.render(snapshot(row("j")), health, None, now=T0).splitlines()[:6]
+    # THEN its top lines name each upstream, the cause and what to check
+    assert top[3:6] == [
+        "WARNING: 2 upstream checks failed in the last tick (their rows see no new data until a check succeeds):",
+        f"    {MISSING_TABLE}",
+        f"    {DB_DOWN}",
+    ]
+
+
+def test_a_health_record_without_the_checks_messages_gives_their_count(tmp_path: Path) -> None:
+    health = {"last_tick": {"check_errors": 2}, "failures_in_a_row": 0}
+    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED" in status.render(
+        snapshot(row("j")), health, None, now=T0
     )
-    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 1h`" in "\n".join(
-        top
+
+
+def test_a_refused_start_stays_in_the_top_lines_with_the_backends_words_until_the_job_starts(tmp_path: Path) -> None:
+    # GIVEN a job whose start the local backend refused two ticks ago, and a last tick that did not try again
+    ticked(tmp_path, TickReport("t1", start_refused=["daily"]))
+    health = ticked(tmp_path, TickReport("t2"))
+    refused = row(
+        "daily",
+        status="NEW_EVENT_AVAILABLE",
+        status_change_timestamp="2026-11-22T11:59:00+00:00",
+        last_start_refused_at="2026-11-22T11:59:00+00:00",
+        last_start_refusal=NOT_DEFINED,
+        last_error_timestamp="2026-11-22T11:59:00+00:00",
+        last_error=NOT_DEFINED,
+    )
+    # WHEN status renders
+    out = status.render(snapshot(refused), health, None, now=T0).splitlines()
+    # THEN the top lines say the start is refused, in the backend's words (what to define, and where)
+    assert out[3:5] == [
+        "WARNING: 1 job's start is refused by the backend; fix what it says, and the job is tried again after "
+        "the refused-start wait:",
+        f"    {NOT_DEFINED}",
+    ]
+    # AND the row says it once
+    assert sum(NOT_DEFINED in line for line in out) == 2
+    # AND once the job started, neither says it
+    started = refused | {"status": "IN_PROGRESS", "status_change_timestamp": "2026-11-22T12:01:00+00:00"}
+    assert NOT_DEFINED not in status.render(snapshot(started), health, None, now=T0)
+
+
+def test_a_start_the_last_tick_refused_is_named_even_without_the_snapshots_rows(tmp_path: Path) -> None:
+    health = ticked(tmp_path, TickReport("t1", start_refused=["daily"]))
+    assert "    job daily: start refused by its backend (`why --job daily` says why)" in status.render(
+        None, health, None, now=T0
     )
 
 
@@ -504,3 +648,24 @@ def test_why_shows_a_row_catching_up_with_its_part() -> None:
     why = status.render_why(left, "j", [], T0).splitlines()
     assert "    because: catching up: part 2 of 3 of its range" in why
     assert "        range in parts (max_range 2): part 2 of 3" in why
+
+
+# --- tick --dry-run ---------------------------------------------------------------------------------------
+
+
+def test_the_dry_run_says_why_a_job_would_start_even_when_it_retries_a_refused_start() -> None:
+    from harness.commands.operator import dry_run_lines
+    from harness.state.tables import JobDecision
+    from harness.tick.dry_run import DryRun
+
+    # GIVEN a job ready again after the local backend refused its start (not defined in local_runner.jobs)
+    reason = f"ready: new data on trigger_file:t; retrying the start refused at 2026-11-22 11:59:00: {NOT_DEFINED}"
+    result = DryRun(
+        rows_sensed=1,
+        upstreams_checked=1,
+        decisions=[JobDecision("daily", None, True, reason)],
+        would_start=[{"job_id": "daily", "upstreams": []}],
+    )
+    # THEN the dry run says, under the job it would start, the reason: the refusal that will come again
+    lines = dry_run_lines(result, T0)
+    assert lines[lines.index("job daily would start with:") + 1] == f"    because: {reason}"

@@ -10,6 +10,7 @@ import pytest
 from dbt.cli.main import dbtRunner
 
 from harness.config import PROJECT_DIR, config_from_mapping
+from harness.errors import DbtError
 from harness.platform import dbt_runner
 from tests.support import HeartbeatHarness, control_row
 
@@ -88,3 +89,17 @@ def test_docs_site_opens_on_an_overview_and_every_unit_test_is_described(tmp_pat
     assert all(part in overview for part in ("## The control table", "| `IN_PROGRESS` |", "## When a job starts"))
     undescribed = [n["name"] for n in manifest["unit_tests"].values() if not (n.get("description") or "").strip()]
     assert len(manifest["unit_tests"]) >= 13 and undescribed == []
+
+
+def test_a_failing_dbt_command_prints_nothing_itself_and_raises_what_failed(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the heartbeat's dbt project (no Spark needed: dbt fails before connecting)
+    config = config_from_mapping(
+        {"state_dir": str(tmp_path / "state"), "dbt_target_dir": str(tmp_path / "target")}, base=PROJECT_DIR
+    )
+    # WHEN a command fails
+    with pytest.raises(DbtError, match="could not find a macro with the name 'no_such_macro'"):
+        dbt_runner.invoke(config, ["run-operation", "no_such_macro"])
+    # THEN dbt printed nothing (a tick's JSON log lines stay JSON: the failure is the tick's error line)
+    assert capfd.readouterr() == ("", "")

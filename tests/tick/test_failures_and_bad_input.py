@@ -102,6 +102,7 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
     assert missing_root.error is None and missing_root.check_errors == 1
     (check_failed,) = heartbeat.events("CHECK_FAILED")
     assert "trigger_file:in: trigger root" in check_failed["message"] and "does not exist" in check_failed["message"]
+    assert missing_root.failed_checks == [check_failed["message"]]  # what `status` shows in its top lines
     assert refused.error is None and refused.start_refused == ["ghost"]
     (start_failed,) = heartbeat.events(EventType.RUN_START_FAILED.value)
     assert "job ghost is not defined in local_runner.jobs" in start_failed["message"]

@@ -274,3 +274,23 @@ def test_malicious_upstream_key_stays_one_identifier_in_the_preprocess_query(
     # read `k` > 0 OR `k` IS NULL, true for the row, and reported new data)
     assert outcome.events == []
     assert "preprocess_query returned no row" in outcome.nothing_new[rows[0].key.ref]
+
+
+def test_an_upstream_read_by_two_rows_is_one_failed_check_in_the_ticks_record() -> None:
+    from harness.tick.sensing import SensingOutcome
+
+    # GIVEN a sensing whose check of one upstream failed for its two rows, and of another for its one row
+    lake = "delta_table:/lake/nope: cannot read the Delta table; check the path (sensor_id)"
+    db = "jdbc:sales.orders: cannot query default: connection refused"
+    outcome = SensingOutcome(
+        events=[
+            Event(EventType.CHECK_FAILED, row=RowKey("delta_table", "/lake/nope", job), message=lake)
+            for job in ("a", "b")
+        ]
+        + [
+            Event(EventType.DATA_CHANGED, row=RowKey("trigger_file", "orders", "c")),
+            Event(EventType.CHECK_FAILED, row=RowKey("jdbc", "sales.orders", "d"), message=db),
+        ]
+    )
+    # THEN the failed checks are each upstream's message, once, in the order found
+    assert outcome.failed_checks == [lake, db]

@@ -135,6 +135,7 @@ class ControlRow:
     freshness_missed_at: datetime | None = None  # the latest FRESHNESS_MISSED event of the row
     max_range: int | None = None  # the most steps one run is handed (None: the whole range)
     range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
+    last_error: str | None = None  # the message of the row's latest error event (a failed check, a failed run, ...)
 
     @property
     def range_end(self) -> str | None:
@@ -182,4 +183,5 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         freshness_missed_at=utc(r.get("freshness_missed_at")),
         max_range=r.get("max_range"),
         range_end_watermark=r.get("range_end_watermark"),
+        last_error=r.get("last_error"),
     )

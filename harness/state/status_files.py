@@ -130,6 +130,12 @@ class TickResult:
     failed_checks: Sequence[str] = ()  # each failed check's message, once per upstream (it names the upstream)
 
 
+def last_failed_checks(state_dir: Path) -> set[str]:
+    """The failed checks' messages of the last tick (the health record keeps FAILED_CHECKS_KEPT of them)."""
+    health = read_json_or_none(StateLayout(state_dir).health) or {}
+    return set((health.get("last_tick") or {}).get("failed_checks") or [])
+
+
 def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     """Update the health record with one tick's result: the last successful tick, failures in a row."""
     health = read_json_or_none(StateLayout(state_dir).health) or {}  # one cut short starts again

@@ -27,13 +27,13 @@ from harness.controls import file_digest, read_controls
 from harness.errors import ControlsError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
-from harness.state.status_files import read_json, record_waiting, write_snapshot_body
+from harness.state.status_files import last_failed_checks, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id
 from harness.tick.freshness import stale_rows
 from harness.tick.runtime import build_backend
-from harness.tick.sensing import sense
+from harness.tick.sensing import sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
 from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
@@ -123,19 +123,22 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
         outcome = sense(sensed, build_registry(config, kinds), None, config)
-        if outcome.events:
+        if to_record(outcome, sensed, last_failed_checks(config.state_dir)):
             return Handover(
                 f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
                 "to read through Spark"
             )
         record_waiting(config.state_dir, outcome.nothing_new)
-        report.upstreams_checked = outcome.upstreams
+        report.upstreams_checked, report.check_errors = outcome.upstreams, outcome.errors
+        report.failed_checks = outcome.failed_checks  # failing as in the last tick, and recorded then
+        for message in report.failed_checks:
+            log.warning("%s", message)
         step.done(
-            f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, 0 errors",
+            f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, {outcome.errors} errors",
             rows=len(sensed),
             upstreams=outcome.upstreams,
             new_data=0,
-            errors=0,
+            errors=outcome.errors,
         )
 
     if _newly_stale(sensed):

@@ -34,12 +34,12 @@ from harness.faults import crash_point, tick_started
 from harness.state import event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import refresh_index
-from harness.state.status_files import record_tick, record_waiting, write_snapshot
+from harness.state.status_files import last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, publications, retention
 from harness.tick.freshness import freshness_events
 from harness.tick.runtime import Runtime
-from harness.tick.sensing import sense
+from harness.tick.sensing import sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 from harness.vocabulary import ControlRow
@@ -180,7 +180,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
     with Step(report, "sense") as step:
         rows = runtime.tables.sensed_rows()
         sensed = sense(rows, runtime.sensors, runtime.spark, config)
-        runtime.events.append(sensed.events)
+        runtime.events.append(to_record(sensed, rows, last_failed_checks(config.state_dir)))
         record_waiting(config.state_dir, sensed.nothing_new)
         crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = (

@@ -18,7 +18,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from queue import Empty, SimpleQueue
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -49,6 +49,25 @@ class SensingOutcome:
         """Each failed check's message (it names the upstream and the cause), once: an upstream read by
         several rows fails once for all of them."""
         return list(dict.fromkeys(e.message or "" for e in self.events if e.event_type is EventType.CHECK_FAILED))
+
+
+def to_record(outcome: SensingOutcome, rows: Sequence[ControlRow], failing_before: Collection[str]) -> list[Event]:
+    """The sensing's events to append. A check failing as it failed in the last tick (`failing_before`,
+    the health record's), whose row already shows that failure as its last error, is not recorded again:
+    a failure is an event when it begins or its message changes, as a freshness lapse is one event (the
+    health record names it in every tick it lasts, and `status` with it). So an upstream that stays down
+    does not make every tick record and fold; one that recovered and fails again is recorded again."""
+    shown = {r.key: r.last_error for r in rows}
+    return [
+        e
+        for e in outcome.events
+        if not (
+            e.event_type is EventType.CHECK_FAILED
+            and e.row is not None
+            and e.message in failing_before
+            and shown.get(e.row) == e.message
+        )
+    ]
 
 
 def upstream_of(row: ControlRow) -> Upstream:

@@ -23,7 +23,7 @@ from harness.platform.dbt_runner import project_digest
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.state.status_files import read_json, waiting_reasons
+from harness.state.status_files import TickResult, read_json, record_tick, waiting_reasons
 from harness.state.tables import Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
@@ -166,6 +166,45 @@ def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
     (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
     handover, _ = left.cold()
     assert handover is not None and "1 upstreams with new data" in handover.reason
+
+
+def _failing_check(state: LeftState, *, last_tick_saw_it: bool, row_shows_it: bool) -> str:
+    """Trigger folder `in` gone (its check fails); the message the check gives."""
+    shutil.rmtree(state.config.trigger_root / "in")  # type: ignore[operator]
+    folder = (state.config.trigger_root / "in").resolve()  # type: ignore[operator]
+    message = f"trigger_file:in: trigger folder {folder} does not exist; create it or fix sensor_id"
+    if row_shows_it:
+        state.snapshot["rows"][0]["last_error"] = message
+    record_tick(
+        state.config.state_dir,
+        TickResult("t0", datetime.now(timezone.utc), 0.1, None, failed_checks=[message] if last_tick_saw_it else []),
+    )
+    return message
+
+
+@pytest.mark.unit
+def test_a_check_failing_as_in_the_last_tick_and_recorded_keeps_the_tick_cold_and_says_it(left: LeftState) -> None:
+    # GIVEN an upstream whose check fails as it failed in the last tick, which recorded it on its row
+    message = _failing_check(left, last_tick_saw_it=True, row_shows_it=True)
+
+    # WHEN a cold tick runs, THEN it has nothing to record: it ends without Spark, naming the failure
+    handover, report = left.cold()
+    assert handover is None
+    assert report.check_errors == 1 and report.failed_checks == [message]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("last_tick_saw_it", "row_shows_it"),
+    [(False, False), (False, True), (True, False)],
+    ids=["a new failure", "failing again after a tick that checked fine", "failed before but never recorded"],
+)
+def test_a_check_failure_not_recorded_as_ongoing_hands_over_to_record_it(
+    left: LeftState, last_tick_saw_it: bool, row_shows_it: bool
+) -> None:
+    _failing_check(left, last_tick_saw_it=last_tick_saw_it, row_shows_it=row_shows_it)
+    handover, _ = left.cold()
+    assert handover is not None and "1 checks to record" in handover.reason
 
 
 @pytest.mark.unit

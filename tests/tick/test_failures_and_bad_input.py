@@ -110,6 +110,34 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
     assert heartbeat.job_status("ghost") == {"NEW_EVENT_AVAILABLE"}
 
 
+def test_an_upstream_that_stays_down_is_recorded_once_and_again_when_it_fails_anew(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job on a trigger folder that does not exist
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+
+    # WHEN ticks run while it stays missing
+    first = heartbeat.tick()
+    folded = heartbeat.config.layout.fold_id.read_text()  # a new id after every fold
+    second = heartbeat.tick()
+
+    # THEN the failure is one event, when it began; every tick still names it (status's top lines), and
+    # the tick after the first has nothing to record or fold
+    (failed,) = heartbeat.events("CHECK_FAILED")
+    assert first.failed_checks == second.failed_checks == [failed["message"]]
+    assert heartbeat.config.layout.fold_id.read_text() == folded and second.check_errors == 1
+
+    # WHEN the folder appears for a tick, then is gone again
+    folder = heartbeat.config.trigger_root / "in"  # type: ignore[operator]
+    folder.mkdir()
+    recovered = heartbeat.tick()
+    folder.rmdir()
+    heartbeat.tick()
+
+    # THEN the new outage is recorded again
+    assert recovered.failed_checks == []
+    assert [e["message"] for e in heartbeat.events("CHECK_FAILED")] == [failed["message"]] * 2
+
+
 def test_refused_start_shows_in_the_reason_and_is_retried_after_a_wait_not_on_every_tick(
     heartbeat: HeartbeatHarness,
 ) -> None:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +19,9 @@ def local_folder(state_dir: Path) -> Path:
     volume a folder of the node's local disk named after it (gone with the node: logs and caches only)."""
     if not on_volume(state_dir):
         return state_dir
+    import hashlib  # here, not at the top: the operator's commands on a local state folder need neither
+    import tempfile
+
     digest = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"heartbeat-{digest}"
 

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote, urlparse
 
 from harness.durations import parse_duration
 from harness.errors import HeartbeatError
-from harness.state import event_index
 from harness.state.event_files import (
     EventFilter,
     LogFile,
@@ -37,6 +35,9 @@ from harness.state.event_files import (
 )
 from harness.state.files import write_atomic
 from harness.state_layout import StateLayout
+
+if TYPE_CHECKING:
+    from harness.state import event_index
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,8 @@ def refresh_index(state_dir: Path, today: date, schema_folder: Path | None = Non
         return None
     if not folder.is_dir() or (folder / "_delta_log").is_dir():
         return None
+    from harness.state import event_index  # here, with its sqlite3: `status` reads no event log
+
     return event_index.refresh(StateLayout(state_dir).events_index, folder, today)
 
 
@@ -134,6 +137,10 @@ Keyed = tuple[tuple[int, str, int], dict[str, Any]]  # ((event time, file, posit
 def _parquet_events(index: Path, folder: Path, query: EventQuery) -> list[Keyed]:
     """The events of the files that may hold events since `query.since`: from the event index for the
     files it holds as they are (no parquet opened), from their parquet for the others."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.state import event_index
+
     oldest = query.since - _CLOCK_SLACK
     files = log_files(folder, oldest.date())
     indexed = event_index.indexed_events(index, folder, files, query.since, query.wanted, query.limit)

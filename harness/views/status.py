@@ -14,6 +14,10 @@ from harness.views.watermarks import describe, fit, when
 from harness.vocabulary import JobState, RowKey, Status, upstream_label
 
 LABEL_WIDTH = 48
+# The statuses as the snapshot writes them (an enum member's `.value` is looked up anew at each use: 10,000
+# rows ask several times each)
+FAILED, IN_PROGRESS, COMPLETED = Status.FAILED.value, Status.IN_PROGRESS.value, Status.COMPLETED.value
+PAUSED = JobState.PAUSED.value
 
 
 class JobView(str, Enum):
@@ -29,16 +33,16 @@ class JobView(str, Enum):
 
 def job_view(job: dict[str, Any], rows: Sequence[dict[str, Any]]) -> JobView:
     statuses = {r["status"] for r in rows}
-    if Status.FAILED.value in statuses:
+    if FAILED in statuses:
         return JobView.FAILED
-    if Status.IN_PROGRESS.value in statuses:
+    if IN_PROGRESS in statuses:
         return JobView.RUNNING
     if job["should_start"]:
         return JobView.READY
     if (
         rows
-        and all(r["job_state"] == JobState.PAUSED.value for r in rows)
-        or any(r["job_state"] == JobState.PAUSED.value and r["is_hard_dependency"] for r in rows)
+        and all(r["job_state"] == PAUSED for r in rows)
+        or any(r["job_state"] == PAUSED and r["is_hard_dependency"] for r in rows)
     ):
         return JobView.PAUSED
     return JobView.WAITING
@@ -217,24 +221,34 @@ def _time(value: Any) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def _run_bounds(r: dict[str, Any]) -> tuple[Any, Any]:
+    """The latest run's start and end as the row holds them: from when the backend confirmed it to when the
+    backend says it ended (run_ended_at; the time a tick recorded the end only when the backend did not say)."""
+    return (
+        r.get("run_started_timestamp") or r.get("job_start_timestamp"),
+        r.get("run_ended_at") or r.get("job_end_timestamp"),
+    )
+
+
 def run_times(r: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
-    """The latest run's own start and end: from when the backend confirmed it to when the backend says it
-    ended (run_ended_at; the time a tick recorded the end only when the backend did not say). A run going
-    (the row IN_PROGRESS) has no end, nor has one whose recorded end is an earlier run's."""
-    started = _time(r.get("run_started_timestamp")) or _time(r.get("job_start_timestamp"))
-    ended = _time(r.get("run_ended_at")) or _time(r.get("job_end_timestamp"))
-    if r.get("status") == Status.IN_PROGRESS.value or ended is None or (started is not None and ended < started):
+    """The latest run's own start and end (_run_bounds). A run going (the row IN_PROGRESS) has no end, nor
+    has one whose recorded end is an earlier run's."""
+    started_at, ended_at = _run_bounds(r)
+    started, ended = _time(started_at), _time(ended_at)
+    if r.get("status") == IN_PROGRESS or ended is None or (started is not None and ended < started):
         return started, None
     return started, ended
 
 
 def run_line(r: dict[str, Any]) -> str:
     started, ended = run_times(r)
+    # the times in words from the row's own texts: `when` says them as it would the times read from them
+    started_at, ended_at = _run_bounds(r)
     if ended is None:
-        going = "still running" if r.get("status") == Status.IN_PROGRESS.value else "no end recorded yet"
-        return f"run {r['latest_run_id']} started {when(started)}, {going}"
+        going = "still running" if r.get("status") == IN_PROGRESS else "no end recorded yet"
+        return f"run {r['latest_run_id']} started {when(started_at)}, {going}"
     took = f" ({seconds_text((ended - started).total_seconds())})" if started else ""
-    return f"run {r['latest_run_id']} started {when(started)}, ended {when(ended)}{took}"
+    return f"run {r['latest_run_id']} started {when(started_at)}, ended {when(ended_at)}{took}"
 
 
 def seconds_text(seconds: float) -> str:
@@ -249,7 +263,7 @@ def seconds_text(seconds: float) -> str:
 
 def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
     """The row's own reason for having nothing new, when it waits for data (status NULL or COMPLETED)."""
-    if r.get("status") not in (None, Status.COMPLETED.value):
+    if not waiting or r.get("status") not in (None, COMPLETED):
         return None
     return waiting.get(RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]).ref)
 
@@ -258,8 +272,8 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
     lines = [
-        f"    {fit(label, LABEL_WIDTH):<{LABEL_WIDTH}} {r['status'] or 'NULL':<20} {dep} {r['job_state']:<8} "
-        f"changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"
+        f"    {fit(label, LABEL_WIDTH).ljust(LABEL_WIDTH)} {(r['status'] or 'NULL').ljust(20)} {dep} "
+        f"{r['job_state']:<8} changed {when(r['status_change_timestamp'])}  watermark {describe(r['watermark'])}"
     ]
     reason = waiting_reason(r, waiting or {})
     if reason:

@@ -20,9 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
+from harness.config_source import (
+    DEFAULT_SCHEMA,
+    DEFAULT_STATE_DIR,
+    SCHEMA_PATTERN,
+    Source,
+    read_source,
+    source_of,
+)
 from harness.errors import ConfigError
 from harness.redact import register_secret
 from harness.state_layout import StateLayout
@@ -30,16 +37,6 @@ from harness.state_layout import StateLayout
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
 
-# Environment variables that override a key of the file (deployment-specific values).
-ENV_OVERRIDES = {
-    "state_dir": "HEARTBEAT_STATE_DIR",
-    "backend": "HEARTBEAT_BACKEND",
-    "catalog": "HEARTBEAT_CATALOG",
-    "schema": "HEARTBEAT_SCHEMA",
-    "trigger_file.root": "HEARTBEAT_TRIGGER_ROOT",
-    "spark_remote": "HEARTBEAT_SPARK_REMOTE",
-}
-CONFIG_ENV = "HEARTBEAT_CONFIG"
 DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)
 
 
@@ -286,11 +283,11 @@ class HeartbeatFile(SourceSections, HeartbeatSettings):
     """Every key heartbeat.yml may hold: the sources' sections (`SourceSections`), the heartbeat's own
     (`HeartbeatSettings`), and these, which a Config holds resolved."""
 
-    state_dir: Path = Path("state")  # metastore, warehouse, local runs, lock, inbox
+    state_dir: Path = DEFAULT_STATE_DIR
     backend: Literal["local", "databricks"] = "local"
     dbt_target: Literal["local", "databricks"] | None = None  # default: databricks with that backend
     catalog: str | None = None  # Unity Catalog catalog (databricks target); spark_catalog locally
-    schema_: str = Field("heartbeat", alias="schema", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    schema_: str = Field(DEFAULT_SCHEMA, alias="schema", pattern=SCHEMA_PATTERN)
     # Spark Connect instead of classic Spark: `local` (a Connect server inside this process, on the
     # embedded metastore and warehouse) or a server's `sc://host:port`. Unset: classic local Spark.
     # Inside a Databricks job the runtime's own session is used whatever this says.
@@ -315,7 +312,7 @@ class Config:
     backend: str = "local"
     dbt_target: str = "local"
     catalog: str = LOCAL_CATALOG
-    schema: str = "heartbeat"
+    schema: str = DEFAULT_SCHEMA
     spark_remote: str | None = None  # Spark Connect: `local` or `sc://...`; None for classic Spark
     controls_csv: Path = DEFAULT_CONTROLS_CSV
     trigger_root: Path | None = None
@@ -379,65 +376,28 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[s
     """Load the configuration; a missing default file means all defaults (the embedded demo). `overrides`
     (`--set key=value` on the command line; dotted keys for sections) win over the file and the
     environment: a Databricks job on serverless compute passes its deployment's values this way."""
-    explicit = path or os.environ.get(CONFIG_ENV)
-    config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
-    if not config_path.exists():
-        if explicit:
-            raise ConfigError(f"config file {config_path} does not exist")
-        return config_from_mapping({}, base=Path.cwd(), overrides=overrides)
-    try:
-        raw = yaml.safe_load(config_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
-    return config_from_mapping(
-        raw, base=config_path.parent.resolve(), config_path=config_path.resolve(), overrides=overrides
-    )
+    return _validated(read_source(path, overrides))
 
 
 def config_from_mapping(
     raw: Mapping[str, Any], base: Path, config_path: Path | None = None, overrides: Mapping[str, str] | None = None
 ) -> Config:
     """Parse a heartbeat.yml's content (with the environment overrides, then `overrides`) into a Config."""
-    where = str(config_path or "heartbeat.yml")
-    merged = _with_env_overrides(dict(raw))
-    for dotted, value in (overrides or {}).items():
-        _set(merged, dotted, value)
+    return _validated(source_of(raw, base, config_path, overrides))
+
+
+def _validated(source: Source) -> Config:
     try:
-        parsed = HeartbeatFile.model_validate(merged)
+        parsed = HeartbeatFile.model_validate(source.raw)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: refused:\n  " + "\n  ".join(_problems(exc))) from None
-    return _resolve(parsed, base, config_path, where)
+        raise ConfigError(f"{source.where}: refused:\n  " + "\n  ".join(_problems(exc))) from None
+    return _resolve(parsed, source)
 
 
-def _with_env_overrides(raw: dict[str, Any]) -> dict[str, Any]:
-    for dotted, variable in ENV_OVERRIDES.items():
-        value = os.environ.get(variable)
-        if value:
-            _set(raw, dotted, value)
-    return raw
-
-
-def _set(raw: dict[str, Any], dotted: str, value: str) -> None:
-    """Set `a.b.c` in the nested mapping (sections copied, never changed in place)."""
-    *sections, key = dotted.split(".")
-    if not sections:
-        raw[key] = value
-        return
-    section = dict(raw.get(sections[0]) or {})
-    _set(section, ".".join([*sections[1:], key]), value)
-    raw[sections[0]] = section
-
-
-def _path(value: Path, base: Path) -> Path:
-    p = Path(os.path.expandvars(str(value))).expanduser()
-    return p if p.is_absolute() else (base / p).resolve()
-
-
-def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where: str) -> Config:
-    project_dir = _path(parsed.project_dir, base)
-    controls_csv = _path(parsed.controls_csv, base)
+def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
+    where, config_path = source.where, source.config_path
+    project_dir = source.path(parsed.project_dir)
+    controls_csv = source.path(parsed.controls_csv)
     if controls_csv.name != "heartbeat_controls.csv" or project_dir not in controls_csv.parents:
         raise ConfigError(
             f"{where}: controls_csv must be a file named heartbeat_controls.csv inside the dbt project "
@@ -461,16 +421,16 @@ def _resolve(parsed: HeartbeatFile, base: Path, config_path: Path | None, where:
     return Config(
         config_path=config_path,
         project_dir=project_dir,
-        state_dir=_path(parsed.state_dir, base),
+        state_dir=source.path(parsed.state_dir),
         backend=parsed.backend,
         dbt_target=dbt_target,
         catalog=parsed.catalog or LOCAL_CATALOG,
         schema=parsed.schema_,
         spark_remote=parsed.spark_remote,
         controls_csv=controls_csv,
-        trigger_root=_path(root, base) if root else None,
+        trigger_root=source.path(root) if root else None,
         local_jobs=parsed.local_runner.jobs,
-        dbt_target_dir=_path(parsed.dbt_target_dir, base) if parsed.dbt_target_dir else None,
+        dbt_target_dir=source.path(parsed.dbt_target_dir) if parsed.dbt_target_dir else None,
         delta_jars=delta_jars(),
         settings=HeartbeatSettings(**{name: getattr(parsed, name) for name in HeartbeatSettings.model_fields}),
         sources=SourceSections(**{name: getattr(parsed, name) for name in SourceSections.model_fields}),

@@ -10,6 +10,7 @@ import yaml
 
 from harness.commands import cli
 from harness.config import ConfigError, HeartbeatFile, config_from_mapping, load_config
+from harness.config_source import locate_state
 
 
 def write_config(path: Path, body: str) -> Path:
@@ -76,6 +77,45 @@ def test_paths_are_relative_to_the_file_and_the_environment_overrides_them(
     assert config.table("heartbeat_events") == "spark_catalog.sales_hb.heartbeat_events"
     monkeypatch.setenv("HEARTBEAT_STATE_DIR", str(tmp_path / "elsewhere"))
     assert load_config(path).state_dir == tmp_path / "elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("content", "env", "overrides"),
+    [
+        ("", {}, {}),
+        ("state_dir: ../hb-state\nschema: sales_hb\n", {}, {}),
+        ("state_dir: ~/hb\n", {}, {}),
+        ("state_dir: $HB_HOME/state\n", {"HB_HOME": "/srv/hb"}, {}),
+        ("state_dir: ../hb-state\n", {"HEARTBEAT_STATE_DIR": "/var/hb", "HEARTBEAT_SCHEMA": "from_env"}, {}),
+        ("state_dir: ../hb-state\n", {"HEARTBEAT_STATE_DIR": "/var/hb"}, {"state_dir": "rel", "schema": "cli"}),
+    ],
+    ids=["defaults", "relative to the file", "home", "a variable", "the environment", "--set"],
+)
+def test_the_operator_commands_find_the_state_folder_where_the_validated_configuration_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, env: dict[str, str], overrides: dict[str, str]
+) -> None:
+    # GIVEN a heartbeat.yml, the environment and `--set` values
+    for variable in ("HEARTBEAT_STATE_DIR", "HEARTBEAT_SCHEMA"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    (tmp_path / "conf").mkdir()
+    path = write_config(tmp_path / "conf" / "heartbeat.yml", content)
+    # WHEN `status`, `why` and `events` locate the state folder without validating the file
+    located = locate_state(path, overrides)
+    # THEN it is the folder and schema the full configuration names, and the same event folder
+    config = load_config(path, overrides)
+    assert (located.state_dir, located.schema) == (config.state_dir, config.schema)
+    assert located.warehouse_dir == config.warehouse_dir and located.layout == config.layout
+
+
+def test_the_operator_commands_refuse_a_state_folder_or_schema_they_cannot_use(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="schema: a name of letters"):
+        locate_state(write_config(tmp_path / "heartbeat.yml", "schema: bad-name\n"))
+    with pytest.raises(ConfigError, match="state_dir: a folder's path"):
+        locate_state(write_config(tmp_path / "heartbeat.yml", "state_dir: [a, b]\n"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        locate_state(tmp_path / "missing.yml")
 
 
 def test_the_databricks_target_needs_a_catalog_and_addresses_tables_with_three_part_names(tmp_path: Path) -> None:

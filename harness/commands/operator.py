@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config import Config
+from harness.config_source import StateFolderConfig
 from harness.errors import HeartbeatError
 from harness.state import event_reader, status_files
 from harness.state.lock import StateLock
@@ -22,11 +22,12 @@ from harness.views.watermarks import describe, when
 from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
+    from harness.config import Config
     from harness.tick.dry_run import DryRun
     from harness.tick.runtime import Runtime
 
 
-def _snapshot(config: Config) -> dict[str, Any] | None:
+def _snapshot(config: StateFolderConfig) -> dict[str, Any] | None:
     return status_files.read_json(config.layout.snapshot)
 
 
@@ -35,11 +36,11 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
-def _events(config: Config, query: event_reader.EventQuery) -> list[dict[str, Any]]:
+def _events(config: StateFolderConfig, query: event_reader.EventQuery) -> list[dict[str, Any]]:
     return event_reader.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
 
 
-def cmd_status(config: Config, args: argparse.Namespace) -> int:
+def cmd_status(config: StateFolderConfig, args: argparse.Namespace) -> int:
     """The snapshot the last tick left and the health of recent ticks; never starts Spark."""
     state = config.state_dir
     if args.state is not None and args.state.lower() not in {c.lower() for c in status.STATE_CHOICES}:
@@ -59,7 +60,7 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
-def cmd_why(config: Config, args: argparse.Namespace) -> int:
+def cmd_why(config: StateFolderConfig, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     try:
         events = _events(config, event_reader.EventQuery(since, job_id=args.job, limit=args.limit))
@@ -90,7 +91,7 @@ def event_types(given: list[str] | None) -> list[str]:
     return wanted
 
 
-def cmd_events(config: Config, args: argparse.Namespace) -> int:
+def cmd_events(config: StateFolderConfig, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     types = event_types(args.type)
     events = _events(
@@ -189,13 +190,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help=f"only jobs in this state, or with a row of this status: {states}",
     )
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
-    p.set_defaults(func=cmd_status)
+    p.set_defaults(func=cmd_status, state_only=True)
 
     p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")
     p.add_argument("--job", required=True, help="the trigger_job_id")
     p.add_argument("--since", default="7d", help="events since (30m, 2h, 7d, or an ISO time; default 7d)")
     p.add_argument("--limit", type=int, default=30, help="at most this many events, the newest (default 30)")
-    p.set_defaults(func=cmd_why)
+    p.set_defaults(func=cmd_why, state_only=True)
 
     types = ", ".join(t.value for t in EventType)
     p = sub.add_parser("events", help="browse the event log (no Spark)")
@@ -214,7 +215,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per event and line")
-    p.set_defaults(func=cmd_events)
+    p.set_defaults(func=cmd_events, state_only=True)
 
     p = sub.add_parser("report", help="write the timeline page (HTML) into the state folder")
     p.add_argument("--since", default="2d", help="the window (30m, 2h, 7d, or an ISO time; default 2d)")

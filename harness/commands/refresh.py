@@ -20,11 +20,13 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from harness.config import Config
 from harness.errors import HeartbeatError, StateBusyError
 from harness.state.lock import StateLock
+
+if TYPE_CHECKING:
+    from harness.config import Config
 
 
 class RefreshError(HeartbeatError):

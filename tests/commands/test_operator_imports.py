@@ -1,5 +1,5 @@
 """`status`, `why` and `events` answer in a blink: they import nothing heavy (no Spark, dbt, sensors,
-pandas, Kafka, the event writer, and no pyarrow when the event index holds the log's files). What a
+pandas, Kafka, the event writer, pydantic, and no pyarrow when the event index holds the log's files). What a
 process imports is only seen in a fresh interpreter, so this is a `process` test: one `python -c` that
 runs the three commands and prints what is loaded."""
 
@@ -31,6 +31,8 @@ HEAVY = (
     "harness.tick.triggering",
     "harness.state.tables",
     "harness.tick.runtime",
+    "pydantic",  # they take the state folder from harness.config_source, not the validated configuration
+    "harness.config",
 )
 
 SCRIPT = """

@@ -1,0 +1,136 @@
+"""Where the configuration comes from, before it is validated: the file (`--config`, $HEARTBEAT_CONFIG,
+else ./heartbeat.yml), the environment variables that override its keys, and `--set key=value`.
+
+harness.config validates all of it (pydantic) into a Config. The commands that only read what ticks
+leave in the state folder (`status`, `why`, `events`) need no more than the folder itself: they take it
+from here (`locate_state`) without importing pydantic and building the file's ~25 models, which was
+about half of what `status` cost (docs/performance.md). The rules below are the only ones: both ways
+read the same keys with the same overrides and defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+import yaml
+
+from harness.errors import ConfigError
+from harness.state_layout import StateLayout
+
+# Environment variables that override a key of the file (deployment-specific values).
+ENV_OVERRIDES = {
+    "state_dir": "HEARTBEAT_STATE_DIR",
+    "backend": "HEARTBEAT_BACKEND",
+    "catalog": "HEARTBEAT_CATALOG",
+    "schema": "HEARTBEAT_SCHEMA",
+    "trigger_file.root": "HEARTBEAT_TRIGGER_ROOT",
+    "spark_remote": "HEARTBEAT_SPARK_REMOTE",
+}
+CONFIG_ENV = "HEARTBEAT_CONFIG"
+DEFAULT_STATE_DIR = Path("state")  # metastore, warehouse, local runs, lock, inbox
+DEFAULT_SCHEMA = "heartbeat"
+SCHEMA_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+@dataclass(frozen=True)
+class Source:
+    """heartbeat.yml's content with the environment's and the command line's overrides applied."""
+
+    raw: dict[str, Any]
+    base: Path  # relative paths are the file's folder's (the working folder without a file)
+    config_path: Path | None
+    where: str  # how messages name the file
+
+    def path(self, value: Any) -> Path:
+        """A path of the file: `~` and `$VARS` expanded, relative to `base`."""
+        p = Path(os.path.expandvars(str(value))).expanduser()
+        return p if p.is_absolute() else (self.base / p).resolve()
+
+
+def read_source(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, str] | None = None) -> Source:
+    """The configuration's source; a missing default file means all defaults (the embedded demo)."""
+    explicit = path or os.environ.get(CONFIG_ENV)
+    config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
+    if not config_path.exists():
+        if explicit:
+            raise ConfigError(f"config file {config_path} does not exist")
+        return source_of({}, base=Path.cwd(), overrides=overrides)
+    try:
+        raw = yaml.safe_load(config_path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config_path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: expected a mapping of keys at the top level")
+    return source_of(raw, base=config_path.parent.resolve(), config_path=config_path.resolve(), overrides=overrides)
+
+
+def source_of(
+    raw: Mapping[str, Any], base: Path, config_path: Path | None = None, overrides: Mapping[str, str] | None = None
+) -> Source:
+    """`raw` (a heartbeat.yml's content) with the environment overrides, then `overrides`."""
+    merged = dict(raw)
+    for dotted, variable in ENV_OVERRIDES.items():
+        value = os.environ.get(variable)
+        if value:
+            _set(merged, dotted, value)
+    for dotted, value in (overrides or {}).items():
+        _set(merged, dotted, value)
+    return Source(merged, base, config_path, str(config_path or "heartbeat.yml"))
+
+
+def _set(raw: dict[str, Any], dotted: str, value: str) -> None:
+    """Set `a.b.c` in the nested mapping (sections copied, never changed in place)."""
+    *sections, key = dotted.split(".")
+    if not sections:
+        raw[key] = value
+        return
+    section = dict(raw.get(sections[0]) or {})
+    _set(section, ".".join([*sections[1:], key]), value)
+    raw[sections[0]] = section
+
+
+class StateFolderConfig(Protocol):
+    """What the commands reading the state folder need of a configuration (a Config has it too)."""
+
+    @property
+    def state_dir(self) -> Path: ...
+
+    @property
+    def schema(self) -> str: ...
+
+    @property
+    def layout(self) -> StateLayout: ...
+
+    @property
+    def warehouse_dir(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class StateFolder:
+    """The state folder and the heartbeat's schema, as the configuration names them."""
+
+    state_dir: Path
+    schema: str = DEFAULT_SCHEMA
+
+    @property
+    def layout(self) -> StateLayout:
+        return StateLayout(self.state_dir)
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.layout.warehouse
+
+
+def locate_state(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, str] | None = None) -> StateFolder:
+    """The state folder of the configuration, without validating the rest of the file (a tick does)."""
+    source = read_source(path, overrides)
+    state_dir, schema = source.raw.get("state_dir", DEFAULT_STATE_DIR), source.raw.get("schema", DEFAULT_SCHEMA)
+    if not isinstance(state_dir, (str, Path)) or not str(state_dir):
+        raise ConfigError(f"{source.where}: state_dir: a folder's path, got {state_dir!r}")
+    if not isinstance(schema, str) or not re.match(SCHEMA_PATTERN, schema):
+        raise ConfigError(f"{source.where}: schema: a name of letters, digits and _ ({SCHEMA_PATTERN}), got {schema!r}")
+    return StateFolder(source.path(state_dir), schema)

@@ -26,13 +26,13 @@ from harness.config_source import (
     DEFAULT_SCHEMA,
     DEFAULT_STATE_DIR,
     SCHEMA_PATTERN,
+    InStateFolder,
     Source,
     read_source,
     source_of,
 )
 from harness.errors import ConfigError
 from harness.redact import register_secret
-from harness.state_layout import StateLayout
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
@@ -303,7 +303,7 @@ LOCAL_CATALOG = "spark_catalog"
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(InStateFolder):
     """The resolved configuration of one heartbeat: paths absolute, environment overrides applied."""
 
     config_path: Path | None
@@ -326,14 +326,6 @@ class Config:
     def base_dir(self) -> Path:
         """The config file's folder (commands run there), else the working folder."""
         return self.config_path.parent if self.config_path else Path.cwd()
-
-    @property
-    def layout(self) -> StateLayout:
-        return StateLayout(self.state_dir)
-
-    @property
-    def warehouse_dir(self) -> Path:
-        return self.layout.warehouse
 
     @property
     def metastore_dir(self) -> Path:

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
 import yaml
 
@@ -93,28 +93,12 @@ def _set(raw: dict[str, Any], dotted: str, value: str) -> None:
     raw[sections[0]] = section
 
 
-class StateFolderConfig(Protocol):
-    """What the commands reading the state folder need of a configuration (a Config has it too)."""
-
-    @property
-    def state_dir(self) -> Path: ...
-
-    @property
-    def schema(self) -> str: ...
-
-    @property
-    def layout(self) -> StateLayout: ...
-
-    @property
-    def warehouse_dir(self) -> Path: ...
-
-
-@dataclass(frozen=True)
-class StateFolder:
-    """The state folder and the heartbeat's schema, as the configuration names them."""
+class InStateFolder:
+    """What the commands reading the state folder need of a configuration (StateFolder and Config): the
+    folder, its layout, and the heartbeat's schema (whose folder in the warehouse holds the event log)."""
 
     state_dir: Path
-    schema: str = DEFAULT_SCHEMA
+    schema: str
 
     @property
     def layout(self) -> StateLayout:
@@ -123,6 +107,15 @@ class StateFolder:
     @property
     def warehouse_dir(self) -> Path:
         return self.layout.warehouse
+
+
+@dataclass(frozen=True)
+class StateFolder(InStateFolder):
+    """The state folder and the heartbeat's schema, as the configuration names them: what `status`,
+    `why` and `events` need of it (a Config is one too)."""
+
+    state_dir: Path
+    schema: str = DEFAULT_SCHEMA
 
 
 def locate_state(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, str] | None = None) -> StateFolder:

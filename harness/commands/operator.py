@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config_source import StateFolderConfig
+from harness.config_source import InStateFolder
 from harness.errors import HeartbeatError
 from harness.state import event_reader, status_files
 from harness.state.lock import StateLock
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harness.tick.runtime import Runtime
 
 
-def _snapshot(config: StateFolderConfig) -> dict[str, Any] | None:
+def _snapshot(config: InStateFolder) -> dict[str, Any] | None:
     return status_files.read_json(config.layout.snapshot)
 
 
@@ -36,11 +36,11 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
-def _events(config: StateFolderConfig, query: event_reader.EventQuery) -> list[dict[str, Any]]:
+def _events(config: InStateFolder, query: event_reader.EventQuery) -> list[dict[str, Any]]:
     return event_reader.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
 
 
-def cmd_status(config: StateFolderConfig, args: argparse.Namespace) -> int:
+def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
     """The snapshot the last tick left and the health of recent ticks; never starts Spark."""
     state = config.state_dir
     if args.state is not None and args.state.lower() not in {c.lower() for c in status.STATE_CHOICES}:
@@ -60,7 +60,7 @@ def cmd_status(config: StateFolderConfig, args: argparse.Namespace) -> int:
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
-def cmd_why(config: StateFolderConfig, args: argparse.Namespace) -> int:
+def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     try:
         events = _events(config, event_reader.EventQuery(since, job_id=args.job, limit=args.limit))
@@ -91,7 +91,7 @@ def event_types(given: list[str] | None) -> list[str]:
     return wanted
 
 
-def cmd_events(config: StateFolderConfig, args: argparse.Namespace) -> int:
+def cmd_events(config: InStateFolder, args: argparse.Namespace) -> int:
     since = event_reader.parse_since(args.since)
     types = event_types(args.type)
     events = _events(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -10,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from harness.config import Config, config_from_mapping
 from harness.sensors.context import CheckContext
+from harness.vocabulary import ControlRow, RowKey
 from tests.kafka_mock import MockKafka
 from tests.postgres import PASSWORD as PG_PASSWORD
 from tests.postgres import USER as PG_USER
@@ -43,6 +45,26 @@ def sensor_config(tmp_path: Path, timeout: float = 20.0, **sections: Mapping[str
         **sections,
     }
     return config_from_mapping(raw, base=tmp_path)
+
+
+def sensed_row(source: str, sensor_id: str, job: str, **fields: Any) -> ControlRow:
+    """A control row as sensing reads it: hard, UNPAUSED, never sensed, no run yet; `fields` set the rest."""
+    row = ControlRow(
+        key=RowKey(source, sensor_id, job),
+        upstream_key=None,
+        preprocess_query=None,
+        trigger_job_name=job,
+        is_hard_dependency=True,
+        job_state="UNPAUSED",
+        status=None,
+        watermark=None,
+        last_success_watermark=None,
+        trigger_watermark=None,
+        latest_trigger_token=None,
+        latest_run_id=None,
+        job_start_timestamp=None,
+    )
+    return replace(row, **fields)
 
 
 def check_context(spark: SparkSession | None = None, timeout: float = 20.0) -> CheckContext:

@@ -18,7 +18,7 @@ from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.partition_trigger import detect_partitions
 from harness.vocabulary import SensorSource
-from tests.fixtures_sources import check_context
+from tests.fixtures_sources import check_context, sensed_row
 from tests.support import control_row
 
 TICK = datetime(2026, 1, 6, 3, 30, tzinfo=timezone.utc)
@@ -235,28 +235,13 @@ def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_
     from dataclasses import replace
 
     from harness.tick.sensing import sense
-    from harness.vocabulary import ControlRow, RowKey
+    from harness.vocabulary import RowKey
     from tests.fixtures_sources import sensor_config
 
     # GIVEN a table holding 2026-01-04 and two jobs' rows on it: one waits for the 5th, one for the 6th
     table = DailyTable(tmp_path / "orders")
     table.write("2026-01-04", 1)
-    base = ControlRow(
-        key=RowKey("delta_table", table.path, "a"),
-        upstream_key=None,
-        preprocess_query=None,
-        trigger_job_name="a",
-        is_hard_dependency=True,
-        job_state="UNPAUSED",
-        status=None,
-        watermark=None,
-        last_success_watermark=None,
-        trigger_watermark=None,
-        latest_trigger_token=None,
-        latest_run_id=None,
-        job_start_timestamp=None,
-        partition_filter="ds={{ yesterday }}",
-    )
+    base = sensed_row("delta_table", table.path, "a", partition_filter="ds={{ yesterday }}")
     rows = [base, replace(base, key=RowKey("delta_table", table.path, "b"), partition_filter="ds={{ today }}")]
     config = sensor_config(tmp_path)
     # WHEN they are sensed in one check of the table (Delta read without Spark)

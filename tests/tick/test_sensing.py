@@ -22,7 +22,7 @@ from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
 from harness.state.event_log import Event
 from harness.tick.sensing import sense
 from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
-from tests.fixtures_sources import check_context, pg_connection, sensor_config
+from tests.fixtures_sources import check_context, pg_connection, sensed_row, sensor_config
 from tests.postgres import PostgresServer, free_port
 
 
@@ -35,20 +35,13 @@ def control(
     preprocess_query: str | None = None,
     watermark: Any = None,
 ) -> ControlRow:
-    return ControlRow(
-        key=RowKey(source, sensor_id, job),
+    return sensed_row(
+        source,
+        sensor_id,
+        job,
         upstream_key=upstream_key,
         preprocess_query=preprocess_query,
-        trigger_job_name=job,
-        is_hard_dependency=True,
-        job_state="UNPAUSED",
-        status=None,
         watermark=json.dumps(watermark) if watermark is not None else None,
-        last_success_watermark=None,
-        trigger_watermark=None,
-        latest_trigger_token=None,
-        latest_run_id=None,
-        job_start_timestamp=None,
     )
 
 

@@ -14,26 +14,12 @@ from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
 from harness.tick.sensing import SensingOutcome, sense
-from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
-from tests.fixtures_sources import sensor_config
+from harness.vocabulary import ControlRow, EventType, SensorSource
+from tests.fixtures_sources import sensed_row, sensor_config
 
 
 def row(folder: str) -> ControlRow:
-    return ControlRow(
-        key=RowKey("trigger_file", folder, f"job_{folder}"),
-        upstream_key=None,
-        preprocess_query=None,
-        trigger_job_name=f"job_{folder}",
-        is_hard_dependency=True,
-        job_state="UNPAUSED",
-        status=None,
-        watermark=None,
-        last_success_watermark=None,
-        trigger_watermark=None,
-        latest_trigger_token=None,
-        latest_run_id=None,
-        job_start_timestamp=None,
-    )
+    return sensed_row("trigger_file", folder, f"job_{folder}")
 
 
 def folders_with_a_file(tmp_path: Path, names: list[str], *, timeout: float, parallel: int) -> Config:

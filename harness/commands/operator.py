@@ -45,7 +45,7 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
     state = config.state_dir
     if args.state is not None and args.state.lower() not in {c.lower() for c in status.STATE_CHOICES}:
         raise HeartbeatError(f"--state {args.state}: choose one of {', '.join(status.STATE_CHOICES)}")
-    selection = status.Selection(job_id=args.job, state=args.state)
+    selection = status.Selection(job_id=args.job, state=args.state, listed=None if args.all else status.LISTED_JOBS)
     render = status.render_json if args.json else status.render
     snapshot = _snapshot(config)
     print(
@@ -189,7 +189,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="STATE",
         help=f"only jobs in this state, or with a row of this status: {states}",
     )
-    p.add_argument("--json", action="store_true", help="one JSON document instead of text")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every job (by default the first {status.LISTED_JOBS}, the most urgent first, and a count of the rest)",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON document (every job) instead of text")
     p.set_defaults(func=cmd_status, state_only=True)
 
     p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")

@@ -59,10 +59,14 @@ def _matches(state: str, view: JobView, rows: Sequence[dict[str, Any]]) -> bool:
     return any(r["status"] == wanted for r in rows)
 
 
+LISTED_JOBS = 50  # jobs `status` lists by default, the most urgent first (`--all`: every one)
+
+
 @dataclass(frozen=True)
 class Selection:
     job_id: str | None = None
     state: str | None = None
+    listed: int | None = LISTED_JOBS  # at most this many jobs in the text (None: every one)
 
 
 ATTENTION_ORDER = [JobView.FAILED, JobView.READY, JobView.RUNNING, JobView.WAITING, JobView.PAUSED]
@@ -323,13 +327,14 @@ def render(
         f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
         f"{_age(snapshot['written_at'], now)})"
     )
-    shown = 0
-    for job, rows, view in jobs:
-        if selection.job_id is not None and job["job_id"] != selection.job_id:
-            continue
-        if selection.state is not None and not _matches(selection.state, view, rows):
-            continue
-        shown += 1
+    selected = [
+        (job, rows, view)
+        for job, rows, view in jobs
+        if (selection.job_id is None or job["job_id"] == selection.job_id)
+        and (selection.state is None or _matches(selection.state, view, rows))
+    ]
+    listed = selected if selection.listed is None else selected[: selection.listed]
+    for job, rows, view in listed:
         lines.append(
             f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}"
         )
@@ -337,12 +342,23 @@ def render(
             lines.extend(_row_lines(r, waiting))
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
-    elif not shown:
+    elif not selected:
         lines.append(
             "no job matches "
             + " and ".join(f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v)
         )
+    elif len(listed) < len(selected):
+        lines.append(not_listed_line(selected[len(listed) :]))
     return "\n".join(lines)
+
+
+def not_listed_line(rest: Sequence[tuple[dict[str, Any], list[dict[str, Any]], JobView]]) -> str:
+    """The last line when `status` lists only the first jobs: how many more, by state, and how to see them."""
+    counts = ", ".join(f"{n:,} {view}" for view, n in summary(rest).items() if n)
+    return (
+        f"... {len(rest):,} more jobs not listed ({counts}): `status --all` lists every job, "
+        "`--state STATE` or `--job ID` picks some, `--json` prints them all"
+    )
 
 
 def render_json(

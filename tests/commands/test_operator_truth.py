@@ -403,6 +403,29 @@ def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path, caps
     assert "job nope is not in the control table" in capsys.readouterr().out
 
 
+def test_status_lists_the_most_urgent_jobs_first_and_counts_the_rest_which_all_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN more jobs than status lists: two failed, the rest waiting
+    many = [row(f"job_{i:03d}", status="FAILED" if i in (7, 55) else None) for i in range(status.LISTED_JOBS + 10)]
+    config = _state_with_rows(tmp_path, *many)
+    # WHEN status runs with no option
+    assert cli.main(["--config", config, "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # THEN the failed jobs come first, LISTED_JOBS jobs are listed, and the last line counts the others
+    listed = [line for line in out if line.startswith("job ")]
+    assert len(listed) == status.LISTED_JOBS
+    assert [line.split()[1] for line in listed[:2]] == ["job_007", "job_055"]
+    assert out[-1].startswith("... 10 more jobs not listed (10 waiting): `status --all` lists every job")
+    # WHEN --all, --state or --json is given, THEN every job asked for is there
+    assert cli.main(["--config", config, "status", "--all"]) == 0
+    assert sum(line.startswith("job ") for line in capsys.readouterr().out.splitlines()) == len(many)
+    assert cli.main(["--config", config, "status", "--state", "failed"]) == 0
+    assert "not listed" not in capsys.readouterr().out
+    assert cli.main(["--config", config, "status", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["snapshot"]["jobs"]) == len(many)
+
+
 def test_status_and_why_of_a_job_before_the_first_tick_both_exit_1(tmp_path: Path) -> None:
     (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
     config = str(tmp_path / "heartbeat.yml")

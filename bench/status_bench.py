@@ -195,6 +195,7 @@ def run(root: Path, args: argparse.Namespace) -> None:
     ]
     for name, cmd, repeat in [
         ("status", ["status"], args.repeat),
+        ("status --all", ["status", "--all"], args.repeat),
         ("status --state failed", ["status", "--state", "failed"], args.repeat),
         ("status --json", ["status", "--json"], args.repeat),
     ]:

@@ -356,8 +356,8 @@ def not_listed_line(rest: Sequence[tuple[dict[str, Any], list[dict[str, Any]], J
     """The last line when `status` lists only the first jobs: how many more, by state, and how to see them."""
     counts = ", ".join(f"{n:,} {view}" for view, n in summary(rest).items() if n)
     return (
-        f"... {len(rest):,} more jobs not listed ({counts}): `status --all` lists every job, "
-        "`--state STATE` or `--job ID` picks some, `--json` prints them all"
+        f"... {len(rest):,} more jobs not listed ({counts}): add `--all` to list every one, or pick them "
+        "with `--state STATE` or `--job ID`; `--json` prints them all"
     )
 
 

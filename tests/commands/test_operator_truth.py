@@ -416,7 +416,7 @@ def test_status_lists_the_most_urgent_jobs_first_and_counts_the_rest_which_all_l
     listed = [line for line in out if line.startswith("job ")]
     assert len(listed) == status.LISTED_JOBS
     assert [line.split()[1] for line in listed[:2]] == ["job_007", "job_055"]
-    assert out[-1].startswith("... 10 more jobs not listed (10 waiting): `status --all` lists every job")
+    assert out[-1].startswith("... 10 more jobs not listed (10 waiting): add `--all` to list every one")
     # WHEN --all, --state or --json is given, THEN every job asked for is there
     assert cli.main(["--config", config, "status", "--all"]) == 0
     assert sum(line.startswith("job ") for line in capsys.readouterr().out.splitlines()) == len(many)

@@ -16,14 +16,17 @@ end and both workers finish together. The summary prints each layer's total time
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 LAYERS = ("unit", "scenario", "process")
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")  # tests/record_file_seconds.py writes it
 
 
 def layer_of(item: pytest.Item) -> str:
@@ -37,11 +40,16 @@ def layer_of(item: pytest.Item) -> str:
 
 def assign(items: list[pytest.Item]) -> None:
     """Mark every test with its layer and order the run unit, scenario, process (stable within each);
-    on a pytest-xdist worker process, scenario, unit: its scheduler hands out files in this order."""
+    on a pytest-xdist worker process, scenario, unit, and within a layer the heaviest files first
+    (tests/file_seconds.json, a file not in it last): its scheduler hands out files in this order, so
+    the last files handed out are short and both workers finish together."""
     for item in items:
         item.add_marker(layer_of(item))
-    on_worker = "PYTEST_XDIST_WORKER" in os.environ
-    items.sort(key=lambda item: LAYERS.index(layer_of(item)) * (-1 if on_worker else 1))
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        items.sort(key=lambda item: LAYERS.index(layer_of(item)))
+        return
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
+    items.sort(key=lambda item: (-LAYERS.index(layer_of(item)), -seconds.get(item.nodeid.split("::")[0], 0.0)))
 
 
 def guard_unit(item: pytest.Item, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,8 +4,8 @@
 #
 # Without arguments: every test, on two workers (pytest-xdist), one per core. Each worker is a test
 # session of its own (its own SparkSession, metastore and servers) and takes whole test files, heaviest
-# layer first (tests/layers.py; not reordered by their number of tests), so that files sharing a built scenario build it once and both workers
-# finish together. With arguments: one session of exactly those (for example `bash scripts/test.sh -m
+# layer first and, within a layer, heaviest file first (tests/layers.py, tests/file_seconds.json), so
+# that files sharing a built scenario build it once and both workers finish together. With arguments: one session of exactly those (for example `bash scripts/test.sh -m
 # unit`, or a test file).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -68,6 +68,12 @@ class Selection:
     state: str | None = None
     listed: int | None = LISTED_JOBS  # at most this many jobs in the text (None: every one)
 
+    def picks(self, job: dict[str, Any], rows: Sequence[dict[str, Any]], view: JobView) -> bool:
+        """Whether the job is one `--job` and `--state` ask for (every job when neither is given)."""
+        return (self.job_id is None or job["job_id"] == self.job_id) and (
+            self.state is None or _matches(self.state, view, rows)
+        )
+
 
 ATTENTION_ORDER = [JobView.FAILED, JobView.READY, JobView.RUNNING, JobView.WAITING, JobView.PAUSED]
 
@@ -327,12 +333,7 @@ def render(
         f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
         f"{_age(snapshot['written_at'], now)})"
     )
-    selected = [
-        (job, rows, view)
-        for job, rows, view in jobs
-        if (selection.job_id is None or job["job_id"] == selection.job_id)
-        and (selection.state is None or _matches(selection.state, view, rows))
-    ]
+    selected = [(job, rows, view) for job, rows, view in jobs if selection.picks(job, rows, view)]
     listed = selected if selection.listed is None else selected[: selection.listed]
     for job, rows, view in listed:
         lines.append(
@@ -382,8 +383,7 @@ def render_json(
                 job
                 | {"view": view.value, "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
                 for job, rows, view in jobs
-                if (selection.job_id is None or job["job_id"] == selection.job_id)
-                and (selection.state is None or _matches(selection.state, view, rows))
+                if selection.picks(job, rows, view)
             ],
         }
     return json.dumps(body, indent=2, default=str)

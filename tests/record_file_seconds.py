@@ -2,7 +2,7 @@
 pytest JUnit report: the workers take the heaviest files of a layer first (tests/layers.py). Only the order
 of the run depends on it, never a result; refresh it when a file's weight changes much:
 
-    bash scripts/test.sh --junitxml=/tmp/suite.xml && .venv/bin/python tests/record_file_seconds.py /tmp/suite.xml
+    bash scripts/test.sh --junitxml=/tmp/suite.xml && .venv/bin/python -m tests.record_file_seconds /tmp/suite.xml
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+from tests.layers import FILE_SECONDS
 
 
 def file_seconds(report: Path) -> dict[str, float]:

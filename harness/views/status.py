@@ -128,7 +128,8 @@ def render_health(
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
     failed = failed_tick_lines(health)
-    lines += failed or [f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)"]
+    outcome = "ran, refusing the controls CSV" if last.get("controls_error") else "ok"
+    lines += failed or [f"last tick {when(last.get('ended_at'))} {outcome} ({last.get('seconds')} s)"]
     if last.get("controls_error"):
         lines.extend(controls_refused(last["controls_error"]))
     lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))

@@ -74,6 +74,8 @@ def test_a_refused_controls_csv_reaches_the_health_record_and_the_top_of_status(
     top = "\n".join(out[:6])
     assert "WARNING: the controls CSV is refused" in top and "python -m harness validate" in top
     assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in top
+    # and the last tick is not said to be ok
+    assert out[2].startswith("last tick ") and " ok " not in out[2] and "refusing the controls CSV" in out[2]
 
 
 def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path: Path) -> None:

@@ -262,6 +262,21 @@ def run_line(r: dict[str, Any]) -> str:
     return f"run {r['latest_run_id']} started {when(started_at)}, ended {when(ended_at)}{took}"
 
 
+def run_json(r: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest run's own times for `status --json` (run_times): a run going has no end, where the row's
+    run_ended_at and job_end_timestamp still hold the previous run's."""
+    if not r.get("latest_run_id"):
+        return None
+    started, ended = run_times(r)
+    return {
+        "run_id": r["latest_run_id"],
+        "started_at": started.isoformat() if started else None,
+        "ended_at": ended.isoformat() if ended else None,
+        "seconds": round((ended - started).total_seconds(), 3) if started and ended else None,
+        "going": r.get("status") == IN_PROGRESS,
+    }
+
+
 def seconds_text(seconds: float) -> str:
     if seconds < 10:
         return f"{seconds:.1f} s"
@@ -382,7 +397,13 @@ def render_json(
             "summary": summary(jobs),
             "jobs": [
                 job
-                | {"view": view.value, "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
+                | {
+                    "view": view.value,
+                    "rows": [
+                        r | {"waiting_reason": waiting_reason(r, waiting or {}), "latest_run": run_json(r)}
+                        for r in rows
+                    ],
+                }
                 for job, rows, view in jobs
                 if selection.picks(job, rows, view)
             ],

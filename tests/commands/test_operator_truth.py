@@ -264,6 +264,38 @@ def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
     assert "ended" not in status.render(snapshot(r), None, None, now=T0)
 
 
+def test_status_json_gives_a_running_run_its_own_start_and_no_end() -> None:
+    # GIVEN a run going, whose row still holds the previous run's end; and a run that ended in 3.1 s
+    going = row(
+        "j",
+        status="IN_PROGRESS",
+        latest_run_id="run-2",
+        run_started_timestamp="2026-11-22T13:19:48+00:00",
+        run_ended_at="2026-11-22T13:19:02+00:00",
+        job_end_timestamp="2026-11-22T13:19:02+00:00",
+    )
+    ended = row(
+        "k",
+        status="COMPLETED",
+        latest_run_id="run-1",
+        run_started_timestamp="2026-11-22T12:00:00+00:00",
+        run_ended_at="2026-11-22T12:00:03.100000+00:00",
+        job_end_timestamp="2026-11-22T12:00:21+00:00",
+    )
+    # WHEN status prints JSON
+    body = json.loads(status.render_json(snapshot(going, ended), None, None, now=T0))
+    runs = {j["job_id"]: j["rows"][0]["latest_run"] for j in body["snapshot"]["jobs"]}
+    # THEN each row's latest run has its own start, and an end only once it ended
+    assert runs["j"] == {
+        "run_id": "run-2",
+        "started_at": "2026-11-22T13:19:48+00:00",
+        "ended_at": None,
+        "seconds": None,
+        "going": True,
+    }
+    assert runs["k"]["ended_at"] == "2026-11-22T12:00:03.100000+00:00" and runs["k"]["seconds"] == 3.1
+
+
 def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
     from harness.config import PROJECT_DIR
     from harness.views import report

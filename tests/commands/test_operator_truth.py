@@ -118,6 +118,21 @@ def test_the_root_cause_of_a_java_failure_is_one_line_leading_with_the_cause() -
     assert "An error occurred while calling" not in line
 
 
+def test_the_root_cause_of_a_java_failure_is_its_own_chains_not_a_suppressed_or_circular_one() -> None:
+    # GIVEN Spark's trace: the exception's own chain ends at the parquet file, then a Suppressed exception
+    # whose causes Java prints indented, the last a circular reference to one already printed
+    text = JAVA_TEXT + (
+        "\tSuppressed: org.apache.spark.util.Utils$OriginalTryStackTraceException: Full stacktrace of caller\n"
+        "\t\tat org.apache.spark.util.Utils$.doTryWithCallerStacktrace(Utils.scala:1)\n"
+        "\tCaused by: [CIRCULAR REFERENCE: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] "
+        "Encountered error while reading file file:///state/controls.parquet.  SQLSTATE: KD001]\n"
+    )
+    # WHEN reduced to one line
+    line = root_cause(Py4JJavaError(text))
+    # THEN it is the file that is not parquet
+    assert line.startswith("java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file")
+
+
 def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
     try:
         try:

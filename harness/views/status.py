@@ -316,7 +316,9 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or "")
         and r["last_error"] != refusal  # the refusal is the row's error too: said once, below
     ):
-        lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+        # a row with a waiting reason had its check succeed in the last tick: its error is over
+        over = " (its upstream's check has succeeded since)" if reason else ""
+        lines.append(f"        last error {when(r['last_error_timestamp'])}{over}: {r['last_error']}")
     if refusal:
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):

@@ -368,6 +368,23 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
     ]
 
 
+def test_a_rows_check_error_is_said_to_be_over_once_its_check_succeeded() -> None:
+    # GIVEN a row whose first check failed (its folder was missing), and a later tick whose check of it succeeded
+    r = row(
+        "j",
+        sensor_id="wait_b",
+        last_error="trigger_file:wait_b: trigger folder /t/wait_b does not exist; create it or fix sensor_id",
+        last_error_timestamp="2026-11-22T11:00:00+00:00",
+    )
+    ref = "trigger_file:wait_b -> job j"
+    # WHEN status renders, with and without the last tick's waiting reason for the row
+    fine = status.render(snapshot(r), None, None, now=T0, waiting={ref: "no file newer than the start"})
+    failing = status.render(snapshot(r), None, None, now=T0, waiting={})
+    # THEN the error is said to be over only when the check has succeeded since
+    assert "last error 2026-11-22 11:00:00 (its upstream's check has succeeded since): trigger_file:wait_b" in fine
+    assert "last error 2026-11-22 11:00:00: trigger_file:wait_b" in failing
+
+
 # --- publish ------------------------------------------------------------------------------------------
 
 

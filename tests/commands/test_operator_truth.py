@@ -4,7 +4,7 @@ no process): a refused controls CSV, a failed tick's root cause, run times, each
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -581,6 +581,21 @@ def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job
     assert "text" in start.mode and list(start.text) == ["kafka:orders, kafka:lines"]
     (points,) = report.wait_figure(jobs).data
     assert "text" in points.mode and list(points.text) == ["j"]
+
+
+def test_jobs_started_in_one_tick_after_the_same_wait_share_one_label() -> None:
+    from harness.views import report
+
+    # GIVEN three jobs started in the same second, two after the same wait, and one job started later
+    def run(job: str, second: int, wait: float) -> report.Run:
+        started = T0.replace(second=second)
+        return report.Run(job, f"r-{job}", started, first_detection_at=started - timedelta(seconds=wait))
+
+    runs = [run("a", 5, 3.2), run("b", 5, 2.9), run("c", 5, 40.0), run("d", 30, 3.0)]
+    # WHEN the points are labelled
+    labels = report.point_labels(runs)
+    # THEN the two points drawn on one spot carry one label naming both; each other point its own job
+    assert labels == ["a, b", "", "c", "d"]
 
 
 def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:

@@ -58,13 +58,8 @@ def root_cause(exc: BaseException) -> str:
     inner = exc
     while inner.__cause__ is not None or (inner.__context__ is not None and not inner.__suppress_context__):
         inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
-    causes = [
-        line.strip()[len("Caused by:") :].strip()
-        for text in (str(exc), str(inner))
-        for line in text.splitlines()
-        if line.strip().startswith("Caused by:")
-    ]
-    cause = causes[-1] if causes else (_first_line(inner) if inner is not exc else None)
+    cause = _java_cause([line for text in (str(exc), str(inner)) for line in text.splitlines()])
+    cause = cause or (_first_line(inner) if inner is not exc else None)
     if cause is None:
         java = [line.strip().lstrip(": ") for line in str(exc).splitlines()[1:3] if line.strip().startswith(": ")]
         cause = java[0] if java else None
@@ -74,6 +69,19 @@ def root_cause(exc: BaseException) -> str:
         return _fit(head, ONE_LINE_CHARS)
     room = ONE_LINE_CHARS - len(" - cause: ") - len(cause)  # the cause whole, the head fitted beside it
     return f"{_fit(head, room)} - cause: {cause}" if room >= 60 else _fit(f"{head} - cause: {cause}", ONE_LINE_CHARS)
+
+
+def _java_cause(lines: list[str]) -> str | None:
+    """A Java trace's root cause: its last `Caused by:` of the exception's own chain, not one of a
+    `Suppressed:` exception's (indented under it), nor a `[CIRCULAR REFERENCE: ...]` back to an exception
+    the trace already printed (the chain's own lines start the line, where the text is not indented)."""
+    found = [
+        (line, line.strip()[len("Caused by:") :].strip()) for line in lines if line.strip().startswith("Caused by:")
+    ]
+    found = [(line, cause) for line, cause in found if not cause.startswith("[CIRCULAR REFERENCE")]
+    own = [cause for line, cause in found if not line.startswith(("\t", " "))]
+    causes = own or [cause for _, cause in found]
+    return causes[-1] if causes else None
 
 
 def _fit(text: str, chars: int) -> str:

@@ -94,7 +94,7 @@ class LocalBackend(JobBackend):
         run_dir.mkdir(parents=True)
         env = {
             "HEARTBEAT_JOB_ID": request.job_id,
-            "HEARTBEAT_JOB_NAME": request.job_name or job.name,
+            "HEARTBEAT_JOB_NAME": request.job_name or job.name or "",
             "HEARTBEAT_RUN_ID": run_id,
             "HEARTBEAT_RUN_CONTEXT_ID": request.idempotency_token,
             "HEARTBEAT_CHANGE_RANGE": dumps(request.change_range),

@@ -46,11 +46,18 @@ CONNECT_SERVER_MARKERS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "S
 def supervise(run_dir: Path) -> int:
     if not claim(run_dir):
         return 0
+    started = datetime.now(timezone.utc)
+    try:
+        return _run(run_dir, started)
+    except Exception as exc:  # noqa: BLE001 - said in the run's result: the heartbeat records it as the run's failure
+        return _finish(run_dir, started, -1, f"the local runner could not run the command: {type(exc).__name__}: {exc}")
+
+
+def _run(run_dir: Path, started: datetime) -> int:
     meta = json.loads((run_dir / META).read_text())
     inherited = {k: v for k, v in os.environ.items() if k not in CONNECT_SERVER_MARKERS}
     env = {**inherited, **meta["env"]}
     timeout = meta.get("timeout_seconds")
-    started = datetime.now(timezone.utc)
     with open(run_dir / OUTPUT, "wb") as log:
         try:
             proc = subprocess.Popen(

@@ -30,7 +30,7 @@ from harness.sensors import build_registry
 from harness.state.status_files import last_failed_checks, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
-from harness.tick.fold import fold_id
+from harness.tick.fold import fold_id, still_refused
 from harness.tick.freshness import stale_rows
 from harness.tick.runtime import build_backend
 from harness.tick.sensing import sense, to_record
@@ -117,6 +117,8 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         if isinstance(controls_error, Handover):
             return controls_error
         report.controls_error = controls_error
+        if controls_error:
+            step.warn(still_refused(controls_error))
         step.done("skipped: nothing new since the last fold", skipped=True)
 
     with Step(report, "sense") as step:

@@ -87,16 +87,29 @@ def controls_changed(runtime: Runtime) -> bool:
 
 
 def record_rejection(runtime: Runtime, message: str) -> None:
-    """One CONFIG_REJECTED event per refused version of the CSV, not one per tick."""
+    """One CONFIG_REJECTED event per refused version of the CSV, not one per tick; every tick says it in
+    its log (the tick exits 1 for it)."""
     marker = runtime.config.layout.controls_rejected
     path = runtime.config.controls_csv
     digest = file_digest(path) if path.exists() else "missing"
+    where = {"tick_id": runtime.events.tick_id, "step": "fold"}
     if marker.exists() and marker.read_text().strip() == digest:
+        log.warning("%s", still_refused(message), extra=where)
         return
     runtime.events.append([Event(EventType.CONFIG_REJECTED, message=message)])
     write_atomic(marker, digest)
-    log.error("%s", message)
-    log.error("the control table keeps the last valid controls CSV until the file is fixed")
+    log.error("%s", message, extra=where)
+    log.error("the control table keeps the last valid controls CSV until the file is fixed", extra=where)
+
+
+def still_refused(message: str) -> str:
+    """A refusal recorded by an earlier tick, in one line: the file, its first problem, how many more."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    more = f"; and {len(lines) - 2} more problems" if len(lines) > 2 else ""
+    return (
+        f"the controls CSV is still refused, so the control table keeps the last valid one: {' '.join(lines[:2])}"
+        f"{more} (`python -m harness validate` lists every problem)"
+    )
 
 
 def views_current(runtime: Runtime) -> bool:

@@ -86,3 +86,7 @@ class Step:
             seconds,
             extra={"tick_id": self.report.tick_id, "step": self.name, "seconds": round(seconds, 3), **counts},
         )
+
+    def warn(self, message: str) -> None:
+        """A line that needs a hand, with the step's tick id and name (fields of a JSON log line)."""
+        log.warning("%s", message, extra={"tick_id": self.report.tick_id, "step": self.name})

@@ -7,8 +7,11 @@ that feed other jobs (rows of source `published`). Drawn for a person at 1,000 j
     only one job reads is a line in that job's card, not a node of its own;
   - an upstream several jobs read is a node on the left with an edge to each; one read by more than
     COLLAPSE_AFTER jobs is collapsed (no edges: the node says how many; search or a click shows them);
-  - a job that reads a table another job publishes sits in a column right of its producer, with an edge
-    labelled by the table;
+  - the jobs chained by tables (a job that publishes a table another job reads, and that job) come
+    first, a column per step of the chain, each job right of the jobs whose tables it reads, with an
+    edge from producer to reader (the table is named on both cards and on the edge's hover); the jobs
+    no other job feeds or reads come below them, so that no edge between jobs crosses their cards;
+  - each column has a heading saying which jobs it holds;
   - a search box highlights the jobs and upstreams whose name contains the text, and a click on a card
     its neighbours.
 
@@ -29,6 +32,7 @@ from harness.vocabulary import SensorSource, upstream_label
 
 COLLAPSE_AFTER = 12  # an upstream read by more jobs than this is drawn without its edges
 ROWS_SHOWN = 4  # a card lists this many of its job's own rows, then "+N more"
+ROW_CHARS = 42  # a row's upstream and status fit a card in this many characters (NEW_EVENT_AVAILABLE ran over)
 CARDS_PER_COLUMN = 40  # a depth with more jobs wraps into several columns
 CARD_WIDTH, COLUMN_GAP, ROW_HEIGHT, CARD_HEAD = 300, 90, 15, 22
 VIEW_COLOURS = {
@@ -135,25 +139,52 @@ def _card_height(node: JobNode) -> int:
     return CARD_HEAD + ROW_HEIGHT * lines + 8
 
 
+ALONE = "jobs no other job feeds or reads"
+
+
+def column_groups(graph: Graph) -> list[tuple[str, list[JobNode]]]:
+    """The jobs' columns from left to right, each group with its heading: the jobs chained by tables, a
+    group per step of the chain, then the jobs no other job feeds or reads (every job when none is)."""
+    chained = {job for feed in graph.feeds for job in (feed[0], feed[2])}
+    by_depth: dict[int, list[JobNode]] = defaultdict(list)
+    alone: list[JobNode] = []
+    for node in graph.jobs.values():
+        (by_depth[node.depth] if node.job_id in chained else alone).append(node)
+    groups = [
+        (
+            "step 1: jobs whose tables other jobs read"
+            if depth == 0
+            else f"step {depth + 1}: jobs reading tables of step {depth}" + (" (and before)" if depth > 1 else ""),
+            by_depth[depth],
+        )
+        for depth in sorted(by_depth)
+    ]
+    if alone:
+        groups.append((ALONE if groups else "jobs", alone))
+    return groups
+
+
 def render(graph: Graph) -> str:
     """The graph as an HTML section: a search box, a legend and one SVG."""
     shared_x = 10
     first_job_x = shared_x + (CARD_WIDTH + COLUMN_GAP if graph.shared else 0)
     positions: dict[str, tuple[int, int, int]] = {}  # job -> x, y, height
-    by_depth: dict[int, list[JobNode]] = defaultdict(list)
-    for node in graph.jobs.values():
-        by_depth[node.depth].append(node)
-    column, bottom = 0, 0
-    for depth in sorted(by_depth):
-        nodes = by_depth[depth]
-        for start in range(0, len(nodes), CARDS_PER_COLUMN):
-            x, y = first_job_x + column * (CARD_WIDTH + COLUMN_GAP), 40
+    parts: list[str] = []
+    if graph.shared:
+        parts.append(_heading(shared_x, 26, "upstreams read by several jobs"))
+    column, bottom, top = 0, 0, 40
+    for heading, nodes in column_groups(graph):
+        if heading == ALONE and column:  # below the chains: no edge between jobs crosses them
+            column, top = 0, bottom + 50
+        columns = (len(nodes) + CARDS_PER_COLUMN - 1) // CARDS_PER_COLUMN
+        for part, start in enumerate(range(0, len(nodes), CARDS_PER_COLUMN)):
+            x, y = first_job_x + column * (CARD_WIDTH + COLUMN_GAP), top
+            parts.append(_heading(x, top - 14, heading + (f" ({part + 1} of {columns})" if columns > 1 else "")))
             for node in nodes[start : start + CARDS_PER_COLUMN]:
                 height = _card_height(node)
                 positions[node.job_id] = (x, y, height)
                 y += height + 10
             bottom, column = max(bottom, y), column + 1
-    parts: list[str] = []
     links: dict[str, set[str]] = defaultdict(set)
     # shared upstreams, left, ordered by how many jobs read them
     y = 40
@@ -235,7 +266,7 @@ def _card(node: JobNode, x: int, y: int, height: int) -> str:
         lines.append(
             f'<text x="{x + 14}" y="{line_y}" class="row"{paused}>'
             f'<tspan class="dep">{"H" if r["is_hard_dependency"] else "s"}</tspan> '
-            f'{_text(fit(_label(r), 30))} <tspan style="fill:{STATUS_COLOURS.get(status, "#999")}">'
+            f'{_text(fit(_label(r), ROW_CHARS - len(status)))} <tspan style="fill:{STATUS_COLOURS.get(status, "#999")}">'
             f"{_text(status)}</tspan></text>"
         )
         line_y += ROW_HEIGHT
@@ -247,7 +278,8 @@ def _card(node: JobNode, x: int, y: int, height: int) -> str:
         line_y += ROW_HEIGHT
     shared = len(node.rows) - len(node.reads) - len(node.own_rows)
     if shared:
-        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+ {shared} shared upstream(s), left</text>')
+        what = "1 upstream" if shared == 1 else f"{shared} upstreams"
+        lines.append(f'<text x="{x + 14}" y="{line_y}" class="small">+ {what} other jobs read too (left column)</text>')
         line_y += ROW_HEIGHT
     if node.reads:
         lines.append(
@@ -272,18 +304,17 @@ def _card(node: JobNode, x: int, y: int, height: int) -> str:
     )
 
 
+def _heading(x: int, y: int, text: str) -> str:
+    return f'<text x="{x}" y="{y}" class="heading">{_text(text)}</text>'
+
+
 def _edge(x1: int, y1: int, x2: int, y2: int, kind: str, source: str, target: str, label: str = "") -> str:
+    """An edge under the cards; a table's name is its hover text (drawn on the line, it fell under the
+    cards between the columns, and at hundreds of feeds the names covered each other)."""
     bend = max(30, (x2 - x1) // 2)
     path = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"
-    text = (
-        (
-            f'<text x="{(x1 + x2) // 2}" y="{(y1 + y2) // 2 - 3}" class="small" text-anchor="middle">'
-            f"{_text(fit(label, 28))}</text>"
-        )
-        if label
-        else ""
-    )
-    return f'<g class="edge {kind}" data-ends="{_attr(source)} {_attr(target)}"><path d="{path}"/>{text}</g>'
+    title = f"<title>{_text(label)}</title>" if label else ""
+    return f'<g class="edge {kind}" data-ends="{_attr(source)} {_attr(target)}"><path d="{path}"/>{title}</g>'
 
 
 def _text(value: str) -> str:
@@ -301,7 +332,7 @@ _STYLE = """
 #graph .upstream.collapsed rect{stroke-dasharray:4 3}
 #graph text{font:12px system-ui,sans-serif;fill:#222}
 #graph .title{font-weight:600}#graph .small{font-size:10.5px;fill:#555}#graph .state{font-size:11px;font-weight:600}
-#graph .row{font-size:11px}#graph .dep{font-weight:700}
+#graph .row{font-size:11px}#graph .dep{font-weight:700}#graph .heading{font-size:12px;font-weight:600;fill:#444}
 #graph .edge path{fill:none;stroke:#8892a6;stroke-width:1.2}
 #graph .edge.soft path{stroke-dasharray:5 4}#graph .edge.feeds path{stroke:#7b3fb5;stroke-width:2}
 #graph.searching .node,#graph.searching .edge{opacity:.15}

@@ -220,6 +220,25 @@ def trigger_text(run: Run) -> str:
     return shown + (f" +{len(run.triggered_by) - 2} more" if len(run.triggered_by) > 2 else "")
 
 
+def point_labels(runs: Sequence[Run]) -> list[str]:
+    """Each point's job; runs started in the same second after the same wait (one tick's starts) are one
+    label on the first of their points (drawn over each other, their names could not be read)."""
+
+    def spot(r: Run) -> tuple[str, int]:
+        return r.started_at.isoformat(timespec="seconds"), round(r.wait_seconds or 0)
+
+    together: dict[tuple[str, int], list[str]] = {}
+    for r in runs:
+        together.setdefault(spot(r), []).append(r.job_id)
+    labels, labelled = [], set()
+    for r in runs:
+        jobs = list(dict.fromkeys(together[spot(r)]))
+        more = f" +{len(jobs) - 3} more" if len(jobs) > 3 else ""
+        labels.append("" if spot(r) in labelled else ", ".join(jobs[:3]) + more)
+        labelled.add(spot(r))
+    return labels
+
+
 def wait_figure(jobs: Sequence[JobHistory]) -> Any:
     import plotly.graph_objects as go
 
@@ -229,11 +248,12 @@ def wait_figure(jobs: Sequence[JobHistory]) -> Any:
             mode="markers+text",
             x=[r.started_at for r in runs],
             y=[r.wait_seconds for r in runs],
-            text=[r.job_id for r in runs],
+            text=point_labels(runs),
+            customdata=[r.job_id for r in runs],
             textposition="top center",
             textfont=dict(size=10),
             marker=dict(size=8),
-            hovertemplate="%{text}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>",
+            hovertemplate="%{customdata}<br>started %{x}<br>%{y:.0f} s after the first detection<extra></extra>",
         )
     )
     fig.update_layout(

@@ -128,7 +128,8 @@ def render_health(
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
     failed = failed_tick_lines(health)
-    lines += failed or [f"last tick {when(last.get('ended_at'))} ok ({last.get('seconds')} s)"]
+    outcome = "ran, refusing the controls CSV" if last.get("controls_error") else "ok"
+    lines += failed or [f"last tick {when(last.get('ended_at'))} {outcome} ({last.get('seconds')} s)"]
     if last.get("controls_error"):
         lines.extend(controls_refused(last["controls_error"]))
     lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))
@@ -261,6 +262,21 @@ def run_line(r: dict[str, Any]) -> str:
     return f"run {r['latest_run_id']} started {when(started_at)}, ended {when(ended_at)}{took}"
 
 
+def run_json(r: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest run's own times for `status --json` (run_times): a run going has no end, where the row's
+    run_ended_at and job_end_timestamp still hold the previous run's."""
+    if not r.get("latest_run_id"):
+        return None
+    started, ended = run_times(r)
+    return {
+        "run_id": r["latest_run_id"],
+        "started_at": started.isoformat() if started else None,
+        "ended_at": ended.isoformat() if ended else None,
+        "seconds": round((ended - started).total_seconds(), 3) if started and ended else None,
+        "going": r.get("status") == IN_PROGRESS,
+    }
+
+
 def seconds_text(seconds: float) -> str:
     if seconds < 10:
         return f"{seconds:.1f} s"
@@ -300,7 +316,9 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         and (r.get("last_error_timestamp") or "") >= (r.get("status_change_timestamp") or "")
         and r["last_error"] != refusal  # the refusal is the row's error too: said once, below
     ):
-        lines.append(f"        last error {when(r['last_error_timestamp'])}: {r['last_error']}")
+        # a row with a waiting reason had its check succeed in the last tick: its error is over
+        over = " (its upstream's check has succeeded since)" if reason else ""
+        lines.append(f"        last error {when(r['last_error_timestamp'])}{over}: {r['last_error']}")
     if refusal:
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
@@ -381,7 +399,13 @@ def render_json(
             "summary": summary(jobs),
             "jobs": [
                 job
-                | {"view": view.value, "rows": [r | {"waiting_reason": waiting_reason(r, waiting or {})} for r in rows]}
+                | {
+                    "view": view.value,
+                    "rows": [
+                        r | {"waiting_reason": waiting_reason(r, waiting or {}), "latest_run": run_json(r)}
+                        for r in rows
+                    ],
+                }
                 for job, rows, view in jobs
                 if selection.picks(job, rows, view)
             ],

@@ -11,7 +11,7 @@ import pytest
 
 from harness.backends.base import RunRequest, RunState, StartRefused
 from harness.backends.local import LocalBackend
-from harness.backends.local_supervisor import LAUNCHED
+from harness.backends.local_supervisor import LAUNCHED, META, RESULT, supervise
 from harness.config import PROJECT_DIR, Config, LocalJob
 
 pytestmark = pytest.mark.scenario  # the local runner starts each run as a process
@@ -66,6 +66,37 @@ def test_run_receives_its_change_range_in_the_environment(tmp_path: Path) -> Non
     env = json.loads(out.read_text())
     assert json.loads(env["HEARTBEAT_CHANGE_RANGE"]) == change_range
     assert env["HEARTBEAT_RUN_CONTEXT_ID"] == "hb-token-3" and env["HEARTBEAT_RUN_ID"] == run_id
+
+
+def test_a_job_named_nowhere_runs_with_an_empty_job_name(tmp_path: Path) -> None:
+    # GIVEN a job with no name in local_runner.jobs and none in the controls CSV (trigger_job_name empty)
+    out = tmp_path / "name"
+    config = Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=tmp_path / "state",
+        local_jobs={"j": LocalJob(command=f"printf '[%s]' \"$HEARTBEAT_JOB_NAME\" > {out}")},
+    )
+    b = LocalBackend(config)
+    # WHEN it starts
+    run_id = b.start(RunRequest("j", None, "hb-token-nameless"))
+    # THEN it runs and succeeds, its job name empty
+    assert wait_until_ended(b, "j", run_id) is RunState.SUCCEEDED
+    assert out.read_text() == "[]"
+
+
+def test_a_supervisor_that_cannot_run_the_command_says_why_in_the_runs_result(tmp_path: Path) -> None:
+    # GIVEN a run whose start wrote an environment the command cannot be given (a value that is no text)
+    run_dir = tmp_path / "local-1"
+    run_dir.mkdir()
+    meta = {"command": "true", "cwd": str(tmp_path), "timeout_seconds": None, "env": {"HEARTBEAT_JOB_NAME": None}}
+    (run_dir / META).write_text(json.dumps(meta))
+    # WHEN its supervisor runs it
+    supervise(run_dir)
+    # THEN the run has a result: failed, naming the cause (not "the supervisor died without a result")
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result["exit_code"] != 0
+    assert result["message"].startswith("the local runner could not run the command: TypeError")
 
 
 def test_run_past_its_timeout_is_killed_and_failed(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ no process): a refused controls CSV, a failed tick's root cause, run times, each
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -74,6 +74,8 @@ def test_a_refused_controls_csv_reaches_the_health_record_and_the_top_of_status(
     top = "\n".join(out[:6])
     assert "WARNING: the controls CSV is refused" in top and "python -m harness validate" in top
     assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in top
+    # and the last tick is not said to be ok
+    assert out[2].startswith("last tick ") and " ok " not in out[2] and "refusing the controls CSV" in out[2]
 
 
 def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path: Path) -> None:
@@ -114,6 +116,21 @@ def test_the_root_cause_of_a_java_failure_is_one_line_leading_with_the_cause() -
     # the Java cause, not py4j's line over it (which names a call, not a problem)
     assert line.startswith("java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file")
     assert "An error occurred while calling" not in line
+
+
+def test_the_root_cause_of_a_java_failure_is_its_own_chains_not_a_suppressed_or_circular_one() -> None:
+    # GIVEN Spark's trace: the exception's own chain ends at the parquet file, then a Suppressed exception
+    # whose causes Java prints indented, the last a circular reference to one already printed
+    text = JAVA_TEXT + (
+        "\tSuppressed: org.apache.spark.util.Utils$OriginalTryStackTraceException: Full stacktrace of caller\n"
+        "\t\tat org.apache.spark.util.Utils$.doTryWithCallerStacktrace(Utils.scala:1)\n"
+        "\tCaused by: [CIRCULAR REFERENCE: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] "
+        "Encountered error while reading file file:///state/controls.parquet.  SQLSTATE: KD001]\n"
+    )
+    # WHEN reduced to one line
+    line = root_cause(Py4JJavaError(text))
+    # THEN it is the file that is not parquet
+    assert line.startswith("java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file")
 
 
 def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
@@ -262,6 +279,38 @@ def test_a_running_run_shows_no_end_not_the_previous_runs() -> None:
     assert "ended" not in status.render(snapshot(r), None, None, now=T0)
 
 
+def test_status_json_gives_a_running_run_its_own_start_and_no_end() -> None:
+    # GIVEN a run going, whose row still holds the previous run's end; and a run that ended in 3.1 s
+    going = row(
+        "j",
+        status="IN_PROGRESS",
+        latest_run_id="run-2",
+        run_started_timestamp="2026-11-22T13:19:48+00:00",
+        run_ended_at="2026-11-22T13:19:02+00:00",
+        job_end_timestamp="2026-11-22T13:19:02+00:00",
+    )
+    ended = row(
+        "k",
+        status="COMPLETED",
+        latest_run_id="run-1",
+        run_started_timestamp="2026-11-22T12:00:00+00:00",
+        run_ended_at="2026-11-22T12:00:03.100000+00:00",
+        job_end_timestamp="2026-11-22T12:00:21+00:00",
+    )
+    # WHEN status prints JSON
+    body = json.loads(status.render_json(snapshot(going, ended), None, None, now=T0))
+    runs = {j["job_id"]: j["rows"][0]["latest_run"] for j in body["snapshot"]["jobs"]}
+    # THEN each row's latest run has its own start, and an end only once it ended
+    assert runs["j"] == {
+        "run_id": "run-2",
+        "started_at": "2026-11-22T13:19:48+00:00",
+        "ended_at": None,
+        "seconds": None,
+        "going": True,
+    }
+    assert runs["k"]["ended_at"] == "2026-11-22T12:00:03.100000+00:00" and runs["k"]["seconds"] == 3.1
+
+
 def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
     from harness.config import PROJECT_DIR
     from harness.views import report
@@ -317,6 +366,23 @@ def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) 
         "waiting for ",
         "partition ds",
     ]
+
+
+def test_a_rows_check_error_is_said_to_be_over_once_its_check_succeeded() -> None:
+    # GIVEN a row whose first check failed (its folder was missing), and a later tick whose check of it succeeded
+    r = row(
+        "j",
+        sensor_id="wait_b",
+        last_error="trigger_file:wait_b: trigger folder /t/wait_b does not exist; create it or fix sensor_id",
+        last_error_timestamp="2026-11-22T11:00:00+00:00",
+    )
+    ref = "trigger_file:wait_b -> job j"
+    # WHEN status renders, with and without the last tick's waiting reason for the row
+    fine = status.render(snapshot(r), None, None, now=T0, waiting={ref: "no file newer than the start"})
+    failing = status.render(snapshot(r), None, None, now=T0, waiting={})
+    # THEN the error is said to be over only when the check has succeeded since
+    assert "last error 2026-11-22 11:00:00 (its upstream's check has succeeded since): trigger_file:wait_b" in fine
+    assert "last error 2026-11-22 11:00:00: trigger_file:wait_b" in failing
 
 
 # --- publish ------------------------------------------------------------------------------------------
@@ -515,6 +581,21 @@ def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job
     assert "text" in start.mode and list(start.text) == ["kafka:orders, kafka:lines"]
     (points,) = report.wait_figure(jobs).data
     assert "text" in points.mode and list(points.text) == ["j"]
+
+
+def test_jobs_started_in_one_tick_after_the_same_wait_share_one_label() -> None:
+    from harness.views import report
+
+    # GIVEN three jobs started in the same second, two after the same wait, and one job started later
+    def run(job: str, second: int, wait: float) -> report.Run:
+        started = T0.replace(second=second)
+        return report.Run(job, f"r-{job}", started, first_detection_at=started - timedelta(seconds=wait))
+
+    runs = [run("a", 5, 3.2), run("b", 5, 2.9), run("c", 5, 40.0), run("d", 30, 3.0)]
+    # WHEN the points are labelled
+    labels = report.point_labels(runs)
+    # THEN the two points drawn on one spot carry one label naming both; each other point its own job
+    assert labels == ["a, b", "", "c", "d"]
 
 
 def test_the_tick_chart_lies_flat_across_a_pause_instead_of_a_slope() -> None:

@@ -8,6 +8,7 @@ hand-over makes the same start a warm tick makes."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -288,6 +289,22 @@ def test_a_refused_controls_csv_already_recorded_keeps_the_tick_cold_and_says_wh
     handover, report = left.cold()
     assert handover is None
     assert report.controls_error is not None and "job_state" in report.controls_error
+
+
+@pytest.mark.unit
+def test_a_cold_tick_with_the_controls_csv_still_refused_says_so_in_its_log(
+    left: LeftState, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a controls CSV refused, and recorded as refused, by an earlier tick
+    left.config.controls_csv.write_text(CSV_HEADER + "trigger_file,in,batch,in,,,j,j-name,MAYBE,TRUE\n")
+    left.config.layout.controls_rejected.write_text(file_digest(left.config.controls_csv))
+    # WHEN a cold tick runs (it exits 1 for the refused file)
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        _, report = left.cold()
+    # THEN its log says why, naming the bad line, with the tick's id and step
+    (record,) = [r for r in caplog.records if "still refused" in r.getMessage()]
+    assert "line 2" in record.getMessage() and "python -m harness validate" in record.getMessage()
+    assert (record.tick_id, record.step) == (report.tick_id, "fold")  # type: ignore[attr-defined]
 
 
 @pytest.mark.unit

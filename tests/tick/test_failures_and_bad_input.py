@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+
+import pytest
 
 from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
@@ -61,7 +64,9 @@ def test_retry_hands_the_failed_range_to_the_next_run(heartbeat: HeartbeatHarnes
     assert heartbeat.job_status("g") == {"COMPLETED"}
 
 
-def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(heartbeat: HeartbeatHarness) -> None:
+def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     # GIVEN a working heartbeat
     heartbeat.write_controls([control_row("trigger_file", "in", "ok")])
     heartbeat.define_jobs("ok")
@@ -72,13 +77,16 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(heartbe
     heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_fil", "other", "new_job")])
     heartbeat.drop_trigger_file("in", "batch1")
     refused = heartbeat.tick()
-    again = heartbeat.tick()
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        again = heartbeat.tick()
 
     # THEN the tick names the line and the problem, records it once, and the old controls still start jobs
     assert refused.controls_error is not None
     assert "line 3 (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" in refused.controls_error
     assert refused.started == ["ok"] and refused.error is None
     assert again.controls_error == refused.controls_error
+    # and every tick while the file stays refused says so in its log (it exits 1 for it)
+    assert any("still refused" in r.getMessage() and "line 3" in r.getMessage() for r in caplog.records)
     assert len(heartbeat.events("CONFIG_REJECTED")) == 1
     assert set(heartbeat.decisions()) == {"ok"}
 

@@ -64,11 +64,45 @@ def test_jobs_are_grouped_with_their_own_rows_and_chained_by_the_tables_they_pub
 def test_the_drawing_colours_by_state_marks_soft_edges_and_collapses_upstreams_read_by_many() -> None:
     svg = dependency_graph.render(dependency_graph.build(_snapshot(ROWS), PUBLISHES))
     assert 'data-ends="u:kafka:shared_topic j:daily"' in svg and 'class="edge soft"' in svg
-    assert 'class="edge feeds"' in svg and ">lake.orders</text>" in svg
+    assert 'class="edge feeds"' in svg and "<title>lake.orders</title>" in svg
     assert 'class="node upstream collapsed" data-id="u:kafka:everyone"' in svg
     assert "j:fan_00" not in [e.split('"')[0] for e in svg.split('data-ends="u:kafka:everyone ')[1:]]
     assert f'style="stroke:{dependency_graph.VIEW_COLOURS[dependency_graph.JobView.FAILED]}"' in svg
     assert 'text-decoration="line-through"' in svg  # the paused row
+
+
+def test_the_chained_jobs_come_first_a_column_group_per_step_and_the_jobs_alone_after_them() -> None:
+    # GIVEN orders, which publishes the table daily reads, and jobs no other job feeds or reads
+    graph = dependency_graph.build(_snapshot(ROWS), PUBLISHES)
+    # WHEN the columns are laid out
+    groups = [(heading, [n.job_id for n in nodes]) for heading, nodes in dependency_graph.column_groups(graph)]
+    # THEN the chain's steps come first, each with a heading, and the other jobs after them (no edge crosses them)
+    assert groups[:2] == [
+        ("step 1: jobs whose tables other jobs read", ["orders"]),
+        ("step 2: jobs reading tables of step 1", ["daily"]),
+    ]
+    assert groups[2][0] == "jobs no other job feeds or reads" and "orders" not in groups[2][1]
+    svg = dependency_graph.render(graph)
+    assert 'class="heading">step 1: jobs whose tables other jobs read</text>' in svg
+    assert 'class="heading">upstreams read by several jobs</text>' in svg
+
+
+def test_without_chains_every_job_is_in_one_group_headed_jobs() -> None:
+    rows = [_row("a", "trigger_file", "landing/a"), _row("b", "trigger_file", "landing/b")]
+    graph = dependency_graph.build(_snapshot(rows), {})
+    assert [(h, [n.job_id for n in nodes]) for h, nodes in dependency_graph.column_groups(graph)] == [
+        ("jobs", ["a", "b"])
+    ]
+
+
+def test_a_rows_upstream_is_shortened_so_that_its_status_stays_inside_the_card() -> None:
+    # GIVEN a row with a long upstream and the longest status
+    long_id = "landing/a_rather_long_folder_name_for_orders"
+    rows = [_row("a", "trigger_file", long_id, status="NEW_EVENT_AVAILABLE")]
+    svg = dependency_graph.render(dependency_graph.build(_snapshot(rows), {}))
+    # THEN the row's text (upstream and status) fits the card's characters
+    (row_text,) = [part.split("</tspan> ", 1)[1].split("<tspan")[0] for part in svg.split('class="row">')[1:]]
+    assert len(row_text.strip()) + len("NEW_EVENT_AVAILABLE") <= dependency_graph.ROW_CHARS + 1
 
 
 def _chromium() -> str | None:

@@ -103,6 +103,10 @@ class Event:
             event_time.date(),
         )
 
+    def as_record(self, tick_id: str | None = None) -> dict[str, Any]:
+        """The event as a row of the log reads back (a dict by column name)."""
+        return dict(zip(EVENT_SCHEMA.fieldNames(), self.as_tuple(tick_id)))
+
 
 def create_statement(table: str, table_format: str) -> str:
     """CREATE TABLE for a table of events (the log, its archive): partitioned by day."""

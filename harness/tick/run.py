@@ -180,7 +180,8 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
     with Step(report, "sense") as step:
         rows = runtime.tables.sensed_rows()
         sensed = sense(rows, runtime.sensors, runtime.spark, config)
-        runtime.events.append(to_record(sensed, rows, last_failed_checks(config.state_dir)))
+        recorded = to_record(sensed, rows, last_failed_checks(config.state_dir))
+        runtime.events.append(recorded)
         record_waiting(config.state_dir, sensed.nothing_new)
         crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = (
@@ -228,7 +229,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
             for row in as_detected(runtime.tables.control_rows(), found):
                 rows_by_job[row.key.trigger_job_id].append(row)
         started = start_jobs(
-            ready, rows_by_job, runtime.backend, runtime.events, config.settings.runs.max_parallel_starts
+            ready, rows_by_job, runtime.backend, runtime.events, config.settings.runs.max_parallel_starts, recorded
         )
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed

@@ -33,7 +33,7 @@ from harness.redact import redact
 from harness.refresh.change_range import ChangeRange, UpstreamRange
 from harness.state.event_log import Event, EventLog, now
 from harness.state.tables import OpenRunRow
-from harness.tick.range_events import DetectionIndex, RangeEvents
+from harness.tick.range_events import DetectionIndex, RangeEvents, RowRange
 from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
 
 log = logging.getLogger(__name__)
@@ -118,21 +118,28 @@ RECENT_DETECTION_DAYS = 7  # a range's detections are looked for in the last wee
 MAX_DETECTION_DAYS = 448  # then 8 and 64 times as far back, then in the whole log
 
 
-def describe_ranges(events: EventLog, runs: Sequence[OpenRun]) -> None:
-    """Attach to each run the change events of its rows' ranges: one read of the log's detections, indexed
-    once for every run."""
+def describe_ranges(events: EventLog, runs: Sequence[OpenRun], recent: Sequence[Event] = ()) -> None:
+    """Attach to each run the change events of its rows' ranges, indexed once for every run: from `recent`
+    (this tick's detections, appended already) when they reach back to every range's start, as a range
+    that began with this tick's detection does; else from one read of the log's detections."""
     if not runs:
         return
-    jobs = sorted({run.job_id for run in runs})
     ranges = [(r.key, r.from_watermark, r.to_watermark) for run in runs for r in run.rows]
-    days: int | None = RECENT_DETECTION_DAYS
-    while True:  # the log is read from recent days back, only as far as the oldest range needs
-        index = DetectionIndex(events.detections(jobs, days))
-        if days is None or index.reach_their_starts(ranges):
-            break
-        days = days * 8 if days < MAX_DETECTION_DAYS else None
+    index = DetectionIndex([e.as_record() for e in recent if e.event_type is EventType.DATA_CHANGED])
+    if not (recent and index.reach_their_starts(ranges)):
+        index = _logged_detections(events, sorted({run.job_id for run in runs}), ranges)
     for run in runs:
         run.change_events = index.range_events([(r.key, r.from_watermark, r.to_watermark) for r in run.rows])
+
+
+def _logged_detections(events: EventLog, jobs: Sequence[str], ranges: Sequence[RowRange]) -> DetectionIndex:
+    """The log's detections of `jobs`, read from recent days back, only as far as the oldest range needs."""
+    days: int | None = RECENT_DETECTION_DAYS
+    while True:
+        index = DetectionIndex(events.detections(jobs, days))
+        if days is None or index.reach_their_starts(ranges):
+            return index
+        days = days * 8 if days < MAX_DETECTION_DAYS else None
 
 
 def _row_events(
@@ -222,9 +229,10 @@ def start_jobs(
     backend: JobBackend,
     events: EventLog,
     parallel: int = 1,
+    recent: Sequence[Event] = (),
 ) -> StartOutcome:
     """Start every ready job once: record intents, call the backend (`parallel` requests at a time),
-    record outcomes."""
+    record outcomes. `recent`: this tick's events, appended already (its detections describe the ranges)."""
     runs: list[OpenRun] = []
     for job_id, job_name in ready:
         rows = [r for r in rows_by_job.get(job_id, []) if r.job_state == JobState.UNPAUSED.value]
@@ -243,7 +251,7 @@ def start_jobs(
     outcome = StartOutcome()
     if not runs:
         return outcome
-    describe_ranges(events, runs)
+    describe_ranges(events, runs, recent)
     events.append([event for run in runs for event in _intents(run)])
     crash_point("start:intent-recorded")
     recorded: list[Event] = []

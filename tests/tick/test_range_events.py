@@ -129,3 +129,37 @@ def test_a_part_of_a_range_inside_a_detection_lists_only_its_own_change_events()
         "events": [event(3)],
         "events_complete": True,
     }
+
+
+def test_run_started_by_a_later_detection_receives_the_events_an_earlier_tick_detected(
+    heartbeat: HeartbeatHarness, tmp_path: Path
+) -> None:
+    # GIVEN a job with two hard Delta upstreams, each with one commit before the controls are loaded
+    paths = {name: str(tmp_path / name) for name in ("orders", "customers")}
+
+    def commit(name: str, *ids: int) -> None:
+        write_deltalake(paths[name], pa.table({"id": pa.array(ids, pa.int64())}), mode="append")
+
+    for name in paths:
+        commit(name, 1)
+    heartbeat.write_controls([control_row("delta_table", path, "joined") for path in paths.values()])
+    heartbeat.define_jobs("joined")
+    assert heartbeat.tick().started == ["joined"]  # the first run, of both tables' first commit
+    heartbeat.wait_for_runs()
+    heartbeat.tick()  # its end recorded
+
+    # WHEN orders changes in one tick (the job waits for customers) and customers in the next
+    commit("orders", 2)
+    assert heartbeat.tick().started == []
+    commit("customers", 2)
+    assert heartbeat.tick().started == ["joined"]
+
+    # THEN the run is handed the change events of both upstreams: the earlier tick's detection, read from
+    # the log, as well as this tick's
+    heartbeat.wait_for_runs()
+    _, latest = heartbeat.job_runs("joined")
+    assert {u["sensor_id"]: [e["snapshot_id"] for e in u["events"]] for u in latest["range"]["upstreams"]} == {
+        paths["orders"]: [1],
+        paths["customers"]: [1],
+    }
+    assert all(u["events_complete"] for u in latest["range"]["upstreams"])

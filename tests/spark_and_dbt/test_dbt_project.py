@@ -39,8 +39,11 @@ def test_dbt_unit_tests_for_every_rule_and_the_models_data_tests_pass(heartbeat:
     assert outcome.nodes >= 38
 
 
-def parse_for_databricks(tmp_path: Path) -> dict[str, Any]:
-    """`dbt parse` on the databricks target, with the flags and vars the harness passes; no workspace."""
+@pytest.fixture(scope="module")
+def databricks_manifest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`dbt parse` on the databricks target, with the flags and vars the harness passes; no workspace.
+    Parsed once for the tests that read what it wrote (manifest.json)."""
+    tmp_path = tmp_path_factory.mktemp("databricks_parse")
     config = config_from_mapping(
         {
             "backend": "databricks",
@@ -55,8 +58,8 @@ def parse_for_databricks(tmp_path: Path) -> dict[str, Any]:
     return dict(json.loads((tmp_path / "target" / "manifest.json").read_text()))
 
 
-def test_databricks_target_parses_without_a_workspace(tmp_path: Path) -> None:
-    manifest = parse_for_databricks(tmp_path)
+def test_databricks_target_parses_without_a_workspace(databricks_manifest: dict[str, Any]) -> None:
+    manifest = databricks_manifest
     models = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
     assert set(models) == {
         "stg_heartbeat__controls",
@@ -71,8 +74,8 @@ def test_databricks_target_parses_without_a_workspace(tmp_path: Path) -> None:
     assert models["heartbeat_control_table"]["config"]["incremental_strategy"] == "merge"
 
 
-def test_every_model_and_column_has_a_description_for_the_docs_site(tmp_path: Path) -> None:
-    manifest = parse_for_databricks(tmp_path)
+def test_every_model_and_column_has_a_description_for_the_docs_site(databricks_manifest: dict[str, Any]) -> None:
+    manifest = databricks_manifest
     undocumented = [
         f"{n['name']}.{column}" if column else n["name"]
         for n in manifest["nodes"].values()
@@ -83,8 +86,8 @@ def test_every_model_and_column_has_a_description_for_the_docs_site(tmp_path: Pa
     assert undocumented == []
 
 
-def test_docs_site_opens_on_an_overview_and_every_unit_test_is_described(tmp_path: Path) -> None:
-    manifest = parse_for_databricks(tmp_path)
+def test_docs_site_opens_on_an_overview_and_every_unit_test_is_described(databricks_manifest: dict[str, Any]) -> None:
+    manifest = databricks_manifest
     overview = manifest["docs"]["doc.heartbeat.__overview__"]["block_contents"]
     assert all(part in overview for part in ("## The control table", "| `IN_PROGRESS` |", "## When a job starts"))
     undescribed = [n["name"] for n in manifest["unit_tests"].values() if not (n.get("description") or "").strip()]

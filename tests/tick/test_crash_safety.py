@@ -222,11 +222,16 @@ def kill_at_each_point(hb: HeartbeatProcess, dropped: list[Path]) -> None:
     versions = list((hb.state / "warehouse" / "heartbeat.db").glob("heartbeat_control_table*"))
     assert len(versions) <= 2, f"leftover versions of the control table: {versions}"
 
-    # WHEN the metastore itself is lost (docs/operations.md: also how a state folder is moved)
+    # WHEN the metastore itself is lost (docs/operations.md: also how a state folder is moved), and the
+    # controls CSV is written again with the same rows (other line ends), so that the tick cannot end
+    # from the status snapshot as a cold tick with nothing new does, without opening the metastore
     state_before, runs_before = {k: hb.row()[k] for k in STATE_KEYS}, hb.runs()
     shutil.rmtree(hb.state / "metastore_db")
-    # THEN the next tick adopts the event log's folder and rebuilds the same state from it
+    controls = hb.seeds / "heartbeat_controls.csv"
+    controls.write_bytes(controls.read_bytes().replace(b"\r\n", b"\n"))
+    # THEN the next tick opens Spark, adopts the event log's folder and rebuilds the same state from it
     assert hb.run("tick") == 0, hb.output()
+    assert "open spark" in hb.output() and "with the new controls CSV" in hb.output(), hb.output()
     assert {k: hb.row()[k] for k in STATE_KEYS} == state_before
     assert hb.runs() == runs_before, "the rebuild started a run"
 

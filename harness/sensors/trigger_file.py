@@ -39,6 +39,11 @@ def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat()
 
 
+def _in_words(ns: int) -> str:
+    """A change time as `status` and `why` print times: to the second, in UTC."""
+    return f"{datetime.fromtimestamp(ns / 1e9, tz=timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
 def folder_watermark(files: Iterable[LandedFile], floor_ns: int = 0) -> dict[str, object]:
     """The newest change time (at least `floor_ns`) and the names of the files landed shortly before it."""
     files = tuple(files)
@@ -105,7 +110,7 @@ class TriggerFileSensor(Sensor[FolderListing]):
         seen_ns = int(since.get("changed_ns", 0)) if since else -1
         new = [f for f in position.files if landed_after(f.changed_ns, f.name, since)]
         if not new:
-            return NothingNew(f"no file newer than {_iso(seen_ns) if seen_ns > 0 else 'the start'}")
+            return NothingNew(f"no file newer than {_in_words(seen_ns) if seen_ns > 0 else 'the start'}")
         new.sort(key=lambda f: (f.changed_ns, f.name))
         changes = {
             "operation": "APPEND",

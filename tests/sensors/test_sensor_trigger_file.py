@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,23 @@ def test_file_landing_during_a_check_is_picked_up_by_the_next_check(
     assert isinstance(first, NewData) and [f["name"] for f in first.changes["files"]] == ["early.done"]
     assert isinstance(second, NewData) and [f["name"] for f in second.changes["files"]] == ["late.done"]
     assert isinstance(third, NothingNew)
+
+
+def test_a_folder_with_nothing_new_says_so_with_its_newest_file_time_to_the_second_in_utc(tmp_path: Path) -> None:
+    # GIVEN a trigger folder whose one file is already the watermark
+    folder = tmp_path / "orders"
+    folder.mkdir()
+    (folder / "a.done").write_text("x")
+    changed = datetime.fromtimestamp((folder / "a.done").stat().st_ctime_ns / 1e9, tz=timezone.utc)
+    sensor = TriggerFileSensor(root=tmp_path)
+    upstream = Upstream(SensorSource.TRIGGER_FILE, "orders")
+    first = sensor.detect(upstream, sensor.read_position(check_context(), upstream), None)
+    assert isinstance(first, NewData)
+    # WHEN the folder is checked again
+    again = sensor.detect(upstream, sensor.read_position(check_context(), upstream), first.watermark)
+    # THEN the reason names the newest file's time as status prints times, not as an ISO stamp
+    assert isinstance(again, NothingNew)
+    assert again.reason == f"no file newer than {changed:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def test_the_steps_of_a_detection_split_its_files_one_by_one_so_parts_chain_without_a_file_twice() -> None:

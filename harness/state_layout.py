@@ -55,6 +55,11 @@ class StateLayout:
         return self.root / "events.unfolded"
 
     @property
+    def events_compaction(self) -> Path:
+        """Exists while a recent day of the event log is rewritten as one file (harness.state.event_compaction)."""
+        return self.root / "events.compaction.json"
+
+    @property
     def retention_record(self) -> Path:
         return self.root / "events.retention.json"
 

@@ -13,6 +13,7 @@
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
      dbt work and reads no table (harness.state.tables);
   7. once a day, when `events.keep_days` is set, compact the old days of the event log (harness.tick.retention);
+     a recent day crowded with small files (one an append) is rewritten as one (harness.state.event_compaction);
   8. add the files this tick appended to the event index, which `why` and `events` read
      (harness.state.event_index).
 Every tick's outcome goes to the health record (`status` shows failing ticks).
@@ -29,11 +30,11 @@ from datetime import date, datetime, timezone
 from typing import Callable
 
 from harness.config import Config
-from harness.errors import DbtError, root_cause
+from harness.errors import DbtError, HeartbeatError, root_cause
 from harness.faults import crash_point, tick_started
-from harness.state import event_index
+from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
-from harness.state.event_reader import refresh_index
+from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, publications, retention
@@ -97,6 +98,7 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
     runtime opened for it, with the same tick id and one health record."""
     report = new_report()
     started_at, started = datetime.now(timezone.utc), time.monotonic()
+    event_compaction.finish_interrupted(config.state_dir)  # before anything reads the log
     try:
         handover = cold.run(config, report)
     except Exception as exc:  # noqa: BLE001 - the full tick meets the same problem and records it
@@ -120,6 +122,8 @@ def run_tick(
     report = report or new_report()
     runtime.events.tick_id = report.tick_id
     tick_started()
+    if event_compaction.finish_interrupted(runtime.config.state_dir):  # before anything reads the log
+        runtime.spark.sql(f"REFRESH TABLE {runtime.events.table}")  # Spark's listing of its files
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report)
@@ -263,6 +267,8 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
                     dropped_days=done.dropped_days,
                 )
 
+    compact_crowded_days(runtime, report, today)
+
     if runtime.indexed_version != runtime.events.version:  # the log changed since this process's last refresh
         with Step(report, "event index") as step:
             indexed = index_events(config, today)
@@ -275,6 +281,27 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
                     removed=indexed.removed,
                     waiting=indexed.waiting,
                 )
+
+
+def compact_crowded_days(runtime: Runtime, report: TickReport, today: date) -> None:
+    """Rewrite each recent day of a local parquet log that appends crowded with small files as one file."""
+    config = runtime.config
+    try:
+        folder = events_folder(config.state_dir, config.warehouse_dir / f"{config.schema}.db")
+    except HeartbeatError:  # a log only Spark reads
+        return
+    if config.table_format != "parquet" or not event_compaction.crowded_days(folder, today):
+        return
+    with Step(report, "compaction") as step:
+        done = event_compaction.compact_recent_days(
+            runtime.spark, runtime.events.table, folder, config.state_dir, today
+        )
+        runtime.indexed_version = None  # the index drops the files replaced and adds the new ones
+        step.done(
+            ", ".join(f"{c.day}: {c.replaced} files rewritten as one ({c.events} events)" for c in done),
+            days=len(done),
+            files=sum(c.replaced for c in done),
+        )
 
 
 def index_events(config: Config, today: date) -> event_index.Refresh | None:

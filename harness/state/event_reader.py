@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 EVENTS_TABLE = "heartbeat_events"
 DEFAULT_SINCE = "24h"
 DEFAULT_LIMIT = 500
+RELISTS = 3  # times a read lists the folders again when a listed file was gone before it was read
 _CLOCK_SLACK = timedelta(minutes=5)  # file times and event times come from the same clock; some slack anyway
 
 
@@ -123,6 +124,7 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
     else:
         found = _parquet_events(StateLayout(state_dir).events_index, folder, query)
     found.sort(key=lambda keyed: keyed[0])
+    found = _each_event_once(found)
     rows = [event for _, event in (found[-query.limit :] if query.limit else found)]
     for row in rows:
         for name, value in row.items():
@@ -134,9 +136,39 @@ def read_events(state_dir: Path, query: EventQuery, schema_folder: Path | None =
 Keyed = tuple[tuple[int, str, int], dict[str, Any]]  # ((event time, file, position), event): the log's order
 
 
+def _each_event_once(found: list[Keyed]) -> list[Keyed]:
+    """An event listed twice (a recent day being rewritten as one file while it was listed: the new file
+    is in place before the ones it replaces are deleted, harness.state.event_compaction) counts once."""
+    seen: set[str] = set()
+    once = []
+    for keyed in found:
+        event_id = keyed[1].get("event_id")
+        if event_id in seen:
+            continue
+        once.append(keyed)
+        if event_id is not None:
+            seen.add(event_id)
+    return once
+
+
 def _parquet_events(index: Path, folder: Path, query: EventQuery) -> list[Keyed]:
     """The events of the files that may hold events since `query.since`: from the event index for the
-    files it holds as they are (no parquet opened), from their parquet for the others."""
+    files it holds as they are (no parquet opened), from their parquet for the others. A file gone
+    between the listing and its read was replaced (a day rewritten as one file, or by retention): the
+    folders are listed again, at most `RELISTS` times."""
+    for _ in range(RELISTS):
+        try:
+            return _listed_events(index, folder, query, skip_gone=False)
+        except _Gone:
+            continue
+    return _listed_events(index, folder, query, skip_gone=True)
+
+
+class _Gone(Exception):
+    """A listed file was deleted before it was read."""
+
+
+def _listed_events(index: Path, folder: Path, query: EventQuery, *, skip_gone: bool) -> list[Keyed]:
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.state import event_index
@@ -153,7 +185,7 @@ def _parquet_events(index: Path, folder: Path, query: EventQuery) -> list[Keyed]
     since = epoch_micros(query.since)
     # File by file on a few threads (the reads release the GIL); a file that is not whole parquet is skipped alone.
     with ThreadPoolExecutor(max_workers=min(4, len(unread))) as pool:
-        for file, events in zip(unread, pool.map(lambda f: _events_of(f, query.wanted), unread)):
+        for file, events in zip(unread, pool.map(lambda f: _events_of(f, query.wanted, skip_gone), unread)):
             found.extend(
                 ((epoch_micros(e["event_time"]), file.name, position), e)
                 for position, e in enumerate(events)
@@ -162,10 +194,12 @@ def _parquet_events(index: Path, folder: Path, query: EventQuery) -> list[Keyed]
     return found
 
 
-def _events_of(file: LogFile, wanted: EventFilter) -> list[dict[str, Any]]:
+def _events_of(file: LogFile, wanted: EventFilter, skip_gone: bool) -> list[dict[str, Any]]:
     try:
         return file_events(file, wanted)
     except UnreadableFile as exc:
+        if not skip_gone and not Path(file.path).exists():
+            raise _Gone(file.name) from None
         log.warning("skipped %s in the event log: %s", file.name, exc)
         return []
 

@@ -272,3 +272,53 @@ def test_a_delta_log_or_one_only_spark_reads_has_no_index(tmp_path: Path) -> Non
     event_reader.record_location(state, delta.as_uri())
     assert event_reader.refresh_index(state, date.today()) is None
     assert not StateLayout(state).events_index.exists()
+
+
+# --- a recent day rewritten as one file (harness.state.event_compaction) while a reader reads it ------
+# The new file is in place before the files it replaces are deleted: a reader may list both (each event
+# counts once) or list a file that is gone when it reads it (it lists the folders again).
+EVERYTHING = event_reader.EventQuery(NOW - timedelta(days=30), limit=0)
+TODAYS = [
+    event("t1", 30),
+    event("t2", 20, "CHECK_FAILED", trigger_job_id=None),
+    event("tie-c", 10),
+    event("tie-d", 10, sensor_id="payments", trigger_job_id="j2"),
+    event("t3", 5, "RUN_ENDED", status="FAILED"),
+]
+
+
+def rewrite_today(folder: Path) -> None:
+    """Today's two files rewritten as one: the new file first, then the old ones deleted."""
+    write_file(folder, "part-9-compacted.parquet", TODAYS)
+    for name in ("part-2-c.parquet", "part-3-d.parquet"):
+        (folder / f"{PARTITION_PREFIX}{TODAY.isoformat()}" / name).unlink()
+
+
+def test_an_event_listed_in_two_files_is_read_once(log: tuple[Path, Path]) -> None:
+    state, folder = log
+    before = files_alone(state, EVERYTHING)
+    # WHEN the new file is in place and the files it replaces are not deleted yet
+    write_file(folder, "part-9-compacted.parquet", TODAYS)
+    # THEN each event is read once
+    read = files_alone(state, EVERYTHING)
+    assert sorted(ids(read)) == sorted(ids(before)) and len(set(ids(read))) == len(read)
+
+
+def test_a_file_deleted_between_the_listing_and_its_read_is_read_from_its_replacement(
+    log: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, folder = log
+    before = files_alone(state, EVERYTHING)
+    real, rewritten = event_reader.file_events, []
+
+    def rewritten_while_read(*args: Any) -> list[dict[str, Any]]:
+        if not rewritten:  # the day is rewritten after the reader listed it
+            rewritten.append(True)
+            rewrite_today(folder)
+        return real(*args)
+
+    monkeypatch.setattr(event_reader, "file_events", rewritten_while_read)
+    # WHEN today's files are replaced after the listing, before the reader opens them
+    read = files_alone(state, EVERYTHING)
+    # THEN the reader lists the folder again: every event, once
+    assert rewritten and sorted(ids(read)) == sorted(ids(before))

@@ -21,14 +21,15 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from tick_bench import write_controls  # noqa: E402
+from tick_bench import bench_config  # noqa: E402
 
-from harness.config import PROJECT_DIR, Config  # noqa: E402
+from harness.config import PROJECT_DIR  # noqa: E402
 from harness.state.event_files import PARTITION_PREFIX  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def ghost_files(day_folder: Path, count: int) -> None:
     sample = next(p for p in sorted(day_folder.iterdir()) if p.name.startswith("part-"))
     schema = pq.read_schema(sample)
     for i in range(count):
-        row = {name: None for name in schema.names}
+        row: dict[str, Any] = {name: None for name in schema.names}
         row |= {
             "event_id": uuid.uuid4().hex,
             "event_time": datetime.now(timezone.utc).replace(tzinfo=None),
@@ -49,7 +50,6 @@ def ghost_files(day_folder: Path, count: int) -> None:
             "sensor_source": "trigger_file",
             "sensor_id": f"ghost{i}",
             "trigger_job_id": "ghost_job",
-            "idempotency_token": None,
         }
         table = pa.Table.from_pylist([row], schema=schema)
         pq.write_table(
@@ -92,18 +92,8 @@ def main() -> None:
     shutil.rmtree(state, ignore_errors=True)
     seeds = PROJECT_DIR / "state" / "bench-seeds" / "small-files"
     seeds.mkdir(parents=True, exist_ok=True)
-    upstreams = max(1, args.rows // 5)
-    for u in range(upstreams):
-        (state / "triggers" / f"up{u:05d}").mkdir(parents=True)
-    write_controls(seeds / "heartbeat_controls.csv", args.rows, upstreams, args.rows // 4)
     setup_logging("text", False)
-    config = Config(
-        config_path=None,
-        project_dir=PROJECT_DIR,
-        state_dir=state,
-        controls_csv=seeds / "heartbeat_controls.csv",
-        trigger_root=state / "triggers",
-    )
+    config = bench_config(state, seeds, args.rows, max(1, args.rows // 5), args.rows // 4)
     try:
         (state / "triggers" / "up00000" / "batch1").write_text("x")  # a day with appends in it
         runtime = Runtime.open(config)

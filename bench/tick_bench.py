@@ -58,6 +58,23 @@ def write_controls(path: Path, rows: int, upstreams: int, jobs: int) -> None:
             )
 
 
+def bench_config(state: Path, seeds: Path, rows: int, upstreams: int, jobs: int, **settings: Any) -> Config:
+    """The configuration of a benchmark's state folder: `upstreams` trigger folders, and a controls CSV of
+    `rows` rows over them in `seeds` (a folder inside the dbt project, where dbt reads seeds)."""
+    triggers = state / "triggers"
+    for u in range(upstreams):
+        (triggers / f"up{u:05d}").mkdir(parents=True)
+    write_controls(seeds / "heartbeat_controls.csv", rows, upstreams, jobs)
+    return Config(
+        config_path=None,
+        project_dir=PROJECT_DIR,
+        state_dir=state,
+        controls_csv=seeds / "heartbeat_controls.csv",
+        trigger_root=triggers,
+        **settings,
+    )
+
+
 def timed(runtime: Any, run_tick: Any) -> tuple[float, TickReport]:
     started = time.monotonic()
     report = run_tick(runtime)
@@ -177,20 +194,18 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
     seeds = PROJECT_DIR / "state" / "bench-seeds"
     shutil.rmtree(seeds, ignore_errors=True)
     seeds.mkdir(parents=True)
-    triggers = state / "triggers"
-    for u in range(upstreams):
-        (triggers / f"up{u:05d}").mkdir(parents=True)
-    write_controls(seeds / "heartbeat_controls.csv", rows, upstreams, jobs)
     setup_logging("text", False)
-    config = Config(
-        config_path=None,
-        project_dir=PROJECT_DIR,
-        state_dir=state,
-        controls_csv=seeds / "heartbeat_controls.csv",
-        trigger_root=triggers,
+    config = bench_config(
+        state,
+        seeds,
+        rows,
+        upstreams,
+        jobs,
         settings=HeartbeatSettings(sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8)),
         local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)},
     )
+    triggers = config.trigger_root
+    assert triggers is not None
     result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs}
     started = time.monotonic()
     runtime = Runtime.open(config)

@@ -14,10 +14,10 @@ instead of 2.4 s and the open runs 12.8 s instead of 2.0 s). At the end of a tic
 
 A kill before the rename leaves the day as it was. After it, the day holds its events twice until
 `finish_interrupted`, which every tick runs before anything reads the log, deletes the rest of the
-files the journal names: a fold never sees an event twice. Only the embedded default's parquet log is
-compacted; a Delta log is one table to OPTIMIZE (Databricks does it on its own with auto compaction).
-A reader without the lock (`why`, `events`) that lists a day while it is compacted may miss or repeat
-that day's events for that one command, and says which file it skipped.
+files the journal names: a fold never sees an event twice. A reader without the lock (`why`, `events`,
+the published-changes sensor) counts an event listed in two files once, and lists the folders again
+when a file it listed is gone (harness.state.event_reader). Only the embedded default's parquet log is
+compacted; a Delta log on Databricks is one table to OPTIMIZE.
 """
 
 from __future__ import annotations

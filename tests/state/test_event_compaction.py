@@ -35,23 +35,29 @@ def _events(heartbeat: HeartbeatHarness) -> list[dict[str, Any]]:
     return sorted(heartbeat.events(), key=lambda e: e["event_id"])
 
 
-@pytest.fixture
-def crowded(heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch) -> HeartbeatHarness:
-    """A job that ran twice on a row with a max_range (its steps are read from the detections), its
-    appends left as they were written: a file each; then a day of 3 files counts as crowded."""
-    heartbeat.write_controls([control_row("trigger_file", "in", "job") | {"max_range": "1"}])
+def crowd(heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch, *, max_range: bool) -> None:
+    """A job that ran, its appends left as they were written (a file each); then a day of 3 files counts
+    as crowded. With `max_range`, two files landed at once and were handed in two runs (the row's range
+    steps are read from its detections)."""
+    heartbeat.write_controls([control_row("trigger_file", "in", "job") | ({"max_range": "1"} if max_range else {})])
     heartbeat.define_jobs("job")
     monkeypatch.setattr(event_compaction, "MAX_FILES", 10**6)
-    for batch in ("b1", "b2"):
-        heartbeat.drop_trigger_file("in", batch)
+    heartbeat.drop_trigger_file("in", "b1")
+    if max_range:
+        heartbeat.drop_trigger_file("in", "b2")
+        heartbeat.tick_until_settled()  # the first part, then the second part started
+        heartbeat.wait_for_runs()
+        heartbeat.tick()
+    else:
         heartbeat.tick_until_settled()
-    assert len(heartbeat.job_runs("job")) == 2 and len(_files(heartbeat)) > 3
+    assert len(heartbeat.job_runs("job")) == (2 if max_range else 1) and len(_files(heartbeat)) > 3
     monkeypatch.setattr(event_compaction, "MAX_FILES", 3)
-    return heartbeat
 
 
-def test_a_crowded_day_is_rewritten_as_one_file_and_nothing_else_changes(crowded: HeartbeatHarness) -> None:
-    heartbeat = crowded
+def test_a_crowded_day_is_rewritten_as_one_file_and_nothing_else_changes(
+    heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crowd(heartbeat, monkeypatch, max_range=True)
     events, table = _events(heartbeat), heartbeat.tables.control_table()
 
     # WHEN a tick ends with the day crowded
@@ -80,8 +86,10 @@ def test_a_crowded_day_is_rewritten_as_one_file_and_nothing_else_changes(crowded
 
 
 @pytest.mark.parametrize("point", ["events compaction:journal written", "events compaction:new file moved"])
-def test_a_compaction_stopped_midway_loses_no_event_and_repeats_none(crowded: HeartbeatHarness, point: str) -> None:
-    heartbeat = crowded
+def test_a_compaction_stopped_midway_loses_no_event_and_repeats_none(
+    heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    crowd(heartbeat, monkeypatch, max_range=False)
     events, table = _events(heartbeat), heartbeat.tables.control_table()
 
     # WHEN the process stops inside the rewrite (before or after the new file is in the day's folder)

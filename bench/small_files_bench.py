@@ -99,7 +99,7 @@ def main() -> None:
         runtime = Runtime.open(config)
         run_tick(runtime)
         day = datetime.now(timezone.utc).date()
-        day_folder = events_folder(state, config.warehouse_dir / f"{config.schema}.db") / f"{PARTITION_PREFIX}{day}"
+        day_folder = events_folder(state, config.schema_folder) / f"{PARTITION_PREFIX}{day}"
         timings(runtime, 1)  # the JVM's first run of each query
         print(f"{args.rows} control rows; medians of {args.repeat}")
         written = len(list(day_folder.glob("part-*")))
@@ -110,7 +110,8 @@ def main() -> None:
             folded, read = timings(runtime, args.repeat)
             print(f"{written:>6} files in the day: fold {folded:6.2f} s   open runs {read:6.2f} s")
         started = time.monotonic()
-        event_compaction.compact_recent_days(runtime.spark, runtime.events.table, day_folder.parent, state, day)
+        crowded = event_compaction.crowded_days(day_folder.parent, day)
+        event_compaction.compact_days(runtime.spark, runtime.events.table, crowded, state)
         compacted = time.monotonic() - started
         folded, read = timings(runtime, args.repeat)
         print(f"compacted in {compacted:.2f} s: fold {folded:6.2f} s   open runs {read:6.2f} s")

@@ -108,6 +108,12 @@ class InStateFolder:
     def warehouse_dir(self) -> Path:
         return self.layout.warehouse
 
+    @property
+    def schema_folder(self) -> Path:
+        """The schema's folder in the local warehouse, where Spark keeps its tables (the event log's
+        folder when none is recorded)."""
+        return self.warehouse_dir / f"{self.schema}.db"
+
 
 @dataclass(frozen=True)
 class StateFolder(InStateFolder):

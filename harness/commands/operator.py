@@ -37,7 +37,7 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
 
 
 def _events(config: InStateFolder, query: event_reader.EventQuery) -> list[dict[str, Any]]:
-    return event_reader.read_events(config.state_dir, query, config.warehouse_dir / f"{config.schema}.db")
+    return event_reader.read_events(config.state_dir, query, config.schema_folder)
 
 
 def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:

@@ -80,9 +80,9 @@ def crowded_days(folder: Path, today: date) -> list[tuple[Path, date]]:
     return crowded
 
 
-def compact_recent_days(spark: SparkSession, table: str, folder: Path, state_dir: Path, today: date) -> list[Compacted]:
-    """Rewrite each crowded recent day of the parquet log in `folder` as one file (see the module's text)."""
-    done = [_compact(spark, day_folder, day, state_dir) for day_folder, day in crowded_days(folder, today)]
+def compact_days(spark: SparkSession, table: str, days: list[tuple[Path, date]], state_dir: Path) -> list[Compacted]:
+    """Rewrite each of `days` (crowded_days) of the parquet log `table` as one file (see the module's text)."""
+    done = [_compact(spark, day_folder, day, state_dir) for day_folder, day in days]
     if done:
         spark.sql(f"REFRESH TABLE {table}")  # Spark's listing of the table's files
     return done

@@ -286,16 +286,17 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 def compact_crowded_days(runtime: Runtime, report: TickReport, today: date) -> None:
     """Rewrite each recent day of a local parquet log that appends crowded with small files as one file."""
     config = runtime.config
+    if config.table_format != "parquet":
+        return
     try:
-        folder = events_folder(config.state_dir, config.warehouse_dir / f"{config.schema}.db")
+        folder = events_folder(config.state_dir, config.schema_folder)
     except HeartbeatError:  # a log only Spark reads
         return
-    if config.table_format != "parquet" or not event_compaction.crowded_days(folder, today):
+    crowded = event_compaction.crowded_days(folder, today)
+    if not crowded:
         return
     with Step(report, "compaction") as step:
-        done = event_compaction.compact_recent_days(
-            runtime.spark, runtime.events.table, folder, config.state_dir, today
-        )
+        done = event_compaction.compact_days(runtime.spark, runtime.events.table, crowded, config.state_dir)
         runtime.indexed_version = None  # the index drops the files replaced and adds the new ones
         step.done(
             ", ".join(f"{c.day}: {c.replaced} files rewritten as one ({c.events} events)" for c in done),
@@ -308,7 +309,7 @@ def index_events(config: Config, today: date) -> event_index.Refresh | None:
     """The event index's refresh; it is a cache, so a failure is said and the tick goes on (the readers
     then read the files it lacks from their parquet)."""
     try:
-        return refresh_index(config.state_dir, today, config.warehouse_dir / f"{config.schema}.db")
+        return refresh_index(config.state_dir, today, config.schema_folder)
     except (sqlite3.Error, OSError) as exc:
         log.warning("the event index was not refreshed (%s): `why` and `events` read the files it lacks", exc)
         return None

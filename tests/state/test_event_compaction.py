@@ -23,7 +23,7 @@ pytestmark = pytest.mark.scenario
 
 def _today_folder(heartbeat: HeartbeatHarness) -> Path:
     config = heartbeat.config
-    folder = events_folder(config.state_dir, config.warehouse_dir / f"{config.schema}.db")
+    folder = events_folder(config.state_dir, config.schema_folder)
     return folder / f"{PARTITION_PREFIX}{datetime.now(timezone.utc).date().isoformat()}"
 
 

@@ -7,11 +7,14 @@ until the next append or fold (`EventLog.version`). A tick with nothing new read
 a tick's appends do not make it read the control table again. The trigger set also depends on the
 clock (a refused start, a quiet period, a minimum gap, a start window wait until a given time), so its
 reading is kept only until the earliest of those times. Tables are read through Arrow (`records`), a
-fraction of the cost of Spark's rows, and sorted there.
+fraction of the cost of Spark's rows, and sorted there. After a fold, the readings a step needs are
+taken side by side (`read_together`): each read's fixed cost is mostly planning on the driver, one core
+each.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +35,7 @@ ELIGIBILITY = "heartbeat_sensing_eligibility"
 TRIGGER_SET = "heartbeat_trigger_set"
 TRIGGER_SET_AS_IF = "heartbeat_trigger_set_as_if"  # compiled, never built: its SQL runs here
 OPEN_RUNS = "heartbeat_open_runs"
+SENSED_KEYS = f"{ELIGIBILITY}:keys"
 KEY_COLUMNS = tuple(f.name for f in fields(RowKey))  # a control row's key
 ROW_ORDER = ("trigger_job_id", "sensor_source", "sensor_id")  # the order the control table is read in
 DETECTED_SCHEMA = StructType(
@@ -163,6 +167,7 @@ class Tables:
         for key, value, counter in (
             (CONTROL_TABLE, control_table, folds),
             (f"{CONTROL_TABLE}:rows", rows, folds),
+            (SENSED_KEYS, sensed, folds),
             (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
             (OPEN_RUNS, open_runs, version),
             (SEED, controls_digest, folds),
@@ -191,6 +196,22 @@ class Tables:
         self._kept[key] = (version, until(value), value)
         return value
 
+    def read_together(self, *readings: Callable[[], object]) -> None:
+        """Takes `readings` (methods of this class) side by side, one thread each, and keeps them: the
+        fixed cost of a read (analysis, planning and code generation on the driver) takes one core, so two
+        reads take about the time of one on a machine with two. Those already kept cost nothing."""
+        if self._log is None:
+            return  # nothing would be kept
+        with ThreadPoolExecutor(max_workers=len(readings), thread_name_prefix="read") as pool:
+            for done in [pool.submit(reading) for reading in readings]:
+                done.result()
+
+    def snapshot_readings(self) -> None:
+        """Everything the status snapshot shows, read together (harness.tick.run.snapshot)."""
+        self.read_together(
+            self._trigger_set, self.control_table, self._sensed_keys, self.open_run_records, self.controls_digest
+        )
+
     def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         if not self.exists(name):
             return []
@@ -208,13 +229,19 @@ class Tables:
         return self._kept_or(ELIGIBILITY, self._read_sensed_rows)
 
     def _read_sensed_rows(self) -> list[ControlRow]:
-        if not self.exists(ELIGIBILITY):
-            return []
-        sensed = {
-            RowKey(*(r[k] for k in KEY_COLUMNS))  # the keys only: the rows are read once, above
-            for r in records(self.spark.table(self.config.table(ELIGIBILITY)).where("is_sensed").select(*KEY_COLUMNS))
-        }
+        self.read_together(self.control_table, self._sensed_keys)
+        sensed = self._sensed_keys()
         return [r for r in self.control_rows() if r.key in sensed]
+
+    def _sensed_keys(self) -> set[RowKey]:
+        """The keys of the rows the eligibility model senses (the rows are read once, in the control table)."""
+        return self._kept_or(SENSED_KEYS, self._read_sensed_keys)
+
+    def _read_sensed_keys(self) -> set[RowKey]:
+        if not self.exists(ELIGIBILITY):
+            return set()
+        frame = self.spark.table(self.config.table(ELIGIBILITY)).where("is_sensed").select(*KEY_COLUMNS)
+        return {RowKey(*(r[k] for k in KEY_COLUMNS)) for r in records(frame)}
 
     def _trigger_set(self) -> list[dict[str, Any]]:
         return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), next_change)

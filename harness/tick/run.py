@@ -226,6 +226,8 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         found = []
 
     with Step(report, "start jobs") as step:
+        if not found:  # the decisions read the trigger set, the snapshot its other tables: read side by side
+            runtime.tables.snapshot_readings()
         decisions = (runtime.tables.job_decisions_as_if(found) if found else None) or runtime.tables.job_decisions()
         ready = [(d.job_id, d.job_name) for d in decisions if d.should_start]
         rows_by_job: dict[str, list[ControlRow]] = defaultdict(list)
@@ -318,6 +320,7 @@ def index_events(config: Config, today: date) -> event_index.Refresh | None:
 def snapshot(runtime: Runtime, tick_id: str) -> None:
     """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
     tables = runtime.tables
+    tables.snapshot_readings()
     write_snapshot(
         runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(), cold.facts(runtime)
     )

@@ -30,7 +30,9 @@ STATUSES = [None, "COMPLETED", "NEW_EVENT_AVAILABLE", "IN_PROGRESS", "COMPLETED"
 def control_table(jobs: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """A snapshot of `jobs` jobs and what each publishes."""
     now = datetime.now(timezone.utc).isoformat()
-    rows, decisions, publishes = [], [], {}
+    rows: list[dict[str, Any]] = []
+    decisions: list[dict[str, Any]] = []
+    publishes: dict[str, list[str]] = {}
     for i in range(jobs):
         job = f"job_{i:04d}"
         status = STATUSES[i % len(STATUSES)]

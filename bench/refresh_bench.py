@@ -71,7 +71,7 @@ def write_source(
     first: int,
     count: int,
     day: int,
-    changed_from: int | None = None,
+    changed_from: int = 0,
     changed: int = 0,
 ) -> None:
     """src_key_orders: `changed` orders from `changed_from` with a new status, then `count - changed` new

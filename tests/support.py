@@ -26,7 +26,7 @@ from harness.config import (
     SourceSections,
 )
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
-from harness.state import tables
+from harness.state.tables import JobDecision, Tables
 from harness.tick import inbox
 from harness.tick.run import run_tick
 from harness.tick.runtime import Runtime
@@ -224,8 +224,8 @@ class HeartbeatHarness:
 
     # --- observing -----------------------------------------------------------------------------
     @property
-    def tables(self) -> tables.Tables:
-        return tables.Tables(self.spark, self.config)
+    def tables(self) -> Tables:
+        return Tables(self.spark, self.config)
 
     def statuses(self) -> dict[tuple[str, str, str], str | None]:
         return {
@@ -235,7 +235,7 @@ class HeartbeatHarness:
     def job_status(self, job_id: str) -> set[str | None]:
         return {s for (_, _, job), s in self.statuses().items() if job == job_id}
 
-    def decisions(self) -> dict[str, tables.JobDecision]:
+    def decisions(self) -> dict[str, JobDecision]:
         return {d.job_id: d for d in self.tables.job_decisions()}
 
     def job_runs(self, job_id: str | None = None) -> list[dict[str, Any]]:

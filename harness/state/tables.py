@@ -198,8 +198,9 @@ class Tables:
 
     def read_together(self, *readings: Callable[[], object]) -> None:
         """Takes `readings` (methods of this class) side by side, one thread each, and keeps them: the
-        fixed cost of a read (analysis, planning and code generation on the driver) takes one core, so two
-        reads take about the time of one on a machine with two. Those already kept cost nothing."""
+        fixed cost of a read (analysis, planning and code generation on the driver) takes one core, so
+        reads side by side take less than their sum as far as another core is free (docs/performance.md).
+        Those already kept read nothing."""
         if self._log is None:
             return  # nothing would be kept
         with ThreadPoolExecutor(max_workers=len(readings), thread_name_prefix="read") as pool:

@@ -1,7 +1,8 @@
 """The append-only event log. Every detection, trigger, run start/end, error and manual action is a row.
 
 Rows are only ever appended; the control table is derived from the controls CSV and these rows.
-An append is one file (one task, committed by one rename), so a kill leaves all of it or none of it.
+An append is one file a day, committed by one rename, so a kill leaves all of it or none of it: on the
+embedded default written without Spark (harness.state.event_append), elsewhere by a Spark INSERT.
 Before each append a marker (`<state>/events.unfolded`) says the control table lags the log; a
 successful fold removes it, so a tick knows whether it must fold, even after a kill in between.
 """
@@ -15,13 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
 from harness.config import LOCAL_CATALOG, Config
 from harness.platform.literal_rows import literal_select
+from harness.state import event_append
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_reader import EVENTS_TABLE, record_location
 from harness.vocabulary import EventType, RowKey, dumps
@@ -125,6 +127,7 @@ class EventLog:
         self.marker = config.layout.events_unfolded
         self.version = 0  # moves on every append and fold: what was read from the log may be stale
         self.folds = 0  # moves on every fold: what was read from the tables dbt built may be stale
+        self.folder: Path | None = None  # the log's local folder, when appends go there without Spark
         self._ensure()
 
     def _ensure(self) -> None:
@@ -181,6 +184,22 @@ class EventLog:
         location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), None)
         if location:
             record_location(self.config.state_dir, location)
+            self.folder = self._appended_without_spark(location)
+            if self.folder is not None:
+                event_append.clear_scratch(self.folder)
+
+    def _appended_without_spark(self, location: str) -> Path | None:
+        """The table's folder when this process appends to it without Spark: a parquet log in a folder
+        of this machine, reached by this process's own Spark (not a Spark Connect server's, whose folders
+        are its machine's)."""
+        remote = self.config.spark_remote
+        parsed = urlparse(location)
+        if self.config.table_format != "parquet" or parsed.scheme not in ("", "file"):
+            return None
+        if remote is not None and remote.startswith("sc://"):
+            return None
+        folder = Path(unquote(parsed.path))
+        return folder if folder.is_dir() else None
 
     def _orphaned_folder(self) -> Path | None:
         """The event table's default folder in a local warehouse, when it exists with files in it."""
@@ -211,13 +230,24 @@ class EventLog:
             return 0
         self.marker.touch()  # before the write: a kill after it still leaves the marker
         self.version += 1
-        select, args = literal_select([e.as_tuple(self.tick_id) for e in events], EVENT_SCHEMA)
+        rows = [e.as_tuple(self.tick_id) for e in events]
         try:
-            self.spark.sql(f"INSERT INTO {self.table} {select}", args=args)
+            if self.folder is not None:
+                self._append_files(self.folder, rows)
+            else:
+                select, args = literal_select(rows, EVENT_SCHEMA)
+                self.spark.sql(f"INSERT INTO {self.table} {select}", args=args)
         except Exception:
             self._recover_quietly()
             raise
         return len(events)
+
+    def _append_files(self, folder: Path, rows: list[tuple[Any, ...]]) -> None:
+        """The files, then a new day's folder registered with the metastore, then Spark's listing of the
+        table refreshed (Spark keeps the files it listed until a refresh)."""
+        for day in event_append.append_files(folder, EVENT_SCHEMA, rows):
+            self.spark.sql(f"ALTER TABLE {self.table} ADD IF NOT EXISTS PARTITION ({PARTITION_COLUMN} = '{day}')")
+        self.spark.catalog.refreshTable(self.table)
 
     def _recover_quietly(self) -> None:
         """After a failed append, register any day folder it wrote; the append's own error is what counts."""

@@ -1,4 +1,7 @@
-"""The event log's appends, on the session's SparkSession: every value comes back as it was written."""
+"""The event log's appends, on the session's SparkSession: every value comes back as it was written,
+to Spark and to the readers without Spark, whether the append went without Spark (the embedded
+default's parquet log) or through a Spark INSERT (a Delta log, a remote Spark); a kill mid-append
+leaves all of it or none of it."""
 
 from __future__ import annotations
 
@@ -9,19 +12,30 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
+from harness.faults import Stopped, stopping_at
+from harness.state.event_append import SCRATCH
+from harness.state.event_files import file_events, log_files
 from harness.state.event_log import EVENT_SCHEMA, Event, EventLog
 from harness.vocabulary import EventType, RowKey
 
 pytestmark = pytest.mark.scenario
 
 
-def test_an_append_keeps_every_value_of_every_column(spark: SparkSession, tmp_path: Path) -> None:
+def open_log(spark: SparkSession, state_dir: Path, schema: str, fresh: bool = True) -> EventLog:
+    if fresh:
+        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir, schema=schema)
+    return EventLog(spark, config, tick_id="tick-1")
+
+
+@pytest.mark.parametrize("writer", ["without Spark", "Spark"])
+def test_an_append_keeps_every_value_of_every_column(spark: SparkSession, tmp_path: Path, writer: str) -> None:
     # GIVEN an event log, and events with every column set or left empty, awkward text and microseconds
-    schema = "hb_event_log_values"
-    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
-    log = EventLog(
-        spark, Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, schema=schema), tick_id="tick-1"
-    )
+    log = open_log(spark, tmp_path, "hb_event_log_values")
+    assert log.folder is not None, "the embedded default's log is appended to without Spark"
+    folder = log.folder
+    if writer == "Spark":
+        log.folder = None
     just_before_midnight = datetime(2026, 3, 1, 23, 59, 59, 999_999, tzinfo=timezone.utc)
     events = [
         Event(
@@ -54,3 +68,50 @@ def test_an_append_keeps_every_value_of_every_column(spark: SparkSession, tmp_pa
     read = {r["event_id"]: r for r in log.history()}
     assert read == written
     assert [read[e.event_id]["event_date"].isoformat() for e in events] == ["2026-03-01", "2026-03-02", "2026-03-02"]
+    # AND the readers without Spark read the same from the day folders' files
+    files = log_files(folder, just_before_midnight.date())
+    assert len(files) == 2, files
+    without_spark = {e["event_id"]: e for f in files for e in file_events(f)}
+    assert without_spark == {
+        event_id: {name: value for name, value in event.items() if name != "event_date"}
+        for event_id, event in written.items()
+    }
+
+
+def test_appends_to_a_day_spark_has_listed_are_read_at_once(spark: SparkSession, tmp_path: Path) -> None:
+    # GIVEN an event log whose today Spark has read (and listed its files)
+    log = open_log(spark, tmp_path, "hb_event_log_listed")
+    log.append([Event(EventType.CONFIG_REJECTED, message="first")])
+    assert [e["message"] for e in log.history()] == ["first"]
+
+    # WHEN more events of the same day are appended, one append at a time
+    appended = ["first"]
+    for message in ("second", "third"):
+        log.append([Event(EventType.CONFIG_REJECTED, message=message)])
+        appended.append(message)
+
+        # THEN every read sees every event appended before it
+        assert sorted(e["message"] for e in log.history()) == sorted(appended)
+
+
+def test_an_append_stopped_before_its_rename_adds_no_event_and_the_next_process_clears_its_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # GIVEN an event log holding one event
+    log = open_log(spark, tmp_path, "hb_event_log_stopped")
+    log.append([Event(EventType.CONFIG_REJECTED, message="kept")])
+
+    # WHEN an append is stopped with its file written but not moved into the log (as a kill leaves it)
+    with stopping_at("events append:file written"), pytest.raises(Stopped):
+        log.append([Event(EventType.CONFIG_REJECTED, message="lost with the process")])
+    assert log.folder is not None and list((log.folder / SCRATCH).iterdir())
+
+    # THEN the log holds the first event only, for Spark and for the readers without Spark
+    assert [e["message"] for e in log.history()] == ["kept"]
+    files = log_files(log.folder, datetime.now(timezone.utc).date())
+    assert [e["message"] for f in files for e in file_events(f)] == ["kept"]
+    # AND the next process's log removes the unfinished file, and appends as before
+    restarted = open_log(spark, tmp_path, "hb_event_log_stopped", fresh=False)
+    assert not (log.folder / SCRATCH).exists()
+    restarted.append([Event(EventType.CONFIG_REJECTED, message="next")])
+    assert sorted(e["message"] for e in restarted.history()) == ["kept", "next"]

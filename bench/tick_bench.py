@@ -5,7 +5,8 @@ Each size runs in a process of its own (a state folder, a Derby metastore and a 
   1. a controls CSV of --rows rows over --upstreams trigger-file upstreams and --jobs jobs (four rows a
      job, a quarter of them soft), and a first tick that loads it;
   2. --ticks ticks with nothing new, then a tick with new data on 10 % of the upstreams (whose jobs
-     start on the local runner), and the tick after it, which records the runs' ends;
+     start on the local runner), and the tick after it, which records the runs' ends; then a tick that
+     does both (the runs of the next 10 % ended, and the 10 % after them landed);
   3. a year of history: --history-days days of --events-per-day events on the same rows, written into
      the event log's past days; then the same ticks again;
   4. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
@@ -87,16 +88,28 @@ def steps(reports: list[TickReport]) -> dict[str, float]:
 
 
 def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch: str) -> dict[str, Any]:
-    """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends."""
+    """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends;
+    then the next 10 % land (their jobs start), and once those runs ended, the next 10 % land: a tick
+    that records run ends, finds new data and starts jobs (`mixed`)."""
     from harness.tick.run import run_tick
 
     idle = [timed(runtime, run_tick) for _ in range(ticks)]
     changed = max(1, upstreams // 10)
-    for u in range(changed):
-        (triggers / f"up{u:05d}" / batch).write_text("x")
+
+    def land(part: int) -> None:
+        for u in range(part * changed, min(upstreams, (part + 1) * changed)):
+            (triggers / f"up{u:05d}" / batch).write_text("x")
+
+    land(0)
     new_seconds, new = timed(runtime, run_tick)
     wait_for_runs(runtime.config.state_dir / "local_runs")
     ends_seconds, ends = timed(runtime, run_tick)
+    land(1)
+    run_tick(runtime)
+    wait_for_runs(runtime.config.state_dir / "local_runs")
+    land(2)
+    mixed_seconds, mixed = timed(runtime, run_tick)
+    wait_for_runs(runtime.config.state_dir / "local_runs")
     return {
         "idle_median": round(statistics.median(s for s, _ in idle), 2),
         "idle_min": round(min(s for s, _ in idle), 2),
@@ -109,6 +122,10 @@ def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch:
         "ends_seconds": round(ends_seconds, 2),
         "ends_steps": steps([ends]),
         "runs_ended": ends.runs_succeeded,
+        "mixed_seconds": round(mixed_seconds, 2),
+        "mixed_steps": steps([mixed]),
+        "mixed_ended": mixed.runs_succeeded,
+        "mixed_started": len(mixed.started),
     }
 
 
@@ -248,6 +265,10 @@ def show(r: dict[str, Any]) -> None:
             f"{s['started']} jobs started): {s['new_data_seconds']}s | {s['new_data_steps']}"
         )
         print(f"    next tick ({s['runs_ended']} run ends recorded): {s['ends_seconds']}s | {s['ends_steps']}")
+        print(
+            f"    a tick with both ({s['mixed_ended']} run ends recorded, new data on {s['new_data_upstreams']} "
+            f"upstreams, {s['mixed_started']} jobs started): {s['mixed_seconds']}s | {s['mixed_steps']}"
+        )
     b = r.get("baseline")
     if b:
         idle = (r.get("after_history") or r["fresh"])["idle_median"]

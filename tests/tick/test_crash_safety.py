@@ -13,7 +13,10 @@ once every run ended, every batch went to exactly one run. The points:
   status:snapshot         the status snapshot half-written
 
 The event index's point (`event index:added files`, a refresh stopped between two batches of files) can
-lose or double no run, only a reader's events: tests/state/test_event_index.py stops it and reads.
+lose or double no run, only a reader's events: tests/state/test_event_index.py stops it and reads. The
+event log's point (`events append:file written`, an append's file written but not moved into its day)
+leaves the log as a kill before the append does, which the points above cover:
+tests/state/test_event_log.py stops it and reads.
 
 Every point runs in CI on every backend where its code differs:
   - in-process (scenario layer): the points between the harness's own writes, on both backends. At the

@@ -10,12 +10,12 @@ readers without Spark (harness.state.event_files) read both alike:
   1. the day's events are written to a file in a scratch folder inside the table's folder (its name
      starts with `_`, which Spark and the readers skip);
   2. the file is moved into the day's folder by one rename: a kill leaves the whole file or none of it
-     in the log, and at most a file in the scratch folder, removed by the next append;
+     in the log, and at most a file in the scratch folder, removed when the next process opens the log;
   3. the caller registers a new day's folder with the metastore and refreshes Spark's listing of the
      table (EventLog.append).
 
-Only a parquet log in a local folder is written this way; a Delta log, or one only Spark reaches (a
-remote Spark Connect server, cloud storage), is appended to by Spark.
+Only a parquet log in a folder of this machine is written this way; a Delta log, or one only Spark
+reaches (a remote Spark Connect server's, cloud storage), is appended to by Spark.
 """
 
 from __future__ import annotations

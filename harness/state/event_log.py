@@ -190,8 +190,8 @@ class EventLog:
 
     def _appended_without_spark(self, location: str) -> Path | None:
         """The table's folder when this process appends to it without Spark: a parquet log in a folder
-        of this machine, reached by this process's own Spark (not a Spark Connect server's, whose folders
-        are its machine's)."""
+        of this machine (not of a remote Spark Connect server, `sc://`, whose folders are its own
+        machine's)."""
         remote = self.config.spark_remote
         parsed = urlparse(location)
         if self.config.table_format != "parquet" or parsed.scheme not in ("", "file"):

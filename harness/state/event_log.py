@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
@@ -25,7 +25,7 @@ from harness.config import LOCAL_CATALOG, Config
 from harness.platform.literal_rows import literal_select
 from harness.state import event_append
 from harness.state.event_files import PARTITION_COLUMN
-from harness.state.event_reader import EVENTS_TABLE, record_location
+from harness.state.event_reader import EVENTS_TABLE, local_folder, record_location
 from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -193,13 +193,10 @@ class EventLog:
         of this machine (not of a remote Spark Connect server, `sc://`, whose folders are its own
         machine's)."""
         remote = self.config.spark_remote
-        parsed = urlparse(location)
-        if self.config.table_format != "parquet" or parsed.scheme not in ("", "file"):
+        if self.config.table_format != "parquet" or (remote is not None and remote.startswith("sc://")):
             return None
-        if remote is not None and remote.startswith("sc://"):
-            return None
-        folder = Path(unquote(parsed.path))
-        return folder if folder.is_dir() else None
+        folder = local_folder(location)
+        return folder if folder is not None and folder.is_dir() else None
 
     def _orphaned_folder(self) -> Path | None:
         """The event table's default folder in a local warehouse, when it exists with files in it."""

@@ -91,13 +91,20 @@ def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
             return schema_folder / EVENTS_TABLE
         raise HeartbeatError(f"no event log recorded in {state_dir}: run `python -m harness tick` first")
     location = path.read_text().strip()
-    parsed = urlparse(location)
-    if parsed.scheme not in ("", "file"):
+    folder = local_folder(location)
+    if folder is None:
         raise HeartbeatError(
             f"the event log is at {location}, which only Spark can read: query the table "
             "heartbeat_events there (this command reads local folders only)"
         )
-    return Path(unquote(parsed.path))
+    return folder
+
+
+def local_folder(location: str) -> Path | None:
+    """A table's location (as Spark gives it) as a folder of this machine's file system; None for
+    any other storage."""
+    parsed = urlparse(location)
+    return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
 
 
 def refresh_index(state_dir: Path, today: date, schema_folder: Path | None = None) -> event_index.Refresh | None:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.config import Config
 from harness.controls import file_digest, read_controls
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 # The as-if trigger set is compiled, never built (its SQL reads a temporary view: Tables.job_decisions_as_if).
 ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+heartbeat_open_runs", TRIGGER_SET_AS_IF]
 NO_TESTS = ["--exclude-resource-type", "unit_test", "--exclude-resource-type", "test"]
+# dbt-spark's incremental build makes a temporary view of the model's SELECT, then inserts from it. A
+# temporary view made by SQL keeps its text, so Spark analyzes the model again where the insert reads it;
+# with this setting it keeps the plan analyzed when it was made.
+VIEWS_KEEP_PLANS = "spark.sql.legacy.storeAnalyzedPlanForView"
 
 
 @dataclass(frozen=True)
@@ -141,13 +146,32 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     # manifest.json and run_results.json are for people and `dbt docs`, not a tick: writing them cost
     # about 0.4 s a fold (the compiled SQL the tick reads is still written).
     command = ["build", "--no-write-json", "--select", *select, *NO_TESTS]
-    if with_seed:
-        dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config))
-    else:
-        dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"])
+    with views_keep_plans(runtime):
+        if with_seed:
+            dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config))
+        else:
+            dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"])
     runtime.events.mark_folded()
     write_atomic(runtime.config.layout.fold_id, uuid.uuid4().hex)
     if select is ALL_MODELS:
         write_atomic(runtime.config.layout.models_digest, dbt_runner.project_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started
+
+
+@contextmanager
+def views_keep_plans(runtime: Runtime) -> Iterator[None]:
+    """During a fold on the embedded default, the temporary views dbt makes keep their analyzed plans
+    (VIEWS_KEEP_PLANS): the control table's SQL is analyzed once a fold, not twice, about 0.3 s of a warm
+    fold at 10,000 rows (docs/performance.md). The fold reads its view right after making it, so the
+    plan is that of the tables as they are; the setting is put back after the fold, for every other
+    view of the process."""
+    if runtime.config.dbt_target != "local":
+        yield
+        return
+    before = runtime.spark.conf.get(VIEWS_KEEP_PLANS, "false")
+    runtime.spark.conf.set(VIEWS_KEEP_PLANS, "true")
+    try:
+        yield
+    finally:
+        runtime.spark.conf.set(VIEWS_KEEP_PLANS, before)

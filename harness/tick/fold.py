@@ -169,7 +169,7 @@ def views_keep_plans(runtime: Runtime) -> Iterator[None]:
     if runtime.config.dbt_target != "local":
         yield
         return
-    before = runtime.spark.conf.get(VIEWS_KEEP_PLANS, "false")
+    before = runtime.spark.conf.get(VIEWS_KEEP_PLANS, "false") or "false"
     runtime.spark.conf.set(VIEWS_KEEP_PLANS, "true")
     try:
         yield

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 
 import pytest
 
-_SESSION_HOME = Path(tempfile.mkdtemp(prefix="heartbeat-tests-"))
+# A space in the session's folder: its metastore, warehouse and tables live under a path users may well have.
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="heartbeat tests-"))
 for _name in list(os.environ):
     if _name.startswith("DATABRICKS_") or _name.startswith("HEARTBEAT_"):
         del os.environ[_name]

@@ -58,6 +58,19 @@ def jvm_output_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
+def java_option_string(options: list[str]) -> str:
+    """JVM options as one setting. Spark's launcher splits it at white space outside quotes, so an option
+    holding a space (a state folder such as `/srv/heart beat`) or a quote is put in double quotes."""
+    return " ".join(_quoted(option) for option in options)
+
+
+def _quoted(option: str) -> str:
+    if not any(c.isspace() or c in "\"'\\" for c in option):
+        return option
+    escaped = option.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
 def metastore_url(config: Config) -> str:
     return f"jdbc:derby:;databaseName={config.metastore_dir};create=true"
 
@@ -108,7 +121,7 @@ def get_spark(config: Config) -> SparkSession:
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
         .config(
             "spark.driver.extraJavaOptions",
-            " ".join(
+            java_option_string(
                 [
                     f"-Dderby.system.home={config.state_dir}",
                     f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",

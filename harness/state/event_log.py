@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
@@ -25,7 +24,8 @@ from harness.config import LOCAL_CATALOG, Config
 from harness.platform.literal_rows import literal_select
 from harness.state import event_append
 from harness.state.event_files import PARTITION_COLUMN
-from harness.state.event_reader import EVENTS_TABLE, local_folder, record_location
+from harness.state.event_reader import EVENTS_TABLE, record_location
+from harness.state.locations import schema_location, table_folder
 from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -195,18 +195,16 @@ class EventLog:
         remote = self.config.spark_remote
         if self.config.table_format != "parquet" or (remote is not None and remote.startswith("sc://")):
             return None
-        folder = local_folder(location)
+        folder = table_folder(location)
         return folder if folder is not None and folder.is_dir() else None
 
     def _orphaned_folder(self) -> Path | None:
         """The event table's default folder in a local warehouse, when it exists with files in it."""
         rows = self.spark.sql(f"DESCRIBE SCHEMA EXTENDED {self.config.catalog}.{self.config.schema}").collect()
         location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
-        parsed = urlparse(location)
-        if parsed.scheme not in ("", "file"):
-            return None
-        folder = Path(parsed.path) / EVENTS_TABLE
-        return folder if folder.is_dir() and any(folder.iterdir()) else None
+        schema = table_folder(schema_location(location)) if location else None
+        folder = schema / EVENTS_TABLE if schema is not None else None
+        return folder if folder is not None and folder.is_dir() and any(folder.iterdir()) else None
 
     @property
     def unfolded(self) -> bool:

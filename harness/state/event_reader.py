@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
-from urllib.parse import unquote, urlparse
 
 from harness.durations import parse_duration
 from harness.errors import HeartbeatError
@@ -34,6 +33,7 @@ from harness.state.event_files import (
     times_as_utc_naive,
 )
 from harness.state.files import write_atomic
+from harness.state.locations import table_folder
 from harness.state_layout import StateLayout
 
 if TYPE_CHECKING:
@@ -91,20 +91,13 @@ def events_folder(state_dir: Path, schema_folder: Path | None = None) -> Path:
             return schema_folder / EVENTS_TABLE
         raise HeartbeatError(f"no event log recorded in {state_dir}: run `python -m harness tick` first")
     location = path.read_text().strip()
-    folder = local_folder(location)
+    folder = table_folder(location)
     if folder is None:
         raise HeartbeatError(
             f"the event log is at {location}, which only Spark can read: query the table "
             "heartbeat_events there (this command reads local folders only)"
         )
     return folder
-
-
-def local_folder(location: str) -> Path | None:
-    """A table's location (as Spark gives it) as a folder of this machine's file system; None for
-    any other storage."""
-    parsed = urlparse(location)
-    return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
 
 
 def refresh_index(state_dir: Path, today: date, schema_folder: Path | None = None) -> event_index.Refresh | None:

@@ -136,10 +136,7 @@
     first, so what an interrupted write left there is replaced by the next write of that slot. -#}
 {% macro heartbeat_refresh_slot_folder(r, seq, slot) %}
   {%- if r.get('schema_location') is none -%}
-    {%- set described = run_query('describe schema extended ' ~ r.batches.schema) -%}
-    {%- for row in described.rows -%}
-      {%- if (row[0] | string | trim) == 'Location' -%}{%- do r.update({'schema_location': row[1] | string | trim}) -%}{%- endif -%}
-    {%- endfor -%}
+    {%- do r.update({'schema_location': adapter.heartbeat_schema_location(r.batches.schema)}) -%}
   {%- endif -%}
   {{ return(r.schema_location.rstrip('/') ~ '/' ~ r.batches.identifier ~ '__s' ~ seq ~ slot) }}
 {% endmacro %}

@@ -15,6 +15,7 @@ from harness.platform.jvm_options import (
     QUICK_COMPILER_ONLY,
     java_options,
 )
+from harness.platform.spark import java_option_string
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +65,12 @@ def test_the_archive_lives_in_the_python_environment_one_per_pyspark_version() -
 
     path = jvm_options.archive_path()
     assert path.is_relative_to(sys.prefix) and __version__ in path.name
+
+
+def test_an_option_holding_a_space_or_a_quote_stays_one_option() -> None:
+    # Spark's launcher splits the driver's options at white space outside quotes: a state folder such as
+    # `/srv/heart beat` would otherwise end the option at the space and start the JVM with a bad argument.
+    options = ["-Dderby.system.home=/srv/heart beat", "-XX:TieredStopAtLevel=1", '-Dx=a"b\\c']
+    assert (
+        java_option_string(options) == '"-Dderby.system.home=/srv/heart beat" -XX:TieredStopAtLevel=1 "-Dx=a\\"b\\\\c"'
+    )

@@ -189,8 +189,9 @@ def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_a
 def test_killed_inside_the_fold_the_restart_repairs_with_no_duplicate_and_no_lost_batch(tmp_path: Path) -> None:
     """A process of its own: only a SIGKILL of the heartbeat and its JVM leaves what a lost node leaves
     inside dbt (half-written files, a dead JVM's Derby lock). Its last step is cron's next tick as a
-    process: with nothing new, it must not start Spark."""
-    hb = HeartbeatProcess(tmp_path, "local", JOB["local"])
+    process: with nothing new, it must not start Spark. Its state folder's path holds a space, as a
+    user's may: the metastore, the warehouse and the adopted event log's folder live under it."""
+    hb = HeartbeatProcess(tmp_path / "heart beat", "local", JOB["local"])
     try:
         # GIVEN a heartbeat whose job's runs succeed at once, fed by a trigger folder holding a first batch
         hb.write_config()

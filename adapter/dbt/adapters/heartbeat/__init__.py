@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from dbt.adapters.base import AdapterPlugin, available
 from dbt.adapters.contracts.connection import Connection
@@ -107,11 +106,19 @@ class HeartbeatAdapter(SparkAdapter):
     def heartbeat_fresh_location(self, relation: SparkRelation) -> str:
         """A new folder for the next version of `relation`'s data. Leftovers of earlier versions and of
         interrupted writes (folders no table points at) are removed first."""
-        schema_location = self._describe(f"describe schema extended {relation.schema}", "Location")
+        schema_location = self.heartbeat_schema_location(str(relation.schema))
         current = self._table_location(relation)
         self._collect_garbage(relation, schema_location, current)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         return f"{schema_location.rstrip('/')}/{relation.identifier}__v{stamp}_{uuid.uuid4().hex[:8]}"
+
+    @available
+    def heartbeat_schema_location(self, schema: str) -> str:
+        """The schema's location, written as Spark writes a table's (harness.state.locations): a folder
+        named by appending to it is inside the schema's folder, whatever characters its path holds."""
+        from harness.state.locations import schema_location
+
+        return schema_location(self._describe(f"describe schema extended {schema}", "Location"))
 
     @available
     def heartbeat_crash_point(self, name: str) -> str:
@@ -187,10 +194,12 @@ class HeartbeatAdapter(SparkAdapter):
         The schema's tables come from dbt's relation cache (listed once per dbt command, kept up to date
         by dbt's own creates and drops; listed here when no cache holds the schema): listing them again
         cost a `show table extended` of every table per write, 0.1-0.4 s of a fold."""
-        folder = _local_path(schema_location)
+        from harness.state.locations import table_folder
+
+        folder = table_folder(schema_location)
         if folder is None or not folder.is_dir():
             return
-        keep = _local_path(current) if current else None
+        keep = table_folder(current) if current else None
         identifier = str(relation.identifier)
         tables = {r.identifier for r in self.list_relations(relation.database, str(relation.schema))}
         for entry in folder.iterdir():
@@ -201,15 +210,6 @@ class HeartbeatAdapter(SparkAdapter):
             if name != identifier and name in tables:
                 continue
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _local_path(location: str | None) -> Path | None:
-    if not location:
-        return None
-    parsed = urlparse(location)
-    if parsed.scheme not in ("", "file"):
-        return None
-    return Path(parsed.path)
 
 
 Plugin = AdapterPlugin(

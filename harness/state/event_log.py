@@ -25,7 +25,7 @@ from harness.platform.literal_rows import literal_select
 from harness.state import event_append
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_reader import EVENTS_TABLE, record_location
-from harness.state.locations import schema_location, table_folder
+from harness.state.locations import folder_location, schema_location, table_folder
 from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class EventLog:
         folder = self._orphaned_folder()
         if folder is not None:
             log.warning("the metastore has no event table but its folder %s holds events: adopting them", folder)
-            create += f" LOCATION '{folder.as_uri()}'"
+            create += f" LOCATION '{folder_location(folder)}'"
         self.spark.sql(create)
         if folder is not None:
             self.recover_partitions()

@@ -20,6 +20,13 @@ def table_folder(location: str) -> Path | None:
     return Path("/" + path.lstrip("/")) if scheme == "file" else None
 
 
+def folder_location(folder: Path) -> str:
+    """A folder of this machine as a location for a statement (CREATE TABLE ... LOCATION): written as
+    Spark writes a table's. An escaped URI (`Path.as_uri`) would make Spark create a folder named
+    `heart%20beat` beside `heart beat`."""
+    return f"file:{folder}"
+
+
 def schema_location(shown: str) -> str:
     """A schema's location, as DESCRIBE SCHEMA shows it, written as Spark shows a table's (unescaped):
     a table's location made from it names a folder inside the schema's."""

@@ -203,8 +203,10 @@ class EventLog:
         rows = self.spark.sql(f"DESCRIBE SCHEMA EXTENDED {self.config.catalog}.{self.config.schema}").collect()
         location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
         schema = table_folder(schema_location(location)) if location else None
-        folder = schema / EVENTS_TABLE if schema is not None else None
-        return folder if folder is not None and folder.is_dir() and any(folder.iterdir()) else None
+        if schema is None:
+            return None
+        folder = schema / EVENTS_TABLE
+        return folder if folder.is_dir() and any(folder.iterdir()) else None
 
     @property
     def unfolded(self) -> bool:

@@ -12,6 +12,7 @@ from dbt.cli.main import dbtRunner
 from harness.config import PROJECT_DIR, config_from_mapping
 from harness.errors import DbtError
 from harness.platform import dbt_runner
+from harness.tick.fold import VIEWS_KEEP_PLANS
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process
@@ -106,3 +107,27 @@ def test_a_failing_dbt_command_prints_nothing_itself_and_raises_what_failed(
         dbt_runner.invoke(config, ["run-operation", "no_such_macro"])
     # THEN dbt printed nothing (a tick's JSON log lines stay JSON: the failure is the tick's error line)
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_fold_keeps_its_temporary_views_plan_and_puts_the_setting_back(
+    heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a heartbeat whose first tick built every model
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.tick()
+    during: list[str | None] = []
+    invoke = dbt_runner.invoke
+
+    def watched(config: Any, command: list[str], **extra: Any) -> dbt_runner.DbtOutcome:
+        during.append(heartbeat.spark.conf.get(VIEWS_KEEP_PLANS))
+        return invoke(config, command, **extra)
+
+    monkeypatch.setattr(dbt_runner, "invoke", watched)
+    # WHEN a file lands and the next tick folds it (dbt-spark makes a temporary view, then inserts from it)
+    heartbeat.drop_trigger_file("in", "a.done")
+    assert heartbeat.tick().dbt_builds == 1
+    # THEN dbt built with temporary views keeping their analyzed plans (the model's SQL analyzed once), and
+    # the session's setting is back as it was for every other view
+    assert during == ["true"]
+    assert heartbeat.spark.conf.get(VIEWS_KEEP_PLANS) == "false"

@@ -386,6 +386,9 @@ def _validated(source: Source) -> Config:
     return _resolve(parsed, source)
 
 
+SQL_QUOTING = "'\\"  # what ends or escapes a quoted path in a Spark SQL statement (`LOCATION '...'`)
+
+
 def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
     where, config_path = source.where, source.config_path
     project_dir = source.path(parsed.project_dir)
@@ -409,11 +412,18 @@ def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
             "runs are looked for (runs.stuck_after_seconds x 4, at least 30): set it to at least "
             f"{math.ceil(parsed.runs.track_days)}"
         )
+    state_dir = source.path(parsed.state_dir)
+    if set(str(state_dir)) & set(SQL_QUOTING):
+        raise ConfigError(
+            f"{where}: state_dir: {state_dir} holds a quote (') or a backslash: the state's tables are created "
+            "at their folders by SQL statements that quote the path, where these characters end or escape the "
+            "path; choose a folder whose path holds neither (spaces are fine)"
+        )
     root = parsed.trigger_file.root
     return Config(
         config_path=config_path,
         project_dir=project_dir,
-        state_dir=source.path(parsed.state_dir),
+        state_dir=state_dir,
         backend=parsed.backend,
         dbt_target=dbt_target,
         catalog=parsed.catalog or LOCAL_CATALOG,

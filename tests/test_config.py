@@ -118,6 +118,19 @@ def test_the_operator_commands_refuse_a_state_folder_or_schema_they_cannot_use(t
         locate_state(tmp_path / "missing.yml")
 
 
+@pytest.mark.parametrize("folder", ["it's state", "back\\slash"])
+def test_a_state_folder_whose_path_would_end_a_quoted_sql_path_is_refused_naming_it(tmp_path: Path, folder: str) -> None:
+    # GIVEN a state folder whose path holds a quote or a backslash (directly, or through the file's folder)
+    with pytest.raises(ConfigError, match=r"state_dir: .* holds a quote \(\'\) or a backslash.*spaces are fine"):
+        config_from_mapping({"state_dir": f"/srv/{folder}/state"}, base=tmp_path)
+    with pytest.raises(ConfigError, match="state_dir: "):
+        config_from_mapping({"state_dir": "state"}, base=tmp_path / folder)
+    # a space is fine: the path is written as Spark writes it (harness.state.locations)
+    assert config_from_mapping({"state_dir": "/srv/heart beat/state"}, base=tmp_path).state_dir == Path(
+        "/srv/heart beat/state"
+    )
+
+
 def test_the_databricks_target_needs_a_catalog_and_addresses_tables_with_three_part_names(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="catalog: is required with the databricks target"):
         config_from_mapping({"backend": "databricks"}, base=tmp_path)

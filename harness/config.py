@@ -386,7 +386,9 @@ def _validated(source: Source) -> Config:
     return _resolve(parsed, source)
 
 
-SQL_QUOTING = "'\\"  # what ends or escapes a quoted path in a Spark SQL statement (`LOCATION '...'`)
+# What ends or escapes a quoted path in a Spark SQL statement (`LOCATION '...'`): on the local target the
+# state's tables live in the state folder.
+SQL_QUOTING = "'\\"
 
 
 def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
@@ -413,7 +415,7 @@ def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
             f"{math.ceil(parsed.runs.track_days)}"
         )
     state_dir = source.path(parsed.state_dir)
-    if set(str(state_dir)) & set(SQL_QUOTING):
+    if dbt_target == "local" and set(str(state_dir)) & set(SQL_QUOTING):
         raise ConfigError(
             f"{where}: state_dir: {state_dir} holds a quote (') or a backslash: the state's tables are created "
             "at their folders by SQL statements that quote the path, where these characters end or escape the "

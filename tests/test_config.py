@@ -127,6 +127,10 @@ def test_a_state_folder_whose_path_would_end_a_quoted_sql_path_is_refused_naming
         config_from_mapping({"state_dir": f"/srv/{folder}/state"}, base=tmp_path)
     with pytest.raises(ConfigError, match="state_dir: "):
         config_from_mapping({"state_dir": "state"}, base=tmp_path / folder)
+    # on Databricks the tables are the catalog's: the state folder holds files only
+    assert config_from_mapping(
+        {"state_dir": f"/srv/{folder}/state", "backend": "databricks", "catalog": "lake"}, base=tmp_path
+    ).state_dir == Path(f"/srv/{folder}/state")
     # a space is fine: the path is written as Spark writes it (harness.state.locations)
     assert config_from_mapping({"state_dir": "/srv/heart beat/state"}, base=tmp_path).state_dir == Path(
         "/srv/heart beat/state"

@@ -90,15 +90,14 @@ def train(state_dir: Path) -> None:
     """Run what a tick runs on a session of its own (in `state_dir`); the JVM writes the archive as it exits."""
     from harness.config import PROJECT_DIR, Config
     from harness.platform.spark import get_spark
-    from harness.state.locations import folder_location
     from harness.state_layout import StateLayout
 
     spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
     for statement in TRAINING_SQL:
         spark.sql(statement).collect()
-    location = folder_location(StateLayout(state_dir).warehouse / "archive_training_v2")
-    spark.sql(f"INSERT OVERWRITE DIRECTORY '{location}' USING parquet SELECT * FROM folded")
-    spark.sql(f"ALTER TABLE archive_training.state SET LOCATION '{location}'")
+    folder = StateLayout(state_dir).warehouse / "archive_training_v2"
+    spark.sql(f"INSERT OVERWRITE DIRECTORY '{folder.as_uri()}' USING parquet SELECT * FROM folded")
+    spark.sql(f"ALTER TABLE archive_training.state SET LOCATION '{folder.as_uri()}'")
     spark.sql("REFRESH TABLE archive_training.state")
     spark.sql("ANALYZE TABLE archive_training.state COMPUTE STATISTICS")
     spark.createDataFrame([("c", None, "z", None)], "id string, at timestamp, kind string, day date").write.insertInto(

@@ -397,7 +397,5 @@ def _configuration(args: argparse.Namespace) -> Config | StateFolder:
 
 def run() -> None:
     """The `heartbeat` entry point (console script, Databricks python_wheel_task): the exit code of `main`
-    ends the process, so a Databricks task fails when the command failed. The JVM this process started
-    ends with its command too (a Databricks runtime's JVM is not the process's own: it is left alone)."""
-    end_jvm_with_command()
+    ends the process, so a Databricks task fails when the command failed."""
     raise SystemExit(main())

@@ -1,8 +1,7 @@
 import gc
 
-from harness.commands.cli import end_jvm_with_command, main
+from harness.commands.cli import main
 
-end_jvm_with_command()
 code = main()
 # The process ends here, and its memory with it. Without this, the interpreter's last collections walk
 # every object it holds (about 280,000 once dbt and Spark's client are loaded): 0.45 s of a cron tick

@@ -41,7 +41,6 @@ class HeartbeatProcess:
         # dbt reads seeds from inside the project only (state/ is git-ignored); removed by `cleanup`.
         self.seeds = SESSION_SEEDS / f"proc_{root.name}"
         self.seconds: list[float] = []
-        self.jvm_outlived: list[int] = []  # the exit codes of the processes whose JVM was still running after them
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "HEARTBEAT_", "PYSPARK_"))}
         self.env.update(
             {
@@ -159,23 +158,9 @@ class HeartbeatProcess:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise
-        if self.jvms():
-            self.jvm_outlived.append(proc.returncode)
         _wait_group_gone(proc.pid)
         self.seconds.append(round(time.monotonic() - self._started, 1))
         return proc.returncode
-
-    def jvms(self) -> list[int]:
-        """The processes of the JVMs running on this heartbeat's state folder (its metastore's home)."""
-        home = f"-Dderby.system.home={self.state}".encode()
-        found = []
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                if home in cmdline.read_bytes().split(b"\0"):
-                    found.append(int(cmdline.parent.name))
-            except OSError:  # a process that ended meanwhile
-                continue
-        return found
 
     def last_tick_id(self) -> str | None:
         path = self.state / "health.json"

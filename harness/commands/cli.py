@@ -79,18 +79,6 @@ def setup_logging(fmt: str, verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
-_jvm_ends_with_command = False
-
-
-def end_jvm_with_command() -> None:
-    """This process ends when its command does (`python -m harness`): a command that holds the state
-    folder ends the JVM it started before it lets the folder go. The embedded Derby metastore is that
-    JVM's until it has exited (0.4 s after its input ends), so a tick started at once could otherwise
-    find it still held."""
-    global _jvm_ends_with_command
-    _jvm_ends_with_command = True
-
-
 def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[StateBusyError], int]) -> int:
     try:
         lock = StateLock(config.state_dir).acquire()
@@ -99,10 +87,6 @@ def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[Stat
     try:
         return action()
     finally:
-        if _jvm_ends_with_command and "pyspark" in sys.modules:  # no JVM without PySpark loaded
-            from harness.platform.spark import stop_jvm
-
-            stop_jvm()
         lock.release()
 
 

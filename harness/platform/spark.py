@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -153,21 +152,3 @@ def get_spark(config: Config) -> SparkSession:
     if remote is not None:
         log.info("Spark Connect session on a local server (spark_remote: %s)", remote)
     return spark
-
-
-def stop_jvm(timeout: float = 60.0) -> None:
-    """End the JVM this process started and wait until it is gone. PySpark's gateway ends its JVM when
-    its input does (as when this process exits): Spark's shutdown hooks then delete its temporary
-    folders, and the embedded Derby metastore is free once the JVM has exited. Nothing when this process
-    started no JVM (a command without Spark, a Spark Connect server elsewhere, a Databricks runtime's
-    session)."""
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
-    if proc is None or proc.stdin is None or proc.poll() is not None:
-        return
-    proc.stdin.close()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        log.warning("Spark's JVM (pid %d) had not ended %.0f s after its input did", proc.pid, timeout)

@@ -36,6 +36,12 @@ JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/sqlite-jdbc.jar"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Spark keeps the classes it generates for a query's stages in a cache of this many (its default: 100).
+# A tick at 10,000 rows generates more than 100 distinct ones (the fold, the as-if decisions, the
+# readings), so with the default each tick evicted the last one's and compiled about 120 classes again
+# (1.0-1.2 s of CPU); with room for them a warm tick compiles 10-18, those whose code holds the tick's
+# time (docs/performance.md, "Generated code kept across ticks").
+CODEGEN_CACHE_ENTRIES = 1000
 
 
 DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
@@ -134,6 +140,7 @@ def get_spark(config: Config) -> SparkSession:
         # table's partitions and filters them itself: slower, the same rows, instead of a failed read.
         .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")

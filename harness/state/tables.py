@@ -14,6 +14,8 @@ each.
 
 from __future__ import annotations
 
+import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
@@ -124,6 +126,18 @@ class OpenRunRow:
 
 
 T = TypeVar("T")
+READERS = 5  # the most readings taken side by side (Tables.snapshot_readings)
+_reader = threading.local()  # `busy` in a reader thread
+
+
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    """The process's reader threads, kept from one reading to the next: Spark serves each Python thread on a
+    JVM thread of its own, whose first metastore call sets up a metastore client for it (a new thread's
+    lookup of a table took 20 ms more, its read 50 ms more, at every tick)."""
+    return ThreadPoolExecutor(READERS, "read", initializer=lambda: setattr(_reader, "busy", True))
+
+
 FOREVER = datetime.max.replace(tzinfo=timezone.utc)
 
 
@@ -200,12 +214,15 @@ class Tables:
         """Takes `readings` (methods of this class) side by side, one thread each, and keeps them: the
         fixed cost of a read (analysis, planning and code generation on the driver) takes one core, so
         reads side by side take less than their sum as far as another core is free (docs/performance.md).
-        Those already kept read nothing."""
+        Those already kept read nothing. A reading that itself reads together does so in its own thread."""
         if self._log is None:
             return  # nothing would be kept
-        with ThreadPoolExecutor(max_workers=len(readings), thread_name_prefix="read") as pool:
-            for done in [pool.submit(reading) for reading in readings]:
-                done.result()
+        if len(readings) > READERS or getattr(_reader, "busy", False):
+            for reading in readings:
+                reading()
+            return
+        for done in [_readers().submit(reading) for reading in readings]:
+            done.result()
 
     def snapshot_readings(self) -> None:
         """Everything the status snapshot shows, read together (harness.tick.run.snapshot)."""

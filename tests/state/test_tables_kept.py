@@ -107,3 +107,37 @@ def test_the_snapshots_readings_are_taken_side_by_side_once_each(config: Config)
     runtime = Runtime(config=config, spark=None, events=None, tables=tables, sensors=None, backend=None)  # type: ignore[arg-type]
     tables.job_decisions(), tables.control_table(), tables.sensed_rows(), facts(runtime)
     assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 1, "sensed": 1, "digest": 1}
+
+
+def test_readings_side_by_side_run_on_the_same_threads_at_every_tick(config: Config) -> None:
+    # GIVEN five readings that each wait for the other four to begin (so each has a thread of its own)
+    tables = CountingTables(config, Counters())
+    barrier = threading.Barrier(5, timeout=5)
+    threads: set[threading.Thread] = set()
+
+    def reading() -> None:
+        barrier.wait()
+        threads.add(threading.current_thread())
+
+    # WHEN they are read together at three ticks
+    for _ in range(3):
+        tables.read_together(*[reading] * 5)
+
+    # THEN the same five threads read them every time (each keeps its metastore client in Spark's JVM)
+    assert len(threads) == 5
+
+
+def test_a_reading_that_reads_together_itself_does_so_in_its_own_thread(config: Config) -> None:
+    # GIVEN five readings that each take two more readings together (every reader thread is busy)
+    tables = CountingTables(config, Counters())
+    inner: list[str] = []
+
+    def outer() -> None:
+        tables.read_together(*[lambda: inner.append(threading.current_thread().name)] * 2)
+
+    # WHEN they are read together, THEN all of them end (none waits for a free reader thread)
+    reader = threading.Thread(target=tables.read_together, args=[outer] * 5, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive() and len(inner) == 10
+    assert all(name.startswith("read") for name in inner)

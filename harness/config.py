@@ -388,7 +388,10 @@ def _validated(source: Source) -> Config:
 
 # What ends or escapes a quoted path in a Spark SQL statement (`LOCATION '...'`): on the local target the
 # state's tables live in the state folder.
-SQL_QUOTING = "'\\"
+# What a local state folder's path may not hold: the state's tables are created at their folders by SQL
+# statements that quote the path (a quote ends it, a backslash escapes), and the metastore's Derby URL
+# names the folder among settings that `;` separates.
+NOT_IN_LOCAL_STATE_PATH = "'\\;"
 
 
 def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
@@ -415,11 +418,12 @@ def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
             f"{math.ceil(parsed.runs.track_days)}"
         )
     state_dir = source.path(parsed.state_dir)
-    if dbt_target == "local" and set(str(state_dir)) & set(SQL_QUOTING):
+    if dbt_target == "local" and set(str(state_dir)) & set(NOT_IN_LOCAL_STATE_PATH):
         raise ConfigError(
-            f"{where}: state_dir: {state_dir} holds a quote (') or a backslash: the state's tables are created "
-            "at their folders by SQL statements that quote the path, where these characters end or escape the "
-            "path; choose a folder whose path holds neither (spaces are fine)"
+            f"{where}: state_dir: {state_dir} holds a quote ('), a backslash or a semicolon: the state's tables "
+            "are created at their folders by SQL statements that quote the path, where a quote ends it and a "
+            "backslash escapes, and the metastore's address separates its settings with semicolons; choose a "
+            "folder whose path holds none of them (spaces are fine)"
         )
     root = parsed.trigger_file.root
     return Config(

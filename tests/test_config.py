@@ -118,12 +118,15 @@ def test_the_operator_commands_refuse_a_state_folder_or_schema_they_cannot_use(t
         locate_state(tmp_path / "missing.yml")
 
 
-@pytest.mark.parametrize("folder", ["it's state", "back\\slash"])
-def test_a_state_folder_whose_path_would_end_a_quoted_sql_path_is_refused_naming_it(
+@pytest.mark.parametrize("folder", ["it's state", "back\\slash", "semi;colon"])
+def test_a_state_folder_whose_path_would_end_a_quoted_sql_path_or_the_metastore_address_is_refused(
     tmp_path: Path, folder: str
 ) -> None:
-    # GIVEN a state folder whose path holds a quote or a backslash (directly, or through the file's folder)
-    with pytest.raises(ConfigError, match=r"state_dir: .* holds a quote \(\'\) or a backslash.*spaces are fine"):
+    # GIVEN a state folder whose path holds a quote, a backslash or a semicolon (directly, or through the
+    # file's folder)
+    with pytest.raises(
+        ConfigError, match=r"state_dir: .* holds a quote \(\'\), a backslash or a semicolon.*spaces are fine"
+    ):
         config_from_mapping({"state_dir": f"/srv/{folder}/state"}, base=tmp_path)
     with pytest.raises(ConfigError, match="state_dir: "):
         config_from_mapping({"state_dir": "state"}, base=tmp_path / folder)

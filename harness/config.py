@@ -386,8 +386,6 @@ def _validated(source: Source) -> Config:
     return _resolve(parsed, source)
 
 
-# What ends or escapes a quoted path in a Spark SQL statement (`LOCATION '...'`): on the local target the
-# state's tables live in the state folder.
 # What a local state folder's path may not hold: the state's tables are created at their folders by SQL
 # statements that quote the path (a quote ends it, a backslash escapes), and the metastore's Derby URL
 # names the folder among settings that `;` separates.

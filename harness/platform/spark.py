@@ -39,8 +39,8 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Spark keeps the classes it generates for a query's stages in a cache of this many (its default: 100).
 # A tick at 10,000 rows generates more than 100 distinct ones (the fold, the as-if decisions, the
 # readings), so with the default each tick evicted the last one's and compiled about 120 classes again
-# (1.0-1.2 s of CPU); with room for them a warm tick compiles 10-18, those whose code holds the tick's
-# time (docs/performance.md, "Generated code kept across ticks").
+# (0.9-1.3 s of CPU); with room for them a warm tick compiles 10-18, those whose code holds the tick's
+# time (docs/performance.md, "What a warm tick paid again at every tick").
 CODEGEN_CACHE_ENTRIES = 1000
 
 

@@ -126,7 +126,7 @@ class OpenRunRow:
 
 
 T = TypeVar("T")
-READERS = 5  # the most readings taken side by side (Tables.snapshot_readings)
+READERS = 5  # the most readings a step takes side by side (Tables.snapshot_readings); more wait their turn
 _reader = threading.local()  # `busy` in a reader thread
 
 
@@ -217,7 +217,7 @@ class Tables:
         Those already kept read nothing. A reading that itself reads together does so in its own thread."""
         if self._log is None:
             return  # nothing would be kept
-        if len(readings) > READERS or getattr(_reader, "busy", False):
+        if getattr(_reader, "busy", False):
             for reading in readings:
                 reading()
             return

@@ -25,10 +25,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from harness.config import Config
 from harness.platform.jvm_options import java_options
+from harness.platform.metastore_lock import wait_until_free
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +119,8 @@ def get_spark(config: Config) -> SparkSession:
             "ignore", message=r"Failed to set .* due to \[CANNOT_MODIFY_CONFIG\]", category=UserWarning
         )
     config.state_dir.mkdir(parents=True, exist_ok=True)
+    if SparkContext._gateway is None:  # this process starts its JVM: the last process's may still be ending
+        wait_until_free(config.layout.metastore)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
     delta_jars = list(config.delta_jars)
     start = SparkSession.builder

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 DERBY_LOCK = "dbex.lck"
 WAIT_SECONDS = 30.0  # far beyond a JVM's exit; a lock held longer is a JVM that is still running
+SAY_AFTER_SECONDS = 1.0
 
 
 def wait_until_free(metastore: Path, seconds: float = WAIT_SECONDS, poll: float = 0.05) -> None:
@@ -32,18 +33,19 @@ def wait_until_free(metastore: Path, seconds: float = WAIT_SECONDS, poll: float 
         return
     started = time.monotonic()
     try:
-        if _free(fd):
-            return
-        log.info("waiting for the last process's JVM to let the metastore %s go", metastore)
+        said = False
         while not _free(fd):
-            if time.monotonic() - started >= seconds:
+            waited = time.monotonic() - started
+            if waited >= seconds:
                 raise StateBusyError(
                     f"the metastore {metastore} is still open in another process after {seconds:g} s (its "
                     f"{DERBY_LOCK} is locked): a JVM of an earlier heartbeat or dbt process still runs on "
                     "this state folder; let it end, or stop it, then start this command again"
                 )
+            if waited >= SAY_AFTER_SECONDS and not said:  # a JVM's usual exit (a fraction of a second) goes unsaid
+                log.info("waiting for the last process's JVM to let the metastore %s go", metastore)
+                said = True
             time.sleep(poll)
-        log.info("the metastore was let go after %.1f s", time.monotonic() - started)
     finally:
         os.close(fd)
 

@@ -120,7 +120,7 @@ def get_spark(config: Config) -> SparkSession:
         )
     config.state_dir.mkdir(parents=True, exist_ok=True)
     if SparkContext._gateway is None:  # this process starts its JVM: the last process's may still be ending
-        wait_until_free(config.layout.metastore)
+        wait_until_free(config.metastore_dir)
     jars = [j for j in JDBC_JARS if os.path.exists(j)]
     delta_jars = list(config.delta_jars)
     start = SparkSession.builder

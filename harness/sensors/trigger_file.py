@@ -9,6 +9,7 @@ change time a little older than the newest, is still picked up by the next check
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,17 +73,33 @@ class FolderListing:
         return folder_watermark(self.files)
 
 
+def _is_plain_folder(path: Path, name: str) -> bool:
+    """`path` (the trigger root / `name`) is a folder straight inside the root and not a symbolic link: it
+    is then inside the root whatever links the root's own path holds. One `lstat`, where resolving the
+    path and the root lists every folder above them (docs/performance.md)."""
+    if name in ("", ".", "..") or "/" in name:
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):  # missing, or not a name the system takes: the full checks say which
+        return False
+
+
 class TriggerFileSensor(Sensor[FolderListing]):
     def __init__(self, root: Path | None) -> None:
         self.root = root  # trigger_file.root (or HEARTBEAT_TRIGGER_ROOT); may be created after the start
 
     def folder(self, upstream: Upstream) -> Path:
+        """The upstream's trigger folder, a folder inside the trigger root once symbolic links are followed."""
         root = self.root
         if root is None:
             raise SensorError(
                 f"{upstream.label}: no trigger root configured; set trigger_file.root in heartbeat.yml "
                 "or the HEARTBEAT_TRIGGER_ROOT environment variable"
             )
+        plain = root / upstream.sensor_id
+        if _is_plain_folder(plain, upstream.sensor_id):
+            return plain  # resolving it changes nothing inside the root, and would cost a check most of its time
         if not root.is_dir():
             raise SensorError(f"{upstream.label}: trigger root {root} does not exist or is not a folder")
         folder = (root / upstream.sensor_id).resolve()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SensorError
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.trigger_file import FolderListing, LandedFile, TriggerFileSensor, folder_watermark, landed_after
 from harness.vocabulary import SensorSource
@@ -109,3 +110,71 @@ def test_the_steps_of_a_detection_split_its_files_one_by_one_so_parts_chain_with
         for a, b in zip(bounds, bounds[1:])
     ]
     assert parts == [["b.done"], ["c.done"], ["d.done"], ["e.done"]]
+
+
+def trigger_root(tmp_path: Path) -> Path:
+    """A trigger root reached through a symbolic link, holding a plain folder `orders`, a file `notes`, a
+    nested folder `eu/orders`, a link `alias` to `orders` and a link `escape` to a folder outside the root."""
+    real = tmp_path / "real-root"
+    (real / "orders").mkdir(parents=True)
+    (real / "orders" / "a.done").write_text("x")
+    (real / "notes").write_text("x")
+    (real / "eu" / "orders").mkdir(parents=True)
+    (real / "alias").symlink_to(real / "orders")
+    (tmp_path / "outside").mkdir()
+    (real / "escape").symlink_to(tmp_path / "outside")
+    root = tmp_path / "root"
+    root.symlink_to(real)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("sensor_id", "found"),
+    [("orders", "root/orders"), ("alias", "real-root/orders"), ("eu/orders", "real-root/eu/orders")],
+)
+def test_a_folder_inside_the_trigger_root_is_listed_whether_plain_nested_or_a_link(
+    tmp_path: Path, sensor_id: str, found: str
+) -> None:
+    # GIVEN a trigger root (itself a link) holding the folder `sensor_id`
+    sensor = TriggerFileSensor(root=trigger_root(tmp_path))
+    upstream = Upstream(SensorSource.TRIGGER_FILE, sensor_id)
+
+    # WHEN its folder is looked up and listed
+    folder = sensor.folder(upstream)
+    listing = sensor.read_position(check_context(), upstream)
+
+    # THEN it is that folder (a link followed), and its files are listed
+    assert folder == tmp_path / found
+    assert [f.name for f in listing.files] == (["a.done"] if "orders" in found and "eu" not in found else [])
+
+
+@pytest.mark.parametrize(
+    ("sensor_id", "message"),
+    [
+        ("escape", "sensor_id must name a folder inside the trigger root"),
+        ("../outside", "sensor_id must name a folder inside the trigger root"),
+        ("..", "sensor_id must name a folder inside the trigger root"),
+        (".", "sensor_id must name a folder inside the trigger root"),
+        ("missing", "trigger folder {real}/missing does not exist; create it or fix sensor_id"),
+        ("notes", "trigger folder {real}/notes does not exist; create it or fix sensor_id"),
+    ],
+)
+def test_a_sensor_id_that_is_not_a_folder_inside_the_root_is_refused_with_what_to_fix(
+    tmp_path: Path, sensor_id: str, message: str
+) -> None:
+    # GIVEN a trigger root and a sensor_id that names a link out of it, a path out of it, the root itself,
+    # nothing, or a file
+    sensor = TriggerFileSensor(root=trigger_root(tmp_path))
+    upstream = Upstream(SensorSource.TRIGGER_FILE, sensor_id)
+
+    # WHEN its folder is looked up, THEN the check fails saying what is wrong
+    with pytest.raises(SensorError) as refused:
+        sensor.folder(upstream)
+    assert message.format(real=tmp_path / "real-root") in str(refused.value)
+
+
+def test_a_missing_trigger_root_is_named() -> None:
+    # GIVEN a trigger root that does not exist, WHEN a folder in it is looked up, THEN the root is named
+    sensor = TriggerFileSensor(root=Path("/nonexistent/heartbeat-triggers"))
+    with pytest.raises(SensorError, match="trigger root /nonexistent/heartbeat-triggers does not exist"):
+        sensor.folder(Upstream(SensorSource.TRIGGER_FILE, "orders"))

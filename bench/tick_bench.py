@@ -4,12 +4,17 @@ what the same sensing costs done the way a per-row heartbeat does it.
 Each size runs in a process of its own (a state folder, a Derby metastore and a warm SparkSession):
   1. a controls CSV of --rows rows over --upstreams trigger-file upstreams and --jobs jobs (four rows a
      job, a quarter of them soft), and a first tick that loads it;
-  2. --ticks ticks with nothing new, then a tick with new data on 10 % of the upstreams (whose jobs
+  2. --warmup-rounds rounds of new data on 10 % of the upstreams (their jobs start, the next tick
+     records the runs' ends), on upstreams the measured ticks do not use: the process's JVM is the one
+     a `run` loop starts (both of its compilers, `--jvm loop`), whose code is compiled for the long run
+     only after its first busy ticks, as in a loop that has been running (`--jvm short`: the quick
+     compiler only, as a `tick` or `run --max-ticks` process);
+  3. --ticks ticks with nothing new, then a tick with new data on 10 % of the upstreams (whose jobs
      start on the local runner), and the tick after it, which records the runs' ends; then a tick that
      does both (the runs of the next 10 % ended, and the 10 % after them landed);
-  3. a year of history: --history-days days of --events-per-day events on the same rows, written into
+  4. a year of history: --history-days days of --events-per-day events on the same rows, written into
      the event log's past days; then the same ticks again;
-  4. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
+  5. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
      upstream and one write of that row's status to a control table; its per-row cost times the rows
      is what one pass over every row costs done that way.
 
@@ -87,6 +92,27 @@ def steps(reports: list[TickReport]) -> dict[str, float]:
     return {k: round(statistics.median(r.seconds.get(k, 0.0) for r in reports), 2) for k in names}
 
 
+def land(triggers: Path, upstreams: int, part: int, batch: str) -> None:
+    """New data on the `part`-th tenth of the upstreams: a file named `batch` in each one's folder."""
+    changed = max(1, upstreams // 10)
+    for u in range(part * changed, min(upstreams, (part + 1) * changed)):
+        (triggers / f"up{u:05d}" / batch).write_text("x")
+
+
+def warm_up(runtime: Any, triggers: Path, upstreams: int, rounds: int) -> float:
+    """`rounds` rounds of new data on a tenth of the upstreams (the fourth tenth on: the measured ticks
+    use the first three), the tick that starts their jobs and the one that records the runs' ends."""
+    from harness.tick.run import run_tick
+
+    started = time.monotonic()
+    for k in range(rounds):
+        land(triggers, upstreams, 3 + k % 7, f"warmup{k}")
+        run_tick(runtime)
+        wait_for_runs(runtime.config.state_dir / "local_runs")
+        run_tick(runtime)
+    return time.monotonic() - started
+
+
 def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch: str) -> dict[str, Any]:
     """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends;
     then the next 10 % land (their jobs start), and once those runs ended, the next 10 % land: a tick
@@ -95,19 +121,14 @@ def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch:
 
     idle = [timed(runtime, run_tick) for _ in range(ticks)]
     changed = max(1, upstreams // 10)
-
-    def land(part: int) -> None:
-        for u in range(part * changed, min(upstreams, (part + 1) * changed)):
-            (triggers / f"up{u:05d}" / batch).write_text("x")
-
-    land(0)
+    land(triggers, upstreams, 0, batch)
     new_seconds, new = timed(runtime, run_tick)
     wait_for_runs(runtime.config.state_dir / "local_runs")
     ends_seconds, ends = timed(runtime, run_tick)
-    land(1)
+    land(triggers, upstreams, 1, batch)
     run_tick(runtime)
     wait_for_runs(runtime.config.state_dir / "local_runs")
-    land(2)
+    land(triggers, upstreams, 2, batch)
     mixed_seconds, mixed = timed(runtime, run_tick)
     wait_for_runs(runtime.config.state_dir / "local_runs")
     return {
@@ -201,6 +222,7 @@ def baseline(runtime: Any, triggers: Path, sample: int, rows: int) -> dict[str, 
 
 def run_size(args: argparse.Namespace) -> dict[str, Any]:
     from harness.commands.cli import setup_logging
+    from harness.platform.jvm_options import expect_long_life
     from harness.tick.run import run_tick
     from harness.tick.runtime import Runtime
 
@@ -223,12 +245,18 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
     )
     triggers = config.trigger_root
     assert triggers is not None
-    result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs}
+    result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs, "jvm": args.jvm}
+    if args.jvm == "loop":
+        expect_long_life()
     started = time.monotonic()
     runtime = Runtime.open(config)
     result["session_seconds"] = round(time.monotonic() - started, 1)
     first_seconds, first = timed(runtime, run_tick)
     result["first_tick"] = {"seconds": round(first_seconds, 1), "steps": steps([first])}
+    result["warmup"] = {
+        "rounds": args.warmup_rounds,
+        "seconds": round(warm_up(runtime, triggers, upstreams, args.warmup_rounds), 1),
+    }
     result["fresh"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch1")
     if args.history_days:
         fill_seconds = fill_history(runtime, args.history_days, args.events_per_day)
@@ -244,7 +272,9 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
 def show(r: dict[str, Any]) -> None:
     print(
         f"\n== {r['rows']} rows, {r['upstreams']} upstreams, {r['jobs']} jobs "
-        f"(session {r['session_seconds']}s, first tick {r['first_tick']['seconds']}s)"
+        f"(session {r['session_seconds']}s, first tick {r['first_tick']['seconds']}s; the JVM of a "
+        f"{'`run` loop' if r['jvm'] == 'loop' else 'short process'}, {r['warmup']['rounds']} busy rounds before "
+        f"the measured ticks, {r['warmup']['seconds']}s)"
     )
     for name in ("fresh", "after_history"):
         s = r.get(name)
@@ -286,6 +316,13 @@ def main() -> None:
     parser.add_argument("--upstreams", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4)")
     parser.add_argument("--ticks", type=int, default=5)
+    parser.add_argument("--warmup-rounds", type=int, default=3, help="busy rounds before the measured ticks")
+    parser.add_argument(
+        "--jvm",
+        choices=("loop", "short"),
+        default="loop",
+        help="the JVM of a `run` loop (both compilers) or of a short process (the quick compiler only)",
+    )
     parser.add_argument("--history-days", type=int, default=365)
     parser.add_argument("--events-per-day", type=int, default=20000)
     parser.add_argument("--baseline-sample", type=int, default=200, help="rows the baseline runs (0: none)")
@@ -308,6 +345,10 @@ def main() -> None:
             str(args.jobs),
             "--ticks",
             str(args.ticks),
+            "--warmup-rounds",
+            str(args.warmup_rounds),
+            "--jvm",
+            args.jvm,
             "--history-days",
             str(args.history_days),
             "--events-per-day",

@@ -102,7 +102,7 @@ class TriggerFileSensor(Sensor[FolderListing]):
             return plain  # resolving it changes nothing inside the root, and would cost a check most of its time
         if not root.is_dir():
             raise SensorError(f"{upstream.label}: trigger root {root} does not exist or is not a folder")
-        folder = (root / upstream.sensor_id).resolve()
+        folder = plain.resolve()
         if root.resolve() not in folder.parents:
             raise SensorError(f"{upstream.label}: sensor_id must name a folder inside the trigger root {root}")
         if not folder.is_dir():

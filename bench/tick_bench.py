@@ -92,9 +92,14 @@ def steps(reports: list[TickReport]) -> dict[str, float]:
     return {k: round(statistics.median(r.seconds.get(k, 0.0) for r in reports), 2) for k in names}
 
 
+def tenth(upstreams: int) -> int:
+    """How many upstreams get new data at once: a tenth of them (at least one)."""
+    return max(1, upstreams // 10)
+
+
 def land(triggers: Path, upstreams: int, part: int, batch: str) -> None:
     """New data on the `part`-th tenth of the upstreams: a file named `batch` in each one's folder."""
-    changed = max(1, upstreams // 10)
+    changed = tenth(upstreams)
     for u in range(part * changed, min(upstreams, (part + 1) * changed)):
         (triggers / f"up{u:05d}" / batch).write_text("x")
 
@@ -120,7 +125,7 @@ def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch:
     from harness.tick.run import run_tick
 
     idle = [timed(runtime, run_tick) for _ in range(ticks)]
-    changed = max(1, upstreams // 10)
+    changed = tenth(upstreams)
     land(triggers, upstreams, 0, batch)
     new_seconds, new = timed(runtime, run_tick)
     wait_for_runs(runtime.config.state_dir / "local_runs")

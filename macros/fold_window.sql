@@ -1,10 +1,32 @@
 {#-
-  The first day of events an incremental build of the control table must read: the day of its newest
-  folded event, less the look-back window. Returned as a literal so the event table (partitioned by
-  event_date) is read from that day on only, whatever its history; the exact bound is the
-  `event_time` filter beside it. None when nothing is folded yet, while dbt parses or runs a unit test
-  (whose `this` is a fixture, not the table), and in a command that only compiles (`dbt compile`,
-  `dbt docs generate`: no query is run for them).
+  The events an incremental build of the control table reads. The heartbeat passes the time of the
+  earliest event appended since the last fold (var heartbeat_fold_since, from the marker
+  `<state>/events.unfolded`): the build reads from it on, only the new events, whatever the log's
+  history. Without it (a marker an earlier version left, events moved in from elsewhere, a `dbt build`
+  by hand): the events since the table's newest folded event, less the look-back (var
+  heartbeat_event_lookback_hours). Folding an event twice changes nothing, so either may overlap what
+  is folded. The first day is a literal, so the event table (partitioned by event_date) is read from
+  that day on only; the exact bound is the `event_time` filter beside it.
+-#}
+{% macro heartbeat_fold_window(relation) -%}
+  {%- set since = var('heartbeat_fold_since', none) -%}
+  {%- if since -%}
+    event_date >= cast('{{ since[:10] }}' as date) and event_time >= cast('{{ since }}' as timestamp)
+  {%- else -%}
+    {%- set first_day = heartbeat_fold_first_day(relation) -%}
+    {%- if first_day %}event_date >= cast('{{ first_day }}' as date) and {% endif -%}
+    event_time > (
+        select {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
+        from {{ relation }}
+    )
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  The first day of events the look-back reaches: the day of the table's newest folded event, less the
+  look-back. None when nothing is folded yet, while dbt parses or runs a unit test (whose `this` is a
+  fixture, not the table), and in a command that only compiles (`dbt compile`, `dbt docs generate`: no
+  query is run for them).
 -#}
 {% macro heartbeat_fold_first_day(relation) -%}
   {%- if not execute or model.resource_type == 'unit_test' or flags.WHICH not in ('run', 'build') -%}

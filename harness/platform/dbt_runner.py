@@ -154,9 +154,11 @@ def import_in_background(config: Config | None = None) -> threading.Thread | Non
 
 
 MANIFESTS_KEPT = 8  # a seed load's vars, the folds' vars, and refresh models with parameters of their own
+FOLD_SINCE_VAR = "heartbeat_fold_since"  # the time of the earliest event not folded yet (harness.tick.fold)
 # Vars the harness passes that only a model's run reads (the refresh materialization's action and its
-# retention), never dbt's parse: a project parsed without them serves every value of them.
-RUN_ONLY_VARS = ("heartbeat_refresh", "heartbeat_refresh_keep_batches")
+# retention, where a fold starts reading the log), never dbt's parse: a project parsed without them
+# serves every value of them.
+RUN_ONLY_VARS = ("heartbeat_refresh", "heartbeat_refresh_keep_batches", FOLD_SINCE_VAR)
 
 
 def _manifest(config: Config, extra_vars: dict[str, Any]) -> Manifest | None:

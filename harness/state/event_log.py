@@ -3,8 +3,9 @@
 Rows are only ever appended; the control table is derived from the controls CSV and these rows.
 An append is one file a day, committed by one rename, so a kill leaves all of it or none of it: on the
 embedded default written without Spark (harness.state.event_append), elsewhere by a Spark INSERT.
-Before each append a marker (`<state>/events.unfolded`) says the control table lags the log; a
-successful fold removes it, so a tick knows whether it must fold, even after a kill in between.
+Before each append a marker (`<state>/events.unfolded`, harness.state.fold_marker) says the control table
+lags the log, and since when; a successful fold removes it, so a tick knows whether it must fold, and
+from which time on, even after a kill in between.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pyspark.sql.types import DateType, StringType, StructField, StructType, Tim
 
 from harness.config import LOCAL_CATALOG, Config
 from harness.platform.literal_rows import literal_select
-from harness.state import event_append
+from harness.state import event_append, fold_marker
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_reader import EVENTS_TABLE, record_location
 from harness.state.locations import folder_location, schema_location, table_folder
@@ -176,7 +177,7 @@ class EventLog:
             f"FROM {legacy} AS l LEFT ANTI JOIN {self.table} AS e ON e.event_id = l.event_id"
         )
         self.spark.sql(f"DROP TABLE {legacy}")
-        self.marker.touch()  # the moved events are folded like new ones
+        fold_marker.note_unknown(self.marker)  # the moved events are folded like new ones
 
     def _record_location(self) -> None:
         """Where the table's files are, for the commands that read the log without Spark (harness.state.event_reader)."""
@@ -212,6 +213,11 @@ class EventLog:
     def unfolded(self) -> bool:
         return self.marker.exists()
 
+    @property
+    def unfolded_since(self) -> datetime | None:
+        """The earliest time of the events appended since the last fold (None: none, or not known)."""
+        return fold_marker.since(self.marker)
+
     def mark_folded(self) -> None:
         self.marker.unlink(missing_ok=True)
         self.changed()
@@ -225,7 +231,8 @@ class EventLog:
         """Append in one write; returns how many rows were written."""
         if not events:
             return 0
-        self.marker.touch()  # before the write: a kill after it still leaves the marker
+        # before the write: a kill after it still leaves the marker
+        fold_marker.note(self.marker, min(e.event_time for e in events))
         self.version += 1
         rows = [e.as_tuple(self.tick_id) for e in events]
         try:

@@ -138,6 +138,14 @@ def seed_vars(config: Config) -> dict[str, Any]:
     return {"heartbeat_controls_sha256": file_digest(config.controls_csv)}
 
 
+def since_var(runtime: Runtime) -> dict[str, Any]:
+    """The time from which the fold reads the log: that of the earliest event appended since the last
+    fold (the control table's model then reads only the new events); none when it is not known, and the
+    model reads from its look-back (macros/fold_window.sql)."""
+    since = runtime.events.unfolded_since
+    return {dbt_runner.FOLD_SINCE_VAR: since.isoformat()} if since is not None else {}
+
+
 def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     """Refresh the heartbeat models; returns the seconds dbt took. Raises DbtError."""
     started = time.monotonic()
@@ -146,11 +154,12 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     # manifest.json and run_results.json are for people and `dbt docs`, not a tick: writing them cost
     # about 0.4 s a fold (the compiled SQL the tick reads is still written).
     command = ["build", "--no-write-json", "--select", *select, *NO_TESTS]
+    since = since_var(runtime)
     with views_keep_plans(runtime):
         if with_seed:
-            dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config))
+            dbt_runner.invoke(runtime.config, command, **seed_vars(runtime.config), **since)
         else:
-            dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"])
+            dbt_runner.invoke(runtime.config, [*command, "--exclude-resource-type", "seed"], **since)
     runtime.events.mark_folded()
     write_atomic(runtime.config.layout.fold_id, uuid.uuid4().hex)
     if select is ALL_MODELS:

@@ -10,9 +10,9 @@
 
 {#-
   Each facet of a row's state is the latest event of one kind; its timestamp column orders it.
-  An incremental build folds only recent events onto the table as it was: a facet moves when a
-  newer event of its kind arrived. Folding the same event twice changes nothing, so the look-back
-  window may overlap what was already folded.
+  An incremental build folds only the events appended since the last fold onto the table as it was
+  (macros/fold_window.sql): a facet moves when a newer event of its kind arrived. Folding the same
+  event twice changes nothing, so what it reads may overlap what was already folded.
 
   A row with a max_range also keeps the steps of its range not yet consumed (range_steps: the
   watermark after each step its detections found — a file, a Delta version, else the detection —
@@ -47,11 +47,7 @@ row_events as (
 
     select * from {{ ref('int_heartbeat__row_events') }}
     {% if is_incremental() %}
-    {%- set first_day = heartbeat_fold_first_day(this) %}
-    where {% if first_day %}event_date >= cast('{{ first_day }}' as date) and {% endif %}event_time > (
-        select {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
-        from {{ this }}
-    )
+    where {{ heartbeat_fold_window(this) }}
     {% endif %}
 
 ),

@@ -6,9 +6,10 @@
   event that records its outcome (var heartbeat_event_types, flag closes_run). The tick re-sends an open
   request without a run id with the same idempotency token, and polls one with a run id.
   Read from the oldest trigger of a row still IN_PROGRESS (every row of an open request is), or from
-  the control table's newest folded event less the look-back (events not folded yet are newer), if
-  earlier; and never beyond var('heartbeat_open_run_days') days. The event log is partitioned by day,
-  so a steady heartbeat reads a day or two of events here, whatever the log's history.
+  the control table's newest folded event less the look-back (var heartbeat_event_lookback_hours:
+  events not folded yet are newer), if earlier; and never beyond var('heartbeat_open_run_days') days.
+  The event log is partitioned by day, so a steady heartbeat reads the events since its oldest run
+  still going, or of the last hour, whatever the log's history.
 -#}
 with
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from dbt.cli.main import dbtRunner
 from harness.config import PROJECT_DIR, config_from_mapping
 from harness.errors import DbtError
 from harness.platform import dbt_runner
+from harness.state.event_log import Event, now
 from harness.tick.fold import VIEWS_KEEP_PLANS
+from harness.vocabulary import EventType, RowKey
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process
@@ -131,3 +134,33 @@ def test_a_fold_keeps_its_temporary_views_plan_and_puts_the_setting_back(
     # the session's setting is back as it was for every other view
     assert during == ["true"]
     assert heartbeat.spark.conf.get(VIEWS_KEEP_PLANS) == "false"
+
+
+def test_a_fold_reads_the_log_from_its_earliest_new_event_even_one_hours_behind_the_folded_ones(
+    heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a heartbeat whose ticks folded a landing and the run it started
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.drop_trigger_file("in", "a.done")
+    heartbeat.tick_until_settled()
+    passed: list[Any] = []
+    invoke = dbt_runner.invoke
+
+    def watched(config: Any, command: list[str], **extra: Any) -> dbt_runner.DbtOutcome:
+        passed.append(extra.get(dbt_runner.FOLD_SINCE_VAR))
+        return invoke(config, command, **extra)
+
+    monkeypatch.setattr(dbt_runner, "invoke", watched)
+    # WHEN an event is appended whose time is three hours behind every folded one (a clock set back), and
+    # a tick folds it
+    behind = now() - timedelta(hours=3)
+    row = RowKey("trigger_file", "in", "j")
+    heartbeat.runtime().events.append(
+        [Event(EventType.FRESHNESS_MISSED, row=row, message="in: no new file", event_time=behind)]
+    )
+    assert heartbeat.tick().dbt_builds == 1
+    # THEN the fold folded it: it read the log from that event's time on (only the new events)
+    folded = {r.key: r for r in heartbeat.tables.control_rows()}[row]
+    assert folded.freshness_missed_at == behind
+    assert passed == [behind.isoformat()]

@@ -90,7 +90,7 @@ prior_facets as (
 
 new_steps as (
 
-    -- the steps of the detections newer than the row's last folded one (none twice from the look-back)
+    -- the steps of the detections newer than the row's last folded one (none twice from events read again)
     select
         {%- for column in key %}
         e.{{ column }},

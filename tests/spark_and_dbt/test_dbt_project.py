@@ -136,7 +136,7 @@ def test_a_fold_keeps_its_temporary_views_plan_and_puts_the_setting_back(
     assert heartbeat.spark.conf.get(VIEWS_KEEP_PLANS) == "false"
 
 
-def test_a_fold_reads_the_log_from_its_earliest_new_event_even_one_hours_behind_the_folded_ones(
+def test_a_fold_reads_from_its_earliest_new_event_so_one_timed_hours_before_those_folded_is_folded(
     heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN a heartbeat whose ticks folded a landing and the run it started

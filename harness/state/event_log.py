@@ -231,8 +231,9 @@ class EventLog:
         """Append in one write; returns how many rows were written."""
         if not events:
             return 0
-        # before the write: a kill after it still leaves the marker
-        fold_marker.note(self.marker, min(e.event_time for e in events))
+        # Before the write: a kill after it still leaves the marker. Only a control row's events are
+        # folded, so only their times count (a publication's time is its producer's clock).
+        fold_marker.note(self.marker, min((e.event_time for e in events if e.row is not None), default=now()))
         self.version += 1
         rows = [e.as_tuple(self.tick_id) for e in events]
         try:

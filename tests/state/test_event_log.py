@@ -115,3 +115,29 @@ def test_an_append_stopped_before_its_rename_adds_no_event_and_the_next_process_
     assert not (log.folder / SCRATCH).exists()
     restarted.append([Event(EventType.CONFIG_REJECTED, message="next")])
     assert sorted(e["message"] for e in restarted.history()) == ["kept", "next"]
+
+
+def test_the_fold_marker_holds_the_earliest_time_of_the_rows_events_appended(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # GIVEN an event log folded up to now
+    log = open_log(spark, tmp_path, "hb_event_log_marker")
+    assert log.unfolded_since is None
+    # WHEN an append holds a publication stamped by a producer whose clock is a year behind, and a row's
+    # event; then a later append
+    earlier = datetime.now(timezone.utc) - timedelta(minutes=1)
+    row = RowKey("trigger_file", "in", "j")
+    log.append(
+        [
+            Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"), event_time=earlier - timedelta(days=365)),
+            Event(EventType.DATA_CHANGED, row, event_time=earlier),
+        ]
+    )
+    log.append([Event(EventType.RUN_STARTED, row)])
+    # THEN a fold would read from the row's event on: the publication is no row's, and the later append
+    # does not move the time
+    assert log.unfolded_since == earlier
+    # AND an append of no row's event alone still says there is something to fold
+    log.mark_folded()
+    log.append([Event(EventType.CONFIG_REJECTED, message="bad CSV")])
+    assert log.unfolded and log.unfolded_since is not None

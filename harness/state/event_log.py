@@ -215,7 +215,7 @@ class EventLog:
 
     @property
     def unfolded_since(self) -> datetime | None:
-        """The earliest time of the events appended since the last fold (None: none, or not known)."""
+        """The earliest time of the control rows' events appended since the last fold (None: none, or not known)."""
         return fold_marker.since(self.marker)
 
     def mark_folded(self) -> None:

@@ -21,22 +21,16 @@ from harness.state.files import write_atomic
 
 def since(marker: Path) -> datetime | None:
     """The earliest time of the events not folded yet; None when nothing is to fold or the time is unknown."""
-    try:
-        text = marker.read_text().strip()
-    except FileNotFoundError:
-        return None
-    try:
-        return datetime.fromisoformat(text).astimezone(timezone.utc) if text else None
-    except ValueError:
-        return None
+    return _time(_text(marker) or "")
 
 
 def note(marker: Path, earliest: datetime) -> None:
     """Before appending events whose earliest time is `earliest`: the marker says so, unless it already
-    holds an earlier time or no time at all."""
+    holds an earlier time or no time at all (one read of the marker, at every append)."""
     earliest = earliest.astimezone(timezone.utc)
-    if marker.exists():
-        held = since(marker)
+    text = _text(marker)
+    if text is not None:
+        held = _time(text)
         if held is None or held <= earliest:
             return
     write_atomic(marker, earliest.isoformat())
@@ -45,3 +39,19 @@ def note(marker: Path, earliest: datetime) -> None:
 def note_unknown(marker: Path) -> None:
     """Events appended whose times may be older than any fold's start (events moved in from elsewhere)."""
     write_atomic(marker, "")
+
+
+def _text(marker: Path) -> str | None:
+    """The marker's text; None when there is no marker."""
+    try:
+        return marker.read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
+def _time(text: str) -> datetime | None:
+    """The time a marker's text holds; None when it holds none."""
+    try:
+        return datetime.fromisoformat(text).astimezone(timezone.utc) if text else None
+    except ValueError:
+        return None

@@ -16,26 +16,35 @@
     {%- set first_day = heartbeat_fold_first_day(relation) -%}
     {%- if first_day %}event_date >= cast('{{ first_day }}' as date) and {% endif -%}
     event_time > (
-        select {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
+        select {{ heartbeat_look_back_start() }}
         from {{ relation }}
     )
   {%- endif -%}
 {%- endmacro %}
 
 {#-
-  The first day of events the look-back reaches: the day of the table's newest folded event, less the
-  look-back. None when nothing is folded yet, while dbt parses or runs a unit test (whose `this` is a
-  fixture, not the table), and in a command that only compiles (`dbt compile`, `dbt docs generate`: no
-  query is run for them).
+  The first day of events the look-back reaches: the day of `heartbeat_look_back_start` (every day when
+  nothing is folded yet). None while dbt parses or runs a unit test (whose `this` is a fixture, not the
+  table), and in a command that only compiles (`dbt compile`, `dbt docs generate`: no query is run for
+  them).
 -#}
 {% macro heartbeat_fold_first_day(relation) -%}
   {%- if not execute or model.resource_type == 'unit_test' or flags.WHICH not in ('run', 'build') -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set query -%}
-    select cast(to_date({{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), 'max(last_event_time)') }}) as string)
+    select cast(to_date({{ heartbeat_look_back_start() }}) as string)
     from {{ relation }}
   {%- endset -%}
   {%- set first_day = run_query(query).columns[0].values()[0] -%}
   {{ return(first_day) }}
+{%- endmacro %}
+
+{#-
+  Where the look-back starts, in a query over the control table: its newest folded event less var
+  heartbeat_event_lookback_hours (1970-01-01 when nothing is folded yet). The fold's reading without
+  a marker time and the open runs view both start there at the latest.
+-#}
+{% macro heartbeat_look_back_start() -%}
+  {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
 {%- endmacro %}

@@ -17,7 +17,7 @@ window_start as (
 
     select least(
         coalesce(min(case when status = 'IN_PROGRESS' then job_start_timestamp end), cast('9999-12-31' as timestamp)),
-        {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
+        {{ heartbeat_look_back_start() }}
     ) as since
     from {{ ref('heartbeat_control_table') }}
 

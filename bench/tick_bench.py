@@ -12,9 +12,11 @@ Each size runs in a process of its own (a state folder, a Derby metastore and a 
   3. --ticks ticks with nothing new, then a tick with new data on 10 % of the upstreams (whose jobs
      start on the local runner), and the tick after it, which records the runs' ends; then a tick that
      does both (the runs of the next 10 % ended, and the 10 % after them landed);
-  4. a year of history: --history-days days of --events-per-day events on the same rows, written into
+  4. with --today-events: that many events earlier today (a busy day so far, ending two hours before
+     the bench), then the same ticks again;
+  5. a year of history: --history-days days of --events-per-day events on the same rows, written into
      the event log's past days; then the same ticks again;
-  5. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
+  6. the baseline: for each of --baseline-sample rows in turn, one Spark query listing that row's
      upstream and one write of that row's status to a control table; its per-row cost times the rows
      is what one pass over every row costs done that way.
 
@@ -166,12 +168,25 @@ def wait_for_runs(runs: Path, timeout: float = 600.0) -> None:
 def fill_history(runtime: Any, days: int, per_day: int) -> float:
     """`days` days before today of `per_day` events each on the control table's rows: detections, run
     requests, starts and ends, as a year of ticks would have left them."""
+    midnight = "unix_seconds(date_trunc('DAY', current_timestamp()))"
+    return fill_events(runtime, f"{midnight} - {days} * 86400", f"{days} * 86400.0", days * per_day)
+
+
+def fill_today(runtime: Any, events: int) -> float:
+    """`events` events of today so far, as a busy day leaves them: from midnight to two hours before now
+    (all at midnight before 02:00), older than what the tick folds and than the open runs' look-back."""
+    midnight = "unix_seconds(date_trunc('DAY', current_timestamp()))"
+    return fill_events(runtime, midnight, f"greatest(0, unix_seconds(current_timestamp()) - 7200 - {midnight})", events)
+
+
+def fill_events(runtime: Any, first_second: str, span_seconds: str, total: int) -> float:
+    """`total` events on the control table's rows, spread evenly over `span_seconds` from `first_second`
+    (SQL expressions, in Unix seconds)."""
     from harness.state.event_reader import EVENTS_TABLE
 
     started = time.monotonic()
     table = runtime.config.table(EVENTS_TABLE)
     keys = runtime.config.table("heartbeat_control_table")
-    total = days * per_day
     runtime.spark.sql(f"""
         INSERT INTO {table}
         SELECT uuid(), t, element_at(array('DATA_CHANGED', 'TRIGGER_REQUESTED', 'RUN_STARTED', 'RUN_SUCCEEDED'),
@@ -182,8 +197,7 @@ def fill_history(runtime: Any, days: int, per_day: int) -> float:
                IF(k % 4 > 0, concat('history-', k div 4), NULL), NULL, NULL, to_date(t)
         FROM (
             SELECT id AS k,
-                   timestamp_seconds(unix_seconds(date_trunc('DAY', current_timestamp())) - {days} * 86400
-                                     + cast(id * ({days} * 86400.0 / {total}) AS bigint)) AS t,
+                   timestamp_seconds({first_second} + cast(id * ({span_seconds} / {total}) AS bigint)) AS t,
                    id % (SELECT count(*) FROM {keys}) AS n
             FROM range({total})
         ) AS e
@@ -263,6 +277,10 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": round(warm_up(runtime, triggers, upstreams, args.warmup_rounds), 1),
     }
     result["fresh"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch1")
+    if args.today_events:
+        fill_seconds = fill_today(runtime, args.today_events)
+        result["today"] = {"events": args.today_events, "fill_seconds": round(fill_seconds, 1)}
+        result["after_today"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch3")
     if args.history_days:
         fill_seconds = fill_history(runtime, args.history_days, args.events_per_day)
         count = runtime.spark.table(runtime.events.table).count()
@@ -281,18 +299,19 @@ def show(r: dict[str, Any]) -> None:
         f"{'`run` loop' if r['jvm'] == 'loop' else 'short process'}, {r['warmup']['rounds']} busy rounds before "
         f"the measured ticks, {r['warmup']['seconds']}s)"
     )
-    for name in ("fresh", "after_history"):
+    for name in ("fresh", "after_today", "after_history"):
         s = r.get(name)
         if not s:
             continue
-        label = (
-            "no history"
-            if name == "fresh"
-            else (
+        if name == "fresh":
+            label = "no history"
+        elif name == "after_today":
+            label = f"after {r['today']['events']:,} events earlier today (written in {r['today']['fill_seconds']}s)"
+        else:
+            label = (
                 f"after {r['history']['days']} days, {r['history']['events']:,} "
                 f"events (written in {r['history']['fill_seconds']}s)"
             )
-        )
         print(f"  {label}:")
         print(f"    tick with nothing new: median {s['idle_median']}s (min {s['idle_min']}s) | {s['idle_steps']}")
         print(
@@ -330,6 +349,12 @@ def main() -> None:
     )
     parser.add_argument("--history-days", type=int, default=365)
     parser.add_argument("--events-per-day", type=int, default=20000)
+    parser.add_argument(
+        "--today-events",
+        type=int,
+        default=0,
+        help="events earlier today (up to two hours ago), as a busy day leaves them; measured before the history",
+    )
     parser.add_argument("--baseline-sample", type=int, default=200, help="rows the baseline runs (0: none)")
     parser.add_argument("--state", default="/tmp/heartbeat-bench")
     parser.add_argument("--json", help="write the results here too")
@@ -358,6 +383,8 @@ def main() -> None:
             str(args.history_days),
             "--events-per-day",
             str(args.events_per_day),
+            "--today-events",
+            str(args.today_events),
             "--state",
             f"{args.state}-{size}",
             "--baseline-sample",

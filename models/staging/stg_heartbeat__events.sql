@@ -7,11 +7,12 @@ with source as (
 deduplicated as (
 
     -- An event drained from the inbox may be appended twice after a crash; its id is kept once. Both
-    -- copies have the same time, so the same date: partitioning the window by date lets a reader's
-    -- filter on event_date reach the table, which then reads only those days.
+    -- copies have the same time, so the same date: partitioning the window by date and time lets a
+    -- reader's filters on event_date and event_time reach the table, which then reads only those days,
+    -- and sorts only the events from that time on (a fold's new events, not the whole of a busy day).
     select
         *,
-        row_number() over (partition by event_date, event_id order by event_time) as occurrence
+        row_number() over (partition by event_date, event_time, event_id order by event_time) as occurrence
     from source
 
 ),

@@ -144,6 +144,9 @@ def get_spark(config: Config) -> SparkSession:
         # table's partitions and filters them itself: slower, the same rows, instead of a failed read.
         .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
         .config("spark.sql.shuffle.partitions", "4")
+        # Timestamps written with statistics (Spark's default, INT96, has none), as the appends without
+        # Spark write them: a read of the events from a time on skips the row groups before it.
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

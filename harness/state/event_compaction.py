@@ -41,7 +41,10 @@ from harness.state_layout import StateLayout
 log = logging.getLogger(__name__)
 
 MAX_FILES = 64  # a day folder with this many files is compacted (about 20 busy ticks' appends)
-RECENT_DAYS = 2  # today and yesterday: what a fold's 24-hour look-back and the open runs read
+RECENT_DAYS = 2  # today and yesterday: what a fold and the open runs read, in the first hour of a day
+# The new file's row groups: small, so that a reader of the events from a time on skips the day's earlier
+# ones by their statistics (the file is sorted by time), where one row group of a busy day is read whole.
+ROW_GROUP_BYTES = 1024 * 1024
 SCRATCH = "_heartbeat_compaction"  # inside the table's folder: the new file's rename stays on its volume
 
 
@@ -102,7 +105,8 @@ def _compact(spark: SparkSession, day_folder: Path, day: date, state_dir: Path) 
     files = [str(day_folder / name) for name in replaced]  # a path: a URI would escape the `=` of the folder
     frame = spark.read.parquet(*files).select(*columns).dropDuplicates(["event_id"])
     events = frame.count()
-    frame.repartition(1).sortWithinPartitions("event_time").write.parquet(str(scratch))
+    writer = frame.repartition(1).sortWithinPartitions("event_time").write
+    writer.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(scratch))
     (new_file,) = _part_files(scratch)
     journal = StateLayout(state_dir).events_compaction
     write_atomic(journal, json.dumps({"day_folder": str(day_folder), "new_file": new_file, "replaced": replaced}))

@@ -8,14 +8,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from harness.faults import Stopped, stopping_at
 from harness.state import event_compaction
 from harness.state.event_files import PARTITION_PREFIX
+from harness.state.event_log import Event
 from harness.state.event_reader import EventQuery, events_folder, read_events
 from harness.state.tables import CONTROL_TABLE
 from harness.tick import fold
+from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario
@@ -105,3 +108,29 @@ def test_a_compaction_stopped_midway_loses_no_event_and_repeats_none(
     assert _events(heartbeat) == events
     assert heartbeat.tables.control_table() == table
     assert len(_files(heartbeat)) == 1  # and the day was compacted by that tick
+
+
+def test_a_compacted_day_is_in_row_groups_by_time_which_a_reader_from_a_time_on_skips(
+    heartbeat: HeartbeatHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a crowded day with a thousand more events, and a compaction's row groups made small
+    crowd(heartbeat, monkeypatch, max_range=False)
+    events = heartbeat.runtime().events
+    for _ in range(4):
+        events.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "lake.t")) for _ in range(250)])
+    monkeypatch.setattr(event_compaction, "ROW_GROUP_BYTES", 16 * 1024)
+
+    # WHEN a tick ends with the day crowded
+    assert heartbeat.tick().error is None
+
+    # THEN the day is one file of several row groups, each after the one before in time: a reader of the
+    # events from a time on (a fold, the open runs) skips the earlier ones by their statistics
+    (name,) = _files(heartbeat)
+    metadata = pq.ParquetFile(_today_folder(heartbeat) / name).metadata
+    column = metadata.schema.to_arrow_schema().get_field_index("event_time")
+    spans = [
+        (group.column(column).statistics.min, group.column(column).statistics.max)
+        for group in (metadata.row_group(i) for i in range(metadata.num_row_groups))
+    ]
+    assert len(spans) > 3
+    assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:]))

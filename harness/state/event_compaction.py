@@ -1,13 +1,16 @@
 """Compaction of the event log's recent days: a day folder of many small files rewritten as one.
 
 Every append is one file (harness.state.event_log), so a day of busy ticks leaves thousands of small
-files in the day's folder; every fold and every read of the open runs reads the last day or two of
-the log, and opens each of them (docs/performance.md: at 2,800 files, the fold's query took 8 s
-instead of 2.4 s and the open runs 12.8 s instead of 2.0 s). At the end of a tick, each of the
-`RECENT_DAYS` newest day folders holding at least `MAX_FILES` files is rewritten as one file:
+files in the day's folder; every fold and every read of the open runs reads today's folder (and
+yesterday's early in the day), and opens each of them (docs/performance.md: at 2,800 files, the
+fold's query took 8 s instead of 2.4 s and the open runs 12.8 s instead of 2.0 s). At the end of a
+tick, each of the `RECENT_DAYS` newest day folders holding at least `MAX_FILES` files is rewritten as
+one file:
 
   1. the day's events, each event id once, are written by Spark to a scratch folder inside the table's
-     folder (its name starts with `_`, which Spark and the readers without Spark skip);
+     folder (its name starts with `_`, which Spark and the readers without Spark skip), by time, in row
+     groups of `ROW_GROUP_BYTES`: a reader of the events from a time on (a fold, the open runs) reads
+     the row groups from that time only;
   2. a journal (`<state>/events.compaction.json`) names the new file and the files it replaces;
   3. the new file is moved into the day's folder (one rename), then the files it replaces are deleted,
      then the journal; Spark's listing of the table is refreshed.
@@ -43,7 +46,7 @@ log = logging.getLogger(__name__)
 MAX_FILES = 64  # a day folder with this many files is compacted (about 20 busy ticks' appends)
 RECENT_DAYS = 2  # today and yesterday: what a fold and the open runs read, in the first hour of a day
 # The new file's row groups: small, so that a reader of the events from a time on skips the day's earlier
-# ones by their statistics (the file is sorted by time), where one row group of a busy day is read whole.
+# ones by their statistics (the file is sorted by time), where a busy day's one row group is read whole.
 ROW_GROUP_BYTES = 1024 * 1024
 SCRATCH = "_heartbeat_compaction"  # inside the table's folder: the new file's rename stays on its volume
 

@@ -29,8 +29,10 @@ events as (
     where idempotency_token is not null
       and event_time >= {{ dbt.dateadd('day', -1 * var('heartbeat_open_run_days') | int, dbt.current_timestamp()) }}
       and event_date >= date_sub(current_date(), {{ var('heartbeat_open_run_days') | int }})
+      -- the same subquery for both bounds: so written, Spark's scan of the table also takes the time
+      -- bound, and skips the row groups before it (with `select to_date(since)` it did not)
       and event_time >= (select since from window_start)
-      and event_date >= (select to_date(since) from window_start)
+      and event_date >= to_date((select since from window_start))
 
 ),
 

@@ -165,18 +165,19 @@ def wait_for_runs(runs: Path, timeout: float = 600.0) -> None:
         time.sleep(0.2)
 
 
+MIDNIGHT = "unix_seconds(date_trunc('DAY', current_timestamp()))"  # today's start, in Unix seconds (SQL)
+
+
 def fill_history(runtime: Any, days: int, per_day: int) -> float:
     """`days` days before today of `per_day` events each on the control table's rows: detections, run
     requests, starts and ends, as a year of ticks would have left them."""
-    midnight = "unix_seconds(date_trunc('DAY', current_timestamp()))"
-    return fill_events(runtime, f"{midnight} - {days} * 86400", f"{days} * 86400.0", days * per_day)
+    return fill_events(runtime, f"{MIDNIGHT} - {days} * 86400", f"{days} * 86400.0", days * per_day)
 
 
 def fill_today(runtime: Any, events: int) -> float:
     """`events` events of today so far, as a busy day leaves them: from midnight to two hours before now
     (all at midnight before 02:00), older than what the tick folds and than the open runs' look-back."""
-    midnight = "unix_seconds(date_trunc('DAY', current_timestamp()))"
-    return fill_events(runtime, midnight, f"greatest(0, unix_seconds(current_timestamp()) - 7200 - {midnight})", events)
+    return fill_events(runtime, MIDNIGHT, f"greatest(0, unix_seconds(current_timestamp()) - 7200 - {MIDNIGHT})", events)
 
 
 def fill_events(runtime: Any, first_second: str, span_seconds: str, total: int) -> float:

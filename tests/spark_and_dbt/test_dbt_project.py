@@ -164,3 +164,29 @@ def test_a_fold_reads_from_its_earliest_new_event_so_one_timed_hours_before_thos
     folded = {r.key: r for r in heartbeat.tables.control_rows()}[row]
     assert folded.freshness_missed_at == behind
     assert passed == [behind.isoformat()]
+
+
+def _scan_filters(heartbeat: HeartbeatHarness, query: str) -> list[str]:
+    """The filters each scan of the event log in `query`'s plan takes to the table (its PushedFilters)."""
+    (plan,) = heartbeat.spark.sql(f"EXPLAIN FORMATTED {query}").collect()[0]
+    return [line for line in plan.splitlines() if line.startswith("PushedFilters:")]
+
+
+def test_the_readers_bounds_on_event_time_reach_the_event_logs_scan(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a heartbeat whose models are built
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.tick()
+    table = heartbeat.config.table
+
+    # WHEN the events from a time on are read through the staging model (as a fold reads them), and the
+    # open runs are read (their bound is a subquery over the control table)
+    staged = _scan_filters(
+        heartbeat, f"SELECT * FROM {table('stg_heartbeat__events')} WHERE event_time >= timestamp'2026-11-26 10:00:00'"
+    )
+    open_runs = _scan_filters(heartbeat, f"SELECT * FROM {table('heartbeat_open_runs')}")
+
+    # THEN the time bound is a filter of the table's scan, below the removal of an event appended twice:
+    # the scan skips the row groups before it instead of reading the whole day
+    assert staged and all("GreaterThanOrEqual(event_time,2026-11-26 10:00:00" in line for line in staged)
+    assert open_runs and all("GreaterThanOrEqual(event_time,ScalarSubquery" in line for line in open_runs)

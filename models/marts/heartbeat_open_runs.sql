@@ -36,64 +36,65 @@ events as (
 
 ),
 
-requests as (
+row_requests as (
 
-    select
-        idempotency_token,
-        max(case when closes_run then 1 else 0 end) = 0 as is_open,
-        min(case when is_trigger then event_time end) as requested_at,
-        {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start') }} as run_id,
-        max(case when event_type = 'RUN_STUCK' then 1 else 0 end) = 1 as is_flagged_stuck,
-        {{ heartbeat_latest_value('message', 'event_time', "event_type = 'RUN_POLL_FAILED'") }} as last_poll_error,
-        max(case when event_type = 'RUN_POLL_FAILED' then event_time end) as last_poll_error_at
-    from events
-    group by idempotency_token
-
-),
-
-intents as (
-
+    -- One pass over the events, one row per request and control row: what the row's events say of the
+    -- request, and the row's first intent (a re-sent request has an intent per send). The events are
+    -- distributed by request, so this grouping and the window over the request below share one shuffle.
     select
         idempotency_token,
         sensor_source,
         sensor_id,
         trigger_job_id,
-        watermark_before,
-        watermark_after,
-        {{ heartbeat_json_value('details', 'job_name') }} as trigger_job_name,
-        {{ heartbeat_json_value('details', 'previous_status') }} as previous_status,
-        {{ heartbeat_json_value('details', 'dependency') }} = 'hard' as is_hard_dependency,
-        row_number() over (
-            partition by idempotency_token, sensor_source, sensor_id, trigger_job_id
-            order by event_time
-        ) as occurrence
-    from events
-    where is_trigger
+        max(case when closes_run then 1 else 0 end) as closes_run,
+        min(case when is_trigger then event_time end) as requested_at,
+        {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start') }} as run_id,
+        max(case when is_run_start then event_time end) as run_started_at,
+        max(case when event_type = 'RUN_STUCK' then 1 else 0 end) as is_flagged_stuck,
+        {{ heartbeat_latest_value('message', 'event_time', "event_type = 'RUN_POLL_FAILED'") }} as last_poll_error,
+        max(case when event_type = 'RUN_POLL_FAILED' then event_time end) as last_poll_error_at,
+        {{ heartbeat_earliest_value('struct(watermark_before, watermark_after, details)', 'event_time', 'is_trigger') }} as intent
+    from (select * from events distribute by idempotency_token)
+    group by idempotency_token, sensor_source, sensor_id, trigger_job_id
+
+),
+
+requests as (
+
+    -- A request's facts are those of all its rows (a run's start may be recorded on one row only).
+    select
+        *,
+        max(closes_run) over request = 0 as is_open,
+        min(requested_at) over request as request_requested_at,
+        {{ heartbeat_latest_value('run_id', 'run_started_at', 'run_started_at is not null') }} over request as request_run_id,
+        max(is_flagged_stuck) over request = 1 as request_is_flagged_stuck,
+        {{ heartbeat_latest_value('last_poll_error', 'last_poll_error_at', 'last_poll_error_at is not null') }} over request as request_last_poll_error,
+        max(last_poll_error_at) over request as request_last_poll_error_at
+    from row_requests
+    window request as (partition by idempotency_token)
 
 ),
 
 final as (
 
     select
-        requests.idempotency_token,
-        intents.trigger_job_id,
-        intents.trigger_job_name,
-        requests.requested_at,
-        requests.run_id,
-        requests.is_flagged_stuck,
-        requests.last_poll_error,
-        requests.last_poll_error_at,
-        intents.sensor_source,
-        intents.sensor_id,
-        intents.watermark_before,
-        intents.watermark_after,
-        intents.previous_status,
-        intents.is_hard_dependency
+        idempotency_token,
+        trigger_job_id,
+        {{ heartbeat_json_value('intent.details', 'job_name') }} as trigger_job_name,
+        request_requested_at as requested_at,
+        request_run_id as run_id,
+        request_is_flagged_stuck as is_flagged_stuck,
+        request_last_poll_error as last_poll_error,
+        request_last_poll_error_at as last_poll_error_at,
+        sensor_source,
+        sensor_id,
+        intent.watermark_before,
+        intent.watermark_after,
+        {{ heartbeat_json_value('intent.details', 'previous_status') }} as previous_status,
+        {{ heartbeat_json_value('intent.details', 'dependency') }} = 'hard' as is_hard_dependency
     from requests
-    inner join intents
-        on intents.idempotency_token = requests.idempotency_token
-    where requests.is_open
-      and intents.occurrence = 1
+    where is_open
+      and requested_at is not null
 
 )
 

@@ -166,13 +166,19 @@ def test_a_fold_reads_from_its_earliest_new_event_so_one_timed_hours_before_thos
     assert passed == [behind.isoformat()]
 
 
+def _plan(heartbeat: HeartbeatHarness, query: str) -> list[str]:
+    (plan,) = heartbeat.spark.sql(f"EXPLAIN FORMATTED {query}").collect()[0]
+    return str(plan).splitlines()
+
+
 def _scan_filters(heartbeat: HeartbeatHarness, query: str) -> list[str]:
     """The filters each scan of the event log in `query`'s plan takes to the table (its PushedFilters)."""
-    (plan,) = heartbeat.spark.sql(f"EXPLAIN FORMATTED {query}").collect()[0]
-    return [line for line in plan.splitlines() if line.startswith("PushedFilters:")]
+    return [line for line in _plan(heartbeat, query) if line.startswith("PushedFilters:")]
 
 
-def test_the_readers_bounds_on_event_time_reach_the_event_logs_scan(heartbeat: HeartbeatHarness) -> None:
+def test_the_readers_bounds_on_event_time_reach_the_event_logs_scan_and_the_open_runs_read_it_once(
+    heartbeat: HeartbeatHarness,
+) -> None:
     # GIVEN a heartbeat whose models are built
     heartbeat.write_controls([control_row("trigger_file", "in", "j")])
     heartbeat.define_jobs("j")
@@ -184,9 +190,18 @@ def test_the_readers_bounds_on_event_time_reach_the_event_logs_scan(heartbeat: H
     staged = _scan_filters(
         heartbeat, f"SELECT * FROM {table('stg_heartbeat__events')} WHERE event_time >= timestamp'2026-11-26 10:00:00'"
     )
-    open_runs = _scan_filters(heartbeat, f"SELECT * FROM {table('heartbeat_open_runs')}")
+    open_runs = _plan(heartbeat, f"SELECT * FROM {table('heartbeat_open_runs')}")
 
     # THEN the time bound is a filter of the table's scan, below the removal of an event appended twice:
     # the scan skips the row groups before it instead of reading the whole day
     assert staged and all("GreaterThanOrEqual(event_time,2026-11-26 10:00:00" in line for line in staged)
-    assert open_runs and all("GreaterThanOrEqual(event_time,ScalarSubquery" in line for line in open_runs)
+    pushed = [line for line in open_runs if line.startswith("PushedFilters:")]
+    assert pushed and all("GreaterThanOrEqual(event_time,ScalarSubquery" in line for line in pushed)
+    # AND the open runs scan the log once, and shuffle its events by request once: the grouping by
+    # request and row and the window over the request share it
+    scans = [
+        line for line in open_runs if line.startswith("(") and "Scan parquet" in line and "heartbeat_events" in line
+    ]
+    by_request = [line for line in open_runs if line.startswith("Arguments: hashpartitioning(idempotency_token#")]
+    assert len(scans) == 1, open_runs
+    assert len(by_request) == 1, open_runs

@@ -42,8 +42,13 @@ ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 DUMP_ENV = "HEARTBEAT_CLASS_ARCHIVE_DUMP"
 
 
+# Moves when the training changes what the archive holds: set-up then makes the new archive where an older
+# one was made (it makes one only where none of its name exists), and the older one is removed.
+TRAINING_VERSION = 2  # 2: the ticks of a heartbeat, besides a session's statements
+
+
 def archive_path() -> Path:
-    return Path(sys.prefix) / "share" / "heartbeat" / f"spark-{PYSPARK_VERSION}-classes.jsa"
+    return Path(sys.prefix) / "share" / "heartbeat" / f"spark-{PYSPARK_VERSION}-classes-{TRAINING_VERSION}.jsa"
 
 
 _long_lived = False
@@ -104,7 +109,56 @@ def train(state_dir: Path) -> None:
         "archive_training.events"
     )
     spark.table("archive_training.events").orderBy("id").collect()
+    train_ticks(state_dir)
     spark.stop()
+
+
+TRAINING_CONTROLS = (
+    "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,trigger_job_id,"
+    "trigger_job_name,job_state,dependency_flag\n"
+    "trigger_file,landed,batch,training,,,training_job,training,UNPAUSED,TRUE\n"
+)
+
+
+def train_ticks(state_dir: Path) -> None:
+    """The ticks a cron process runs once it hands over to Spark, on a heartbeat of one trigger folder
+    feeding one local job: the first tick (dbt builds every model), a file landed (the as-if decisions,
+    the start, a fold, the snapshot's readings through Arrow), the run ended (recorded, folded). A cold
+    tick loaded about 1,800 classes from the jars that the statements above do not load: the code
+    generator's compiler, Arrow, more of Catalyst (docs/performance.md). Where the project folder is
+    not writable (dbt reads the controls seed inside it), the archive holds the statements' classes only."""
+    import shutil
+    import time
+
+    from harness.config import PROJECT_DIR, Config, LocalJob
+    from harness.tick.run import run_tick
+    from harness.tick.runtime import Runtime
+
+    seeds = PROJECT_DIR / "state" / f"archive-training-{os.getpid()}"
+    try:
+        seeds.mkdir(parents=True)
+        (seeds / "heartbeat_controls.csv").write_text(TRAINING_CONTROLS)
+    except OSError:
+        return
+    try:
+        triggers = state_dir / "triggers"
+        (triggers / "landed").mkdir(parents=True)
+        config = Config(
+            config_path=None,
+            project_dir=PROJECT_DIR,
+            state_dir=state_dir,
+            controls_csv=seeds / "heartbeat_controls.csv",
+            trigger_root=triggers,
+            local_jobs={"training_job": LocalJob(name="training", command="true")},
+        )
+        runtime = Runtime.open(config)
+        run_tick(runtime)
+        (triggers / "landed" / "batch-1.done").write_text("1")
+        run_tick(runtime)
+        time.sleep(1.0)  # the job (`true`) ends
+        run_tick(runtime)
+    finally:
+        shutil.rmtree(seeds, ignore_errors=True)
 
 
 def make_archive() -> Path:
@@ -126,7 +180,15 @@ def make_archive() -> Path:
             dump.unlink(missing_ok=True)
             raise RuntimeError(f"no class archive was written: {done.stderr.strip()[-2000:]}")
     os.replace(dump, target)
+    remove_older_archives(target)
     return target
+
+
+def remove_older_archives(kept: Path) -> None:
+    """The archives beside `kept` that an earlier training or pyspark version made (200 MB each)."""
+    for older in kept.parent.glob("spark-*-classes*.jsa"):
+        if older != kept:
+            older.unlink()
 
 
 if __name__ == "__main__":

@@ -74,3 +74,11 @@ def test_an_option_holding_a_space_or_a_quote_stays_one_option() -> None:
     assert (
         java_option_string(options) == '"-Dderby.system.home=/srv/heart beat" -XX:TieredStopAtLevel=1 "-Dx=a\\"b\\\\c"'
     )
+
+
+def test_a_new_archive_replaces_those_an_earlier_training_or_pyspark_made(tmp_path: Path) -> None:
+    kept = tmp_path / f"spark-4.0.5-classes-{jvm_options.TRAINING_VERSION}.jsa"
+    for name in (kept.name, "spark-4.0.5-classes.jsa", "spark-3.5.1-classes-1.jsa", "unrelated.jsa"):
+        (tmp_path / name).write_bytes(b"x")
+    jvm_options.remove_older_archives(kept)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, "unrelated.jsa"])

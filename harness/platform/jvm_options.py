@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from pyspark import __version__ as PYSPARK_VERSION
 
@@ -40,6 +41,9 @@ QUICK_COMPILER_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
 ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 # Set for the process that makes the archive: its JVM writes the classes it loaded there when it exits.
 DUMP_ENV = "HEARTBEAT_CLASS_ARCHIVE_DUMP"
+# The process that trains the archive: it ticks a heartbeat, so it lives on the tick's shelf (named here,
+# not imported: this module sits below it).
+TRAINER = "harness.tick.archive_training"
 
 
 # Moves when the training changes what the archive holds: set-up then makes the new archive where an older
@@ -91,8 +95,9 @@ TRAINING_SQL = (
 )
 
 
-def train(state_dir: Path) -> None:
-    """Run what a tick runs on a session of its own (in `state_dir`); the JVM writes the archive as it exits."""
+def train(state_dir: Path, then: Callable[[Path], None]) -> None:
+    """Run what a tick runs on a session of its own (in `state_dir`), then `then` (the ticks of a
+    heartbeat: harness.tick.archive_training); the JVM writes the archive as it exits."""
     from harness.config import PROJECT_DIR, Config
     from harness.platform.spark import get_spark
     from harness.state_layout import StateLayout
@@ -109,56 +114,8 @@ def train(state_dir: Path) -> None:
         "archive_training.events"
     )
     spark.table("archive_training.events").orderBy("id").collect()
-    train_ticks(state_dir)
+    then(state_dir)
     spark.stop()
-
-
-TRAINING_CONTROLS = (
-    "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,trigger_job_id,"
-    "trigger_job_name,job_state,dependency_flag\n"
-    "trigger_file,landed,batch,training,,,training_job,training,UNPAUSED,TRUE\n"
-)
-
-
-def train_ticks(state_dir: Path) -> None:
-    """The ticks a cron process runs once it hands over to Spark, on a heartbeat of one trigger folder
-    feeding one local job: the first tick (dbt builds every model), a file landed (the as-if decisions,
-    the start, a fold, the snapshot's readings through Arrow), the run ended (recorded, folded). A cold
-    tick loaded about 1,800 classes from the jars that the statements above do not load: the code
-    generator's compiler, Arrow, more of Catalyst (docs/performance.md). Where the project folder is
-    not writable (dbt reads the controls seed inside it), the archive holds the statements' classes only."""
-    import shutil
-    import time
-
-    from harness.config import PROJECT_DIR, Config, LocalJob
-    from harness.tick.run import run_tick
-    from harness.tick.runtime import Runtime
-
-    seeds = PROJECT_DIR / "state" / f"archive-training-{os.getpid()}"
-    try:
-        seeds.mkdir(parents=True)
-        (seeds / "heartbeat_controls.csv").write_text(TRAINING_CONTROLS)
-    except OSError:
-        return
-    try:
-        triggers = state_dir / "triggers"
-        (triggers / "landed").mkdir(parents=True)
-        config = Config(
-            config_path=None,
-            project_dir=PROJECT_DIR,
-            state_dir=state_dir,
-            controls_csv=seeds / "heartbeat_controls.csv",
-            trigger_root=triggers,
-            local_jobs={"training_job": LocalJob(name="training", command="true")},
-        )
-        runtime = Runtime.open(config)
-        run_tick(runtime)
-        (triggers / "landed" / "batch-1.done").write_text("1")
-        run_tick(runtime)
-        time.sleep(1.0)  # the job (`true`) ends
-        run_tick(runtime)
-    finally:
-        shutil.rmtree(seeds, ignore_errors=True)
 
 
 def make_archive() -> Path:
@@ -171,7 +128,7 @@ def make_archive() -> Path:
         # Reading the output to its end waits for the JVM too (it shares the output), so the archive it
         # writes as it exits is whole before it is moved into place.
         done = subprocess.run(
-            [sys.executable, "-m", "harness.platform.jvm_options", "--train", str(Path(work) / "state")],
+            [sys.executable, "-m", TRAINER, str(Path(work) / "state")],
             env=env,
             capture_output=True,
             text=True,
@@ -192,7 +149,4 @@ def remove_older_archives(kept: Path) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--train"]:
-        train(Path(sys.argv[2]))
-    else:
-        print(f"class archive written: {make_archive()}")
+    print(f"class archive written: {make_archive()}")

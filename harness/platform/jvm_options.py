@@ -142,7 +142,7 @@ def make_archive() -> Path:
 
 
 def remove_older_archives(kept: Path) -> None:
-    """The archives beside `kept` that an earlier training or pyspark version made (200 MB each)."""
+    """Remove the archives beside `kept` that an earlier training or pyspark version made (200 MB each)."""
     for older in kept.parent.glob("spark-*-classes*.jsa"):
         if older != kept:
             older.unlink()

@@ -14,15 +14,23 @@ import time
 from pathlib import Path
 
 from harness.config import PROJECT_DIR, Config, LocalJob
+from harness.controls import USER_COLUMNS
 from harness.platform.jvm_options import train
 from harness.tick.run import run_tick
 from harness.tick.runtime import Runtime
 
-TRAINING_CONTROLS = (
-    "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,trigger_job_id,"
-    "trigger_job_name,job_state,dependency_flag\n"
-    "trigger_file,landed,batch,training,,,training_job,training,UNPAUSED,TRUE\n"
-)
+# One trigger folder feeding one local job (the controls' columns: harness.controls.USER_COLUMNS).
+TRAINING_ROW = {
+    "sensor_source": "trigger_file",
+    "sensor_id": "landed",
+    "sensor_read_type": "batch",
+    "asset_description": "training",
+    "trigger_job_id": "training_job",
+    "trigger_job_name": "training",
+    "job_state": "UNPAUSED",
+    "dependency_flag": "TRUE",
+}
+TRAINING_CONTROLS = f"{','.join(USER_COLUMNS)}\n{','.join(TRAINING_ROW.get(c, '') for c in USER_COLUMNS)}\n"
 
 
 def train_ticks(state_dir: Path) -> None:

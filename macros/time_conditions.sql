@@ -71,6 +71,21 @@
   ({{ ts }} + make_dt_interval(0, 0, 0, {{ seconds }}))
 {%- endmacro %}
 
+{#- `ts` at its whole second plus `seconds` as a whole number: the value of dbt.dateadd('second', ...),
+    whose Spark SQL wraps every operand in null checks that never fail (with dbt.datediff they were 17
+    in the trigger set: its first analysis in a process took 0.3 s longer, docs/performance.md). -#}
+{% macro heartbeat_add_whole_seconds(ts, seconds) -%}
+  {{ return(adapter.dispatch('heartbeat_add_whole_seconds', 'heartbeat')(ts, seconds)) }}
+{%- endmacro %}
+
+{% macro default__heartbeat_add_whole_seconds(ts, seconds) -%}
+  {{ dbt.dateadd('second', seconds, ts) }}
+{%- endmacro %}
+
+{% macro spark__heartbeat_add_whole_seconds(ts, seconds) -%}
+  to_timestamp(unix_timestamp({{ ts }}) + cast({{ seconds }} as int))
+{%- endmacro %}
+
 {#- Whole seconds from `first` to `second`. -#}
 {% macro heartbeat_seconds_between(first, second) -%}
   {{ return(adapter.dispatch('heartbeat_seconds_between', 'heartbeat')(first, second)) }}

@@ -125,11 +125,10 @@ with_refusal as (
         -- the job's latest start request was refused by the backend
         last_start_refused_at is not null
             and (last_requested_at is null or last_start_refused_at >= last_requested_at) as is_start_refused,
-        {{ dbt.dateadd(
-            'second',
+        {{ heartbeat_add_whole_seconds(
+            'last_start_refused_at',
             'least(' ~ retry_max ~ ', greatest(' ~ retry_base ~ ', coalesce('
-                ~ dbt.datediff('waiting_since', 'last_start_refused_at', 'second') ~ ', 0)))',
-            'last_start_refused_at') }} as retry_start_after,
+                ~ heartbeat_seconds_between('waiting_since', 'last_start_refused_at') ~ ', 0)))') }} as retry_start_after,
         {{ heartbeat_add_seconds('last_requested_at', 'min_interval_seconds') }} as gap_until,
         {{ heartbeat_seconds_between('last_requested_at', now) }} as gap_age_seconds,
         cast(nullif({{ part('start_window', 5) }}, '') as int) * 60 + cast(nullif({{ part('start_window', 6) }}, '') as int) as window_opens_minute,

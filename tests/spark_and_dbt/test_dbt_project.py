@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,28 @@ def test_the_readers_bounds_on_event_time_reach_the_event_logs_scan_and_the_open
     by_request = [line for line in open_runs if line.startswith("Arguments: hashpartitioning(idempotency_token#")]
     assert len(scans) == 1, open_runs
     assert len(by_request) == 1, open_runs
+
+
+def test_the_trigger_set_read_again_a_moment_later_compiles_no_new_code(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a heartbeat whose models are built, with a job waiting out a quiet period (a rule that reads
+    # the current time), and the trigger set read once
+    heartbeat.write_controls([control_row("trigger_file", "in", "j") | {"quiet_period": "1h"}])
+    heartbeat.define_jobs("j")
+    heartbeat.drop_trigger_file("in", "a.done")
+    heartbeat.tick()
+    trigger_set = heartbeat.config.table("heartbeat_trigger_set")
+    first = heartbeat.spark.table(trigger_set).collect()
+    compiled = heartbeat.spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    before = compiled.getCount()
+
+    # WHEN it is read again, at a later time
+    time.sleep(0.01)
+    again = heartbeat.spark.table(trigger_set).collect()
+
+    # THEN Spark ran it with the code it generated the first time (the time is not a literal in that code),
+    # and the decision is the same
+    assert compiled.getCount() == before
+    assert [(r.trigger_job_id, r.should_start, r.earliest_start_at) for r in again] == [
+        (r.trigger_job_id, r.should_start, r.earliest_start_at) for r in first
+    ]
+    assert not again[0].should_start and "quiet" in again[0].reason

@@ -44,6 +44,15 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # (0.9-1.3 s of CPU); with room for them a warm tick compiles 10-18, those whose code holds the tick's
 # time (docs/performance.md, "What a warm tick paid again at every tick").
 CODEGEN_CACHE_ENTRIES = 1000
+# Spark 4 maps text's case (`lower`, `upper`, `initcap`) with ICU, and ICU's first use in a JVM builds a
+# table of the title case of every code point: 2.2-2.5 s in a short process's JVM (its quick compiler
+# only), paid by every busy cron tick, whose controls' staging lowers and uppers their words. Off, Spark
+# maps case as Spark 3 did: ASCII text byte by byte, other text with the JVM's own mapping. The words the
+# product maps are ASCII once the controls are validated, the same either way (docs/performance.md).
+ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
+# At its start the embedded metastore (DataNucleus) looks for ORM files of its classes in every jar on the
+# class path; Hive ships none (its mapping is package.jdo), so the search finds nothing, in 0.3-0.4 s.
+METASTORE_ORM_FILES = "spark.hadoop.datanucleus.metadata.supportORM"
 
 
 DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
@@ -129,6 +138,7 @@ def get_spark(config: Config) -> SparkSession:
         .appName("heartbeat")
         .config("spark.sql.warehouse.dir", str(config.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url(config))
+        .config(METASTORE_ORM_FILES, "false")
         .config(
             "spark.driver.extraJavaOptions",
             java_option_string(
@@ -148,6 +158,7 @@ def get_spark(config: Config) -> SparkSession:
         # Spark write them: a read of the events from a time on skips the row groups before it.
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
+        .config(ICU_CASE_MAPPINGS, "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")

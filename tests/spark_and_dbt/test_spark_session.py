@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
-from harness.platform.spark import DATABRICKS_RUNTIME_ENV, SESSION_TIME_ZONE, get_spark
+from harness.platform.spark import DATABRICKS_RUNTIME_ENV, ICU_CASE_MAPPINGS, SESSION_TIME_ZONE, get_spark
 
 pytestmark = pytest.mark.scenario
 
@@ -48,3 +48,13 @@ def test_the_harness_jvm_runs_with_its_start_up_options(spark: SparkSession) -> 
         spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()  # type: ignore[union-attr]
     )
     assert set(java_options()) <= set(arguments), arguments
+
+
+def test_the_harness_session_maps_case_as_the_controls_validator_does_without_icus_table(spark: SparkSession) -> None:
+    # ICU's case mapping builds a table of every code point at its first use in a JVM (about 2 s of a busy
+    # cron tick): the harness's session maps case with the JVM's own, which gives the words the validator
+    # reads (Python's mapping) for the controls' words and for text beyond ASCII alike.
+    assert spark.conf.get(ICU_CASE_MAPPINGS) == "false"
+    words = ["Trigger_File", "DELTA", "unPaused", " TrUe ", "Ärger", "straße", "ΣΊΣΥΦΟΣ", "Ǆemal"]
+    rows = spark.createDataFrame([(w,) for w in words], "w string").selectExpr("w", "lower(w) l", "upper(w) u")
+    assert {(r.w, r.l, r.u) for r in rows.collect()} == {(w, w.lower(), w.upper()) for w in words}

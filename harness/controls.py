@@ -69,6 +69,9 @@ HARNESS_COLUMNS = (
 SEED = "heartbeat_controls"
 DIGEST_PROPERTY = "heartbeat.controls_sha256"
 REQUIRED = ("sensor_source", "sensor_id", "trigger_job_id", "job_state", "dependency_flag", "sensor_read_type")
+# Text whose blanks at either end change nothing; every other column is a word, a key or a value the
+# control table compares or parses after trimming its spaces (SQL's trim), as the validator must read it.
+FREE_TEXT = ("asset_description", "preprocess_query")
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,12 @@ def _choices(values: type) -> str:
 
 
 def _row_problems(row: dict[str, str]) -> list[str]:
-    problems = []
+    problems = [
+        f"{column} {value!r} starts or ends with a tab, a line break or another blank that is not a space; "
+        "remove it (the control table trims spaces only, so it would read another value)"
+        for column, value in row.items()
+        if column not in FREE_TEXT and isinstance(value, str) and value.strip() != value.strip(" ")
+    ]
     for column in REQUIRED:
         if not row.get(column, "").strip():
             problems.append(f"{column} is empty")
@@ -117,7 +125,7 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     state = row.get("job_state", "").strip().upper()
     if state and state not in {s.value for s in JobState}:
         problems.append(f"unknown job_state {state!r}; expected UNPAUSED or PAUSED")
-    flag = "".join(row.get("dependency_flag", "").split()).upper()
+    flag = row.get("dependency_flag", "").replace(" ", "").upper()  # as the control table reads it
     if flag and flag not in ("TRUE", "FALSE"):
         problems.append(f"unknown dependency_flag {row.get('dependency_flag')!r}; expected TRUE (hard) or FALSE (soft)")
     query = row.get("preprocess_query", "").strip()
@@ -244,7 +252,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
                     trigger_job_id=key[2],
                     trigger_job_name=row.get("trigger_job_name", "").strip(),
                     job_state=row["job_state"].strip().upper(),
-                    is_hard_dependency="".join(row["dependency_flag"].split()).upper() == "TRUE",
+                    is_hard_dependency=row["dependency_flag"].replace(" ", "").upper() == "TRUE",
                     partition_filter=row.get("partition_filter", "").strip(),
                     tags=row.get("tags", "").strip(),
                     expected_within=row.get("expected_within", "").strip(),

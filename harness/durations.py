@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+# ASCII digits and spaces only: what the control table's SQL reads (macro heartbeat_duration_seconds); it
+# cannot cast other digits, so a duration the validator accepted would fail every trigger set read.
+_DURATION = re.compile(r"^ *([0-9]+(?:\.[0-9]+)?) *([smhdw]) *$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 EXAMPLES = "90s, 30m, 26h, 2d, 1w"
 

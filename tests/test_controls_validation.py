@@ -43,6 +43,43 @@ def test_dependency_flag_ignores_case_and_spaces(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "change, column",
+    [
+        ({"job_state": "PAUSED\t"}, "job_state"),  # the control table would read 'PAUSED\t': not paused
+        ({"dependency_flag": "TRUE\u00a0"}, "dependency_flag"),  # not TRUE there: a soft dependency
+        ({"sensor_id": "\tt2"}, "sensor_id"),
+        ({"quiet_period": "90s\u2003"}, "quiet_period"),  # an em space
+    ],
+)
+def test_a_blank_other_than_a_space_around_a_value_is_refused_as_the_control_table_would_read_another(
+    tmp_path: Path, change: dict[str, str], column: str
+) -> None:
+    # GIVEN a row whose value ends (or starts) with a tab, a no-break space or an em space, which the
+    # control table's SQL keeps (its trim takes spaces only)
+    rows = [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "k") | change]
+    # WHEN it is validated, THEN it is refused, naming the line, the column and what to remove
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows, TIME_COLUMNS))
+    assert f"{column} {change[column]!r} starts or ends with a tab" in str(refused.value)
+    assert "line 3" in str(refused.value) and "line 2" not in str(refused.value)
+
+
+def test_blanks_inside_a_dependency_flag_count_as_the_control_table_counts_them(tmp_path: Path) -> None:
+    rows = [control_row("kafka", "t1", "j") | {"dependency_flag": "TR\tUE"}]
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows))
+    assert "unknown dependency_flag 'TR\\tUE'" in str(refused.value)
+
+
+def test_free_text_may_end_in_a_line_break(tmp_path: Path) -> None:
+    rows = [
+        control_row("kafka", "t1", "j")
+        | {"asset_description": "orders\n", "preprocess_query": "SELECT *\nFROM sensor_new_data\n"}
+    ]
+    assert [s.sensor_id for s in read_controls(write(tmp_path / "c.csv", rows))] == ["t1"]
+
+
+@pytest.mark.parametrize(
     "change, expected",
     [
         ({"sensor_source": "kafak"}, "line 3 (kafak 't2' -> job j): unknown sensor_source 'kafak'"),
@@ -184,6 +221,9 @@ def test_time_condition_columns_are_optional_and_read_when_present(tmp_path: Pat
             "quiet_period '10 minutes' is not a positive duration; write a number and a unit",
         ),
         ({"quiet_period": "0s"}, "quiet_period '0s' is not a positive duration"),
+        # digits the control table's SQL cannot cast (it would fail every trigger set read)
+        ({"quiet_period": "\u0663s"}, "quiet_period '\u0663s' is not a positive duration"),
+        ({"min_interval": "\uff19\uff10m"}, "min_interval '\uff19\uff10m' is not a positive duration"),
         ({"min_interval": "1 hour"}, "min_interval '1 hour' is not a positive duration; write a number and a unit"),
         ({"start_window": "nights"}, "start_window 'nights' is not a start window; write [days ]HH:MM-HH:MM"),
         ({"start_window": "Mon-Fry 20:00-06:00"}, "start_window 'Mon-Fry 20:00-06:00' names an unknown day"),

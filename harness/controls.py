@@ -224,7 +224,8 @@ def read_controls(path: Path) -> list[ControlSpec]:
         specs: list[ControlSpec] = []
         seen: dict[tuple[str, str, str], int] = {}
         for record in reader:
-            line = reader.line_num
+            # where the row starts: a quoted value may span lines (a preprocess_query written over several)
+            line = reader.line_num - sum(v.count("\n") for v in record.values() if isinstance(v, str))
             row = {k.strip(): (v or "") for k, v in record.items() if k is not None}
             if None in record:
                 errors.append(f"line {line}: more values than columns")

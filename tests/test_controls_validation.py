@@ -87,6 +87,22 @@ def test_bad_value_is_refused_naming_the_line_and_problem(
     assert "line 2" not in str(refused.value)  # the good row is not blamed
 
 
+def test_a_row_over_several_lines_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
+    # GIVEN a bad row whose preprocess_query spans three lines, a blank line, then another bad row
+    query = "SELECT *\r\nFROM sensor_new_data\r\nWHERE id > 1"
+    rows = [
+        control_row("kafka", "t1", "j") | {"preprocess_query": query, "job_state": "STOPPED"},
+        control_row("kafka", "t2", "j") | {"job_state": "HALTED"},
+    ]
+    path = write(tmp_path / "c.csv", rows)
+    path.write_bytes(path.read_bytes().replace(b"\r\nkafka,t2,", b"\r\n\r\nkafka,t2,"))
+    # THEN each is named by its first line: the header is line 1, the first row lines 2-4, the blank one 5
+    with pytest.raises(ControlsError) as refused:
+        read_controls(path)
+    assert "line 2 (kafka 't1' -> job j): unknown job_state 'STOPPED'" in str(refused.value)
+    assert "line 6 (kafka 't2' -> job j): unknown job_state 'HALTED'" in str(refused.value)
+
+
 def test_duplicate_key_is_refused_pointing_at_the_first_occurrence(tmp_path: Path) -> None:
     rows = [control_row("kafka", "t", "j"), control_row("kafka", "t", "other"), control_row("KAFKA ", "t", "j")]
     with pytest.raises(ControlsError, match=r"line 4 .*duplicate key .* first on line 2"):

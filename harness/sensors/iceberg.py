@@ -17,12 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.manifest import ManifestEntryStatus
-from pyiceberg.table import Table
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -35,6 +31,10 @@ from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.vocabulary import SensorSource
+
+if TYPE_CHECKING:  # pyiceberg is imported where a table is read: a tick without Iceberg rows never pays for it (0.25 s)
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
 
 DEFAULT_CATALOG = "default"
 _CHANGES = {"append": "APPEND", "overwrite": "UPDATE", "delete": "DELETE"}  # replace: no data change
@@ -105,6 +105,8 @@ class IcebergState:
 
     def _touched(self, snapshot_id: int) -> tuple[PartitionValues, ...]:
         """The partitions whose files this snapshot added or deleted (from the manifests it wrote)."""
+        from pyiceberg.manifest import ManifestEntryStatus
+
         if not self.partition_columns:
             return ()
         snapshot = self.table.snapshot_by_id(snapshot_id)
@@ -203,12 +205,16 @@ class IcebergSensor(Sensor[IcebergState]):
             )
         if "." not in table:
             raise SensorError(f"{upstream.label}: expected namespace.table after the catalog, e.g. sales.orders")
+        from pyiceberg.catalog import load_catalog
+
         try:
             return load_catalog(name, **self.catalogs[name]), table
         except Exception as exc:  # noqa: BLE001 - pyiceberg raises many types; the message names the problem
             raise SensorError(f"{upstream.label}: cannot load Iceberg catalog {name!r}: {exc}") from exc
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> IcebergState:
+        from pyiceberg.exceptions import NoSuchTableError
+
         context.time_left(upstream.label)
         catalog, name = self._catalog(upstream)
         try:
@@ -274,6 +280,7 @@ def read_range(request: RangeRequest) -> DataFrame:
     """The rows of the data files the snapshots after `from` up to `to` added (their manifests say which),
     read by Spark: what the range appended or rewrote. A job that never succeeded gets the table at `to`."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.manifest import ManifestEntryStatus
 
     spark, target = request.spark, request.upstream
     table = build(request.config, target.kind).read_position(request.context, target).table

@@ -99,3 +99,21 @@ def write_event_file(folder: Path) -> None:
         ),
         day / "part-0.parquet",
     )
+
+
+@pytest.mark.process
+def test_building_every_sensor_imports_no_iceberg_client_until_a_table_is_read(tmp_path: Path) -> None:
+    """A full tick builds every kind's sensor (its settings checked at the start); pyiceberg (0.25 s to import)
+    comes only with an Iceberg table's first read."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from harness.config import PROJECT_DIR, Config\n"
+        "from harness.sensors import build_registry\n"
+        "build_registry(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=Path(sys.argv[1])))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyiceberg'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "state")], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -106,6 +106,11 @@ def _choices(values: type) -> str:
     return ", ".join(v.value for v in values)  # type: ignore[attr-defined]
 
 
+def _dependency_flag(row: dict[str, str]) -> str:
+    """The row's dependency flag as the staging model reads it: without its spaces, in capitals."""
+    return row.get("dependency_flag", "").replace(" ", "").upper()
+
+
 def _row_problems(row: dict[str, str]) -> list[str]:
     problems = [
         f"{column} {value!r} starts or ends with a tab, a line break or another blank that is not a space; "
@@ -125,7 +130,7 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     state = row.get("job_state", "").strip().upper()
     if state and state not in {s.value for s in JobState}:
         problems.append(f"unknown job_state {state!r}; expected UNPAUSED or PAUSED")
-    flag = row.get("dependency_flag", "").replace(" ", "").upper()  # as the control table reads it
+    flag = _dependency_flag(row)
     if flag and flag not in ("TRUE", "FALSE"):
         problems.append(f"unknown dependency_flag {row.get('dependency_flag')!r}; expected TRUE (hard) or FALSE (soft)")
     query = row.get("preprocess_query", "").strip()
@@ -253,7 +258,7 @@ def read_controls(path: Path) -> list[ControlSpec]:
                     trigger_job_id=key[2],
                     trigger_job_name=row.get("trigger_job_name", "").strip(),
                     job_state=row["job_state"].strip().upper(),
-                    is_hard_dependency=row["dependency_flag"].replace(" ", "").upper() == "TRUE",
+                    is_hard_dependency=_dependency_flag(row) == "TRUE",
                     partition_filter=row.get("partition_filter", "").strip(),
                     tags=row.get("tags", "").strip(),
                     expected_within=row.get("expected_within", "").strip(),

@@ -13,9 +13,12 @@ table was read, on a warm metastore), not to the work. Two options cut that:
   - it maps the classes Spark, Hive and Derby load at start-up from a class-data archive instead of
     reading and verifying them from the jars every time. The archive is made once per installation
     (`python -m harness.platform.jvm_options`, which scripts/setup.sh runs) by a Spark session that does what a
-    tick does, and lives in the Python environment beside pyspark (one archive per pyspark version).
-    Without it (or with a JDK or jars it was not made with: make it again after such an update) the
-    JVM loads its classes as usual: the archive only ever saves time. The JVM's notes about the archive are switched off, so that a
+    tick does, and lives in the Python environment beside pyspark (one archive per pyspark version, and
+    per Spark configuration folder: Spark's launcher puts `SPARK_CONF_DIR` at the head of the class path,
+    and the JVM maps an archive only under the class path it was made with). Without it (or with a JDK
+    or jars it was not made with: make it again after such an update) the JVM loads its classes as usual,
+    about 4 s longer to a busy tick: the archive only ever saves time, and a process whose
+    `SPARK_CONF_DIR` has none says how to make it. The JVM's notes about the archive are switched off, so that a
     tick's output stays its own.
 
 Together: about 20 s -> 9 s from the process's start to its first table written (docs/performance.md).
@@ -23,6 +26,8 @@ Together: about 20 s -> 9 s from the process's start to its first table written 
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -31,6 +36,8 @@ from pathlib import Path
 from typing import Callable
 
 from pyspark import __version__ as PYSPARK_VERSION
+
+log = logging.getLogger(__name__)
 
 QUICK_COMPILER_ONLY = "-XX:TieredStopAtLevel=1"
 # With the quick compiler only, the JVM reserves a 48 MB code cache (240 MB with both compilers). A
@@ -51,8 +58,15 @@ TRAINER = "harness.tick.archive_training"
 TRAINING_VERSION = 2  # 2: the ticks of a heartbeat, besides a session's statements
 
 
+ARCHIVE_STEM = f"spark-{PYSPARK_VERSION}-classes-{TRAINING_VERSION}"
+CONF_DIR_ENV = "SPARK_CONF_DIR"  # the folder Spark's launcher puts first on the JVM's class path
+
+
 def archive_path() -> Path:
-    return Path(sys.prefix) / "share" / "heartbeat" / f"spark-{PYSPARK_VERSION}-classes-{TRAINING_VERSION}.jsa"
+    """This installation's archive for the Spark configuration folder of this process's environment."""
+    conf_dir = os.environ.get(CONF_DIR_ENV)
+    tag = f"-conf-{hashlib.sha256(os.path.abspath(conf_dir).encode()).hexdigest()[:8]}" if conf_dir else ""
+    return Path(sys.prefix) / "share" / "heartbeat" / f"{ARCHIVE_STEM}{tag}.jsa"
 
 
 _long_lived = False
@@ -73,6 +87,13 @@ def java_options() -> list[str]:
     archive = archive_path()
     if archive.exists():
         return [*compiler, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
+    if any(archive.parent.glob(f"{ARCHIVE_STEM}*.jsa")):  # made under another Spark configuration folder
+        log.warning(
+            "the JVM's class archive was made with another %s than this process's (%s), so Spark starts "
+            "without it, about 4 s longer: make one for it with `python -m harness.platform.jvm_options`",
+            CONF_DIR_ENV,
+            os.environ.get(CONF_DIR_ENV, "unset"),
+        )
     return compiler
 
 
@@ -142,9 +163,12 @@ def make_archive() -> Path:
 
 
 def remove_older_archives(kept: Path) -> None:
-    """Remove the archives beside `kept` that an earlier training or pyspark version made (200 MB each)."""
+    """Remove the archives beside `kept` that an earlier training or pyspark version made (200 MB each);
+    those of this version for other Spark configuration folders stay."""
     for older in kept.parent.glob("spark-*-classes*.jsa"):
-        if older != kept:
+        if older != kept and not (
+            older.name == f"{ARCHIVE_STEM}.jsa" or older.name.startswith(f"{ARCHIVE_STEM}-conf-")
+        ):
             older.unlink()
 
 

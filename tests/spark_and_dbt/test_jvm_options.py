@@ -10,6 +10,8 @@ import pytest
 from harness.platform import jvm_options
 from harness.platform.jvm_options import (
     ARCHIVE_QUIET,
+    ARCHIVE_STEM,
+    CONF_DIR_ENV,
     DUMP_ENV,
     QUICK_COMPILER_CODE_CACHE,
     QUICK_COMPILER_ONLY,
@@ -58,13 +60,41 @@ def test_the_process_that_makes_the_archive_has_its_jvm_write_one_at_exit(
     assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in java_options()
 
 
-def test_the_archive_lives_in_the_python_environment_one_per_pyspark_version() -> None:
+def test_the_archive_lives_in_the_python_environment_one_per_pyspark_version(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     from pyspark import __version__
 
+    monkeypatch.delenv(CONF_DIR_ENV, raising=False)
     path = jvm_options.archive_path()
     assert path.is_relative_to(sys.prefix) and __version__ in path.name
+
+
+def test_each_spark_configuration_folder_has_an_archive_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark's launcher puts SPARK_CONF_DIR first on the JVM's class path, and the JVM refuses an archive
+    # made under another class path (a busy tick's JVM then started about 4 s later)
+    monkeypatch.delenv(CONF_DIR_ENV, raising=False)
+    without = jvm_options.archive_path()
+    monkeypatch.setenv(CONF_DIR_ENV, str(tmp_path / "a"))
+    first = jvm_options.archive_path()
+    monkeypatch.setenv(CONF_DIR_ENV, str(tmp_path / "b"))
+    second = jvm_options.archive_path()
+    assert len({without, first, second}) == 3
+    assert all(p.parent == without.parent and p.name.startswith(ARCHIVE_STEM) for p in (first, second))
+
+
+def test_a_process_whose_spark_conf_dir_has_no_archive_starts_without_one_and_says_how_to_make_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / f"{ARCHIVE_STEM}.jsa").write_bytes(b"")  # made with no SPARK_CONF_DIR
+    monkeypatch.delenv(DUMP_ENV, raising=False)
+    monkeypatch.setenv(CONF_DIR_ENV, "/etc/spark/conf")
+    monkeypatch.setattr(jvm_options, "archive_path", lambda: tmp_path / f"{ARCHIVE_STEM}-conf-12345678.jsa")
+    assert java_options() == [QUICK_COMPILER_ONLY, QUICK_COMPILER_CODE_CACHE]
+    assert "SPARK_CONF_DIR" in caplog.text and "/etc/spark/conf" in caplog.text
+    assert "python -m harness.platform.jvm_options" in caplog.text
 
 
 def test_an_option_holding_a_space_or_a_quote_stays_one_option() -> None:
@@ -78,7 +108,8 @@ def test_an_option_holding_a_space_or_a_quote_stays_one_option() -> None:
 
 def test_a_new_archive_replaces_those_an_earlier_training_or_pyspark_made(tmp_path: Path) -> None:
     kept = tmp_path / f"spark-4.0.5-classes-{jvm_options.TRAINING_VERSION}.jsa"
-    for name in (kept.name, "spark-4.0.5-classes.jsa", "spark-3.5.1-classes-1.jsa", "unrelated.jsa"):
+    other_conf = f"{ARCHIVE_STEM}-conf-12345678.jsa"  # this version's, for another Spark configuration folder
+    for name in (kept.name, other_conf, "spark-4.0.5-classes.jsa", "spark-3.5.1-classes-1.jsa", "unrelated.jsa"):
         (tmp_path / name).write_bytes(b"x")
     jvm_options.remove_older_archives(kept)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, "unrelated.jsa"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, other_conf, "unrelated.jsa"])

@@ -69,6 +69,11 @@ def archive_path() -> Path:
     return Path(sys.prefix) / "share" / "heartbeat" / f"{ARCHIVE_STEM}{tag}.jsa"
 
 
+def _of_this_version(archive: Path) -> bool:
+    """An archive of this pyspark version and training, for whichever Spark configuration folder."""
+    return archive.name == f"{ARCHIVE_STEM}.jsa" or archive.name.startswith(f"{ARCHIVE_STEM}-conf-")
+
+
 _long_lived = False
 
 
@@ -87,7 +92,7 @@ def java_options() -> list[str]:
     archive = archive_path()
     if archive.exists():
         return [*compiler, f"-XX:SharedArchiveFile={archive}", *ARCHIVE_QUIET]
-    if any(archive.parent.glob(f"{ARCHIVE_STEM}*.jsa")):  # made under another Spark configuration folder
+    if any(_of_this_version(other) for other in archive.parent.glob("*.jsa")):  # another configuration folder's
         log.warning(
             "the JVM's class archive was made with another %s than this process's (%s), so Spark starts "
             "without it, about 4 s longer: make one for it with `python -m harness.platform.jvm_options`",
@@ -166,9 +171,7 @@ def remove_older_archives(kept: Path) -> None:
     """Remove the archives beside `kept` that an earlier training or pyspark version made (200 MB each);
     those of this version for other Spark configuration folders stay."""
     for older in kept.parent.glob("spark-*-classes*.jsa"):
-        if older != kept and not (
-            older.name == f"{ARCHIVE_STEM}.jsa" or older.name.startswith(f"{ARCHIVE_STEM}-conf-")
-        ):
+        if older != kept and not _of_this_version(older):
             older.unlink()
 
 

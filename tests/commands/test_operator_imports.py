@@ -5,6 +5,7 @@ runs the three commands and prints what is loaded."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from harness.config import PROJECT_DIR
+from harness.controls import USER_COLUMNS
 from harness.state.event_reader import refresh_index
+from tests.support import control_row
 
 HEAVY = (
     "pyarrow",
@@ -124,12 +127,11 @@ def test_a_cron_tick_loads_the_sql_parser_only_to_check_a_preprocess_query(tmp_p
     """A cron tick imports the tick's modules; sqlglot (0.05 s of a 0.4 s tick with nothing new) comes only
     when a controls CSV with a preprocess_query is read."""
     # GIVEN a controls CSV with a preprocess_query on its row
-    csv = tmp_path / "heartbeat_controls.csv"
-    csv.write_text(
-        "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
-        "trigger_job_id,trigger_job_name,job_state,dependency_flag\n"
-        'trigger_file,landed,batch,orders,,"select * from sensor_new_data",job,job,UNPAUSED,TRUE\n'
-    )
+    csv_path = tmp_path / "heartbeat_controls.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
+        writer.writeheader()
+        writer.writerow(control_row("trigger_file", "landed", "job", preprocess_query="select * from sensor_new_data"))
     script = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -140,6 +142,6 @@ def test_a_cron_tick_loads_the_sql_parser_only_to_check_a_preprocess_query(tmp_p
         "print('sqlglot' in sys.modules)\n"
     )
     # WHEN a fresh interpreter imports what a cron tick imports, then reads the CSV
-    out = subprocess.run([sys.executable, "-c", script, str(csv)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", script, str(csv_path)], capture_output=True, text=True, check=True)
     # THEN the parser came with the query's check, not before
     assert out.stdout.splitlines() == ["[]", "True"]

@@ -102,6 +102,14 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+MISSING = "missing"
+
+
+def file_version(path: Path) -> str:
+    """What a refusal of the controls CSV is recorded for: the file's digest, or MISSING without a file."""
+    return file_digest(path) if path.exists() else MISSING
+
+
 def _choices(values: type) -> str:
     return ", ".join(v.value for v in values)  # type: ignore[attr-defined]
 

@@ -36,6 +36,9 @@ _invocation = threading.Lock()
 
 
 AS_IF_CONTROL_TABLE = "heartbeat_as_if_control_table"  # the temporary view heartbeat_trigger_set_as_if reads
+# Passed while the controls CSV is missing: the staging model then reads the seed's table as last loaded
+# (macros/controls_seed.sql), since dbt has no seed without its file.
+CONTROLS_MISSING_VAR = "heartbeat_controls_missing"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
         "heartbeat_refused_start_retry_seconds": config.settings.runs.refused_start_retry_seconds,
         "heartbeat_refused_start_retry_max_seconds": config.settings.runs.refused_start_retry_max_seconds,
         "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
+        **({CONTROLS_MISSING_VAR: True} if not config.controls_csv.exists() else {}),
         **extra,
     }
 

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from harness.config import Config
-from harness.controls import file_digest, read_controls
+from harness.controls import MISSING, file_version, read_controls
 from harness.errors import ControlsError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
@@ -167,7 +167,7 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
         return "the control table changed since the last snapshot"
     recorded = config.layout.models_digest
     if not recorded.exists() or recorded.read_text().strip() != project_digest(config):
-        return "the dbt project changed since the models were built"
+        return "the dbt project or its vars changed since the models were built (a controls CSV gone or back is a var)"
     if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
         return "a waiting job may start now (a refused start retried, or its time condition met)"
     if retention.due(config, datetime.now(timezone.utc).date()):
@@ -176,17 +176,15 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
 
 
 def _controls_error(config: Config, snapshot: dict[str, Any]) -> str | Handover | None:
-    """None when the seed holds the controls CSV; its refusal when this version was refused (and
-    recorded) before; a Handover when it changed."""
+    """None when the seed holds the controls CSV; its refusal when this version (or its absence) was
+    refused (and recorded) before; a Handover when it changed."""
     path = config.controls_csv
-    if not path.exists():
-        return Handover("the controls CSV is missing")
-    digest = file_digest(path)
+    digest = file_version(path)
     if digest == snapshot["controls_sha256"]:
         return None
     marker = config.layout.controls_rejected
     if not marker.exists() or marker.read_text().strip() != digest:
-        return Handover("the controls CSV changed")
+        return Handover("the controls CSV is missing" if digest == MISSING else "the controls CSV changed")
     try:
         read_controls(path)
     except ControlsError as exc:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.config import Config
-from harness.controls import file_digest, read_controls
+from harness.controls import SEED, file_digest, file_version, read_controls
 from harness.errors import ControlsError
 from harness.platform import dbt_runner
 from harness.state.event_log import Event
@@ -70,6 +70,11 @@ def plan(runtime: Runtime) -> FoldPlan:
         with_seed = controls_changed(runtime)
     except ControlsError as exc:
         with_seed, error = False, str(exc)
+        if not runtime.config.controls_csv.exists() and not runtime.tables.exists(SEED):
+            raise ControlsError(
+                f"{error}, and no controls CSV was ever loaded, so there is no control table to keep: write "
+                "the controls CSV (the README's section The control table shows one), check it with `python -m harness validate`, then tick"
+            ) from None
         record_rejection(runtime, error)
     if with_seed:
         return FoldPlan(True, True, error, "the controls CSV changed")
@@ -95,8 +100,7 @@ def record_rejection(runtime: Runtime, message: str) -> None:
     """One CONFIG_REJECTED event per refused version of the CSV, not one per tick; every tick says it in
     its log (the tick exits 1 for it)."""
     marker = runtime.config.layout.controls_rejected
-    path = runtime.config.controls_csv
-    digest = file_digest(path) if path.exists() else "missing"
+    digest = file_version(runtime.config.controls_csv)
     where = {"tick_id": runtime.events.tick_id, "step": "fold"}
     if marker.exists() and marker.read_text().strip() == digest:
         log.warning("%s", still_refused(message), extra=where)

@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone
 from typing import Callable
 
 from harness.config import Config
-from harness.errors import DbtError, HeartbeatError, root_cause
+from harness.errors import ControlsError, DbtError, HeartbeatError, root_cause
 from harness.faults import crash_point, tick_started
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
@@ -127,7 +127,7 @@ def run_tick(
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report)
-    except DbtError as exc:  # dbt's own report (its models' errors, with Spark's trace) is the trace
+    except (DbtError, ControlsError) as exc:  # dbt's own report (with Spark's trace), or what to change in the CSV
         report.error = root_cause(exc)
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop

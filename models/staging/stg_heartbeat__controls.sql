@@ -1,6 +1,7 @@
+{%- set controls = heartbeat_controls_seed() %}
 with source as (
 
-    select * from {{ ref('heartbeat_controls') }}
+    select * from {{ controls }}
 
 ),
 
@@ -19,13 +20,13 @@ renamed as (
         upper(replace(dependency_flag, ' ', '')) as dependency_flag,
         upper(replace(dependency_flag, ' ', '')) = 'TRUE' as is_hard_dependency,
         concat(lower(trim(sensor_source)), ':', trim(sensor_id)) as upstream_label,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'partition_filter') }} as partition_filter,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'tags') }} as tags,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'expected_within') }} as expected_within,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'quiet_period') }} as quiet_period,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'min_interval') }} as min_interval,
-        {{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'start_window') }} as start_window,
-        cast({{ heartbeat_optional_seed_column(ref('heartbeat_controls'), 'max_range') }} as int) as max_range
+        {{ heartbeat_optional_seed_column(controls, 'partition_filter') }} as partition_filter,
+        {{ heartbeat_optional_seed_column(controls, 'tags') }} as tags,
+        {{ heartbeat_optional_seed_column(controls, 'expected_within') }} as expected_within,
+        {{ heartbeat_optional_seed_column(controls, 'quiet_period') }} as quiet_period,
+        {{ heartbeat_optional_seed_column(controls, 'min_interval') }} as min_interval,
+        {{ heartbeat_optional_seed_column(controls, 'start_window') }} as start_window,
+        cast({{ heartbeat_optional_seed_column(controls, 'max_range') }} as int) as max_range
     from source
 
 )

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from harness.config import PROJECT_DIR, Config, LocalJob
-from harness.controls import file_digest
+from harness.controls import MISSING, file_digest
 from harness.platform.dbt_runner import project_digest
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
@@ -267,7 +267,7 @@ def test_a_source_read_through_spark_hands_over(left: LeftState) -> None:
     [
         (lambda s: s.config.layout.events_unfolded.touch(), "events to fold"),
         (lambda s: s.config.layout.fold_id.write_text("fold-2"), "control table changed"),
-        (lambda s: s.config.layout.models_digest.write_text("other"), "dbt project changed"),
+        (lambda s: s.config.layout.models_digest.write_text("other"), "dbt project or its vars changed"),
         (lambda s: s.config.controls_csv.write_text(CSV_HEADER), "controls CSV changed"),
         (lambda s: inbox.submit(s.config.state_dir, inbox.new_request("retry", "j")), "queued"),
         (lambda s: s.snapshot["jobs"][0].update(should_start=True), "jobs ready"),
@@ -289,6 +289,21 @@ def test_a_refused_controls_csv_already_recorded_keeps_the_tick_cold_and_says_wh
     handover, report = left.cold()
     assert handover is None
     assert report.controls_error is not None and "job_state" in report.controls_error
+
+
+@pytest.mark.unit
+def test_a_missing_controls_csv_hands_over_until_a_tick_recorded_it_then_stays_cold(left: LeftState) -> None:
+    # GIVEN the controls CSV gone (the models' digest as a tick without it leaves it: its absence is a var)
+    left.config.controls_csv.unlink()
+    left.config.layout.models_digest.write_text(project_digest(left.config))
+    handover, _ = left.cold()
+    assert handover is not None and "controls CSV is missing" in handover.reason
+    # WHEN a full tick has recorded it refused
+    left.config.layout.controls_rejected.write_text(MISSING)
+    handover, report = left.cold()
+    # THEN the next cold ticks end from the snapshot, saying why
+    assert handover is None
+    assert report.controls_error is not None and "file not found" in report.controls_error
 
 
 @pytest.mark.unit

@@ -91,6 +91,46 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
     assert set(heartbeat.decisions()) == {"ok"}
 
 
+def test_a_missing_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep_running(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a working heartbeat
+    heartbeat.write_controls([control_row("trigger_file", "in", "ok")])
+    heartbeat.define_jobs("ok")
+    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    heartbeat.tick()
+
+    # WHEN the controls CSV goes missing (a deploy that moved it) and data arrives; then the run ends
+    heartbeat.config.controls_csv.unlink()
+    heartbeat.drop_trigger_file("in", "batch1")
+    refused = heartbeat.tick()
+    heartbeat.wait_for_runs()
+    ended = heartbeat.tick()
+
+    # THEN the ticks name the missing file, record it once, and the last good controls start the job and
+    # record its end (before, dbt found no seed to refer to and every fold failed)
+    assert refused.controls_error is not None and "heartbeat_controls.csv: file not found" in refused.controls_error
+    assert refused.started == ["ok"] and refused.error is None
+    assert ended.runs_succeeded == 1 and ended.error is None and ended.controls_error == refused.controls_error
+    assert len(heartbeat.events("CONFIG_REJECTED")) == 1
+    assert heartbeat.job_status("ok") == {"COMPLETED"}
+
+    # WHEN the file is back, with a row more
+    heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_file", "in", "new_job")])
+    back = heartbeat.tick()
+
+    # THEN it is loaded
+    assert back.controls_error is None and back.controls_applied and back.error is None
+    assert set(heartbeat.decisions()) == {"ok", "new_job"}
+
+
+def test_a_first_tick_without_a_controls_csv_says_what_to_write_and_builds_nothing(heartbeat: HeartbeatHarness) -> None:
+    report = heartbeat.tick()
+    assert report.error is not None and "heartbeat_controls.csv: file not found" in report.error
+    assert "no controls CSV was ever loaded" in report.error and "python -m harness validate" in report.error
+    assert report.dbt_builds == 0 and heartbeat.events("CONFIG_REJECTED") == []
+
+
 def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries_on(
     heartbeat: HeartbeatHarness,
 ) -> None:

@@ -50,6 +50,13 @@ NO_TESTS = ["--exclude-resource-type", "unit_test", "--exclude-resource-type", "
 VIEWS_KEEP_PLANS = "spark.sql.legacy.storeAnalyzedPlanForView"
 
 
+NO_CONTROLS_TO_KEEP = (
+    "the metastore holds no controls loaded before (a first tick, or a lost metastore), so a refused controls "
+    "CSV leaves no control table to keep: write it (the README's section The control table shows one), check "
+    "it with `python -m harness validate`, then tick"
+)
+
+
 @dataclass(frozen=True)
 class FoldPlan:
     needed: bool
@@ -70,17 +77,18 @@ def plan(runtime: Runtime) -> FoldPlan:
         with_seed = controls_changed(runtime)
     except ControlsError as exc:
         with_seed, error = False, str(exc)
-        if not runtime.config.controls_csv.exists() and not runtime.tables.exists(SEED):
-            raise ControlsError(
-                f"{error}, and no controls CSV was ever loaded, so there is no control table to keep: write "
-                "the controls CSV (the README's section The control table shows one), check it with `python -m harness validate`, then tick"
-            ) from None
+        if not runtime.tables.exists(SEED):
+            raise ControlsError(f"{NO_CONTROLS_TO_KEEP}. {error}") from None
         record_rejection(runtime, error)
     if with_seed:
         return FoldPlan(True, True, error, "the controls CSV changed")
     # A built process still checks that the control table is there (an operator may have dropped it).
     runtime.views_built = (runtime.views_built and runtime.tables.exists(CONTROL_TABLE)) or views_current(runtime)
     if not runtime.views_built:
+        if error is None and not runtime.tables.exists(SEED):
+            # lost with the models (a lost metastore), where the readings a cold tick kept show it loaded
+            read_controls(runtime.config.controls_csv)  # raises ControlsError naming every bad row
+            return FoldPlan(True, True, None, "the controls seed is missing")
         return FoldPlan(True, False, error, "the models are missing or changed since they were built")
     if runtime.events.unfolded:
         return FoldPlan(True, False, error, "new events")

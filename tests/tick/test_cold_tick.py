@@ -19,13 +19,13 @@ from typing import Any, Iterator
 import pytest
 
 from harness.config import PROJECT_DIR, Config, LocalJob
-from harness.controls import MISSING, file_digest
+from harness.controls import MISSING, SEED, file_digest
 from harness.platform.dbt_runner import project_digest
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.state.status_files import TickResult, read_json, record_tick, waiting_reasons
-from harness.state.tables import Tables, next_change
+from harness.state.tables import CONTROL_TABLE, Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.steps import TickReport
@@ -399,6 +399,30 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     assert run_cold_tick(heartbeat.config, open_runtime).runs_succeeded == 1
     assert heartbeat.job_status("j") == {"COMPLETED"}
     assert run_cold_tick(heartbeat.config, open_runtime).error is None and opened == ["spark", "spark"]
+
+
+@pytest.mark.scenario
+def test_a_hand_over_after_the_metastore_lost_the_seed_loads_it_again_and_starts_the_job(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a heartbeat whose first tick found nothing, and a metastore that then lost the controls seed
+    # and the control table (the status snapshot, which the hand-over's readings come from, still shows
+    # the seed holding this very CSV)
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    assert heartbeat.tick().error is None
+    for table in (SEED, CONTROL_TABLE):
+        heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(table)}")
+    heartbeat.restart()
+
+    # WHEN a file lands and a cold tick hands over
+    heartbeat.drop_trigger_file("in", "batch1")
+    report = run_cold_tick(heartbeat.config, heartbeat.runtime)
+
+    # THEN the full tick loads the seed again from the CSV (before, its fold failed on the missing seed
+    # at every tick) and starts the job
+    assert report.error is None and report.controls_applied and report.started == ["j"]
 
 
 @pytest.mark.unit

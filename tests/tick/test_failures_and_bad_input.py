@@ -127,7 +127,7 @@ def test_a_missing_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep
 def test_a_first_tick_without_a_controls_csv_says_what_to_write_and_builds_nothing(heartbeat: HeartbeatHarness) -> None:
     report = heartbeat.tick()
     assert report.error is not None and "heartbeat_controls.csv: file not found" in report.error
-    assert "no controls CSV was ever loaded" in report.error and "python -m harness validate" in report.error
+    assert "the metastore holds no controls loaded before" in report.error and "harness validate" in report.error
     assert report.dbt_builds == 0 and heartbeat.events("CONFIG_REJECTED") == []
 
 

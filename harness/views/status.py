@@ -154,7 +154,7 @@ def failed_tick_lines(health: dict[str, Any] | None) -> list[str]:
     return [
         f"WARNING: {ticks} failed (since {when(health.get('first_failure_at'))}); {success}",
         f"    last error: {last.get('error')}",
-        f"    {step}the full trace is in the heartbeat's log (tick {last.get('tick_id')}); fix the "
+        f"    {step}the heartbeat's log has the whole error and any trace (tick {last.get('tick_id')}); fix the "
         "cause and the next tick goes on",
     ]
 

@@ -155,7 +155,7 @@ def test_a_failed_tick_shows_its_step_and_root_cause_in_status(tmp_path: Path) -
     out = status.render(snapshot(row("j")), health, None, now=T0)
     assert "WARNING: the last tick failed (since " in out
     assert "    last error: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file" in out
-    assert "    in step sense; the full trace is in the heartbeat's log (tick t9)" in out
+    assert "    in step sense; the heartbeat's log has the whole error and any trace (tick t9)" in out
 
 
 def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_p
     # THEN it starts with the failing ticks, the step and the root cause, then the job's decision
     assert out[0].startswith("WARNING: the last 2 ticks failed (since ")
     assert out[1] == "    last error: java.lang.RuntimeException: x.parquet is not a Parquet file"
-    assert out[2].startswith("    in step fold; the full trace is in the heartbeat's log (tick t9)")
+    assert out[2].startswith("    in step fold; the heartbeat's log has the whole error and any trace (tick t9)")
     assert out[3].startswith("job j (-): waiting: does not start")
 
 

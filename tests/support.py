@@ -213,6 +213,14 @@ class HeartbeatHarness:
         self.wait_for_runs(timeout)
         return self.tick()
 
+    def given_working_job(self, job_id: str) -> None:
+        """One trigger folder `in` feeding `job_id`, and a first tick that found nothing in it."""
+        self.write_controls([control_row("trigger_file", "in", job_id)])
+        self.define_jobs(job_id)
+        (self.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+        first = self.tick()
+        assert first.error is None, first.error
+
     def given_failed_job(self, job_id: str, exit_code: int = 1) -> None:
         """One trigger folder `in` feeding `job_id`, whose first run exits with `exit_code`: FAILED."""
         self.write_controls([control_row("trigger_file", "in", job_id)])

@@ -145,10 +145,7 @@ def test_failing_ticks_show_in_status_until_the_state_is_repaired(
     heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a working heartbeat
-    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
-    heartbeat.define_jobs("j")
-    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
-    assert heartbeat.tick().error is None
+    heartbeat.given_working_job("j")
     config_file = str(heartbeat.write_config_file())
 
     # WHEN the control table's files are lost and ticks keep failing (a tick with nothing new reads no

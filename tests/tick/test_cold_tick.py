@@ -30,7 +30,7 @@ from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
-from tests.support import SESSION_SEEDS, HeartbeatHarness, control_row
+from tests.support import SESSION_SEEDS, HeartbeatHarness
 
 CSV_HEADER = (
     "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -375,10 +375,7 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     heartbeat: HeartbeatHarness,
 ) -> None:
     # GIVEN a heartbeat whose first tick found nothing
-    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
-    heartbeat.define_jobs("j")
-    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
-    assert heartbeat.tick().error is None
+    heartbeat.given_working_job("j")
     opened: list[str] = []
 
     def open_runtime() -> Any:
@@ -408,10 +405,7 @@ def test_a_hand_over_after_the_metastore_lost_the_seed_loads_it_again_and_starts
     # GIVEN a heartbeat whose first tick found nothing, and a metastore that then lost the controls seed
     # and the control table (the status snapshot, which the hand-over's readings come from, still shows
     # the seed holding this very CSV)
-    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
-    heartbeat.define_jobs("j")
-    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
-    assert heartbeat.tick().error is None
+    heartbeat.given_working_job("j")
     for table in (SEED, CONTROL_TABLE):
         heartbeat.spark.sql(f"DROP TABLE {heartbeat.config.table(table)}")
     heartbeat.restart()

@@ -68,10 +68,7 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
     heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     # GIVEN a working heartbeat
-    heartbeat.write_controls([control_row("trigger_file", "in", "ok")])
-    heartbeat.define_jobs("ok")
-    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
-    heartbeat.tick()
+    heartbeat.given_working_job("ok")
 
     # WHEN the CSV is edited into a bad one and data arrives
     heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_fil", "other", "new_job")])
@@ -95,10 +92,7 @@ def test_a_missing_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep
     heartbeat: HeartbeatHarness,
 ) -> None:
     # GIVEN a working heartbeat
-    heartbeat.write_controls([control_row("trigger_file", "in", "ok")])
-    heartbeat.define_jobs("ok")
-    (heartbeat.config.trigger_root / "in").mkdir()  # type: ignore[operator]
-    heartbeat.tick()
+    heartbeat.given_working_job("ok")
 
     # WHEN the controls CSV goes missing (a deploy that moved it) and data arrives; then the run ends
     heartbeat.config.controls_csv.unlink()

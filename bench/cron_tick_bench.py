@@ -1,15 +1,18 @@
 """Benchmark: what a `python -m harness tick` process from cron costs, and the short commands other
 programs run (`publish`, `complete`), each as its own cold process.
 
-On a state folder of its own (two trigger-file upstreams feeding two local jobs, as the demo), after a
-first tick that builds everything: --ticks cold tick processes with nothing new, then ticks that find a
-new file (each starts its job; the next records the run's end), then `publish` and `complete`
-processes. Prints the median, minimum and maximum seconds of each, and for the ticks that find work the
+On a state folder of its own (two trigger-file upstreams feeding two local jobs, as the demo; with
+--rows, the 10,000-row benchmark's control table instead: --rows rows over --upstreams trigger folders,
+four rows a job), after a first tick that builds everything: --ticks cold tick processes with nothing
+new, then ticks that find new files (the demo's state: one file, which starts its job; with --rows: a
+file in a tenth of the upstreams, which starts a job for each row they feed; the next tick records the
+runs' ends), then `publish` and `complete` processes. Prints the median, minimum and maximum seconds of each, and for the ticks that find work the
 median of each step (from the tick's log lines). `--source DIR` runs the harness of another checkout
 (for a before/after on the same machine).
 
     .venv/bin/python bench/cron_tick_bench.py --ticks 5
     .venv/bin/python bench/cron_tick_bench.py --ticks 5 --source ../older-checkout
+    .venv/bin/python bench/cron_tick_bench.py --ticks 3 --rows 10000
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 
 import yaml
+from tick_bench import land, tenth, wait_for_runs, write_controls
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP_LINE = re.compile(r"^\S+ heartbeat INFO +(?P<step>\S+(?: \S+)?) {2,}.*\((?P<seconds>[0-9.]+)s\)$")
@@ -34,16 +38,28 @@ trigger_file,customers_landed,batch,customers,,,customers_job,customers,UNPAUSED
 
 
 class Heartbeat:
-    def __init__(self, source: Path, base: Path) -> None:
+    """A state folder ticked by cron processes: the demo's two rows, or with `rows` the 10,000-row
+    benchmark's control table (`rows` rows over `upstreams` trigger folders, four rows a job)."""
+
+    def __init__(self, source: Path, base: Path, rows: int = 0, upstreams: int = 2000) -> None:
         self.source, self.base = source, base
+        self.upstreams = min(upstreams, rows) if rows else 0
         shutil.rmtree(base, ignore_errors=True)
         self.triggers = base / "triggers"
-        for upstream in ("orders_landed", "customers_landed"):
-            (self.triggers / upstream).mkdir(parents=True)
         self.seeds = source / "state" / "bench-seeds" / base.name  # dbt reads seeds inside the project
         self.seeds.mkdir(parents=True, exist_ok=True)
-        (self.seeds / "heartbeat_controls.csv").write_text(CONTROLS)
-        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in ("orders_job", "customers_job")}
+        controls = self.seeds / "heartbeat_controls.csv"
+        if rows:
+            names = [f"up{u:05d}" for u in range(self.upstreams)]
+            job_ids = [f"job{j:05d}" for j in range(rows // 4)]
+            write_controls(controls, rows, self.upstreams, len(job_ids))
+        else:
+            names, job_ids = ["orders_landed", "customers_landed"], ["orders_job", "customers_job"]
+            controls.write_text(CONTROLS)
+        for upstream in names:
+            (self.triggers / upstream).mkdir(parents=True)
+        self.job_id = job_ids[0]
+        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in job_ids}
         self.config = base / "heartbeat.yml"
         self.config.write_text(
             yaml.safe_dump(
@@ -51,7 +67,7 @@ class Heartbeat:
                     "state_dir": str(base / "state"),
                     "backend": "local",
                     "dbt_target": "local",
-                    "controls_csv": str(self.seeds / "heartbeat_controls.csv"),
+                    "controls_csv": str(controls),
                     "trigger_file": {"root": str(self.triggers)},
                     "local_runner": {"jobs": jobs},
                 }
@@ -78,6 +94,16 @@ class Heartbeat:
         found = (STEP_LINE.match(line) for line in (done.stdout + done.stderr).splitlines())
         return seconds, {m["step"]: float(m["seconds"]) for m in found if m}
 
+    def land(self, i: int) -> None:
+        """New data: a file in the demo's orders folder, or in the `i`-th tenth of the upstreams."""
+        if self.upstreams:
+            land(self.triggers, self.upstreams, i % (self.upstreams // tenth(self.upstreams)), f"batch-{i}.done")
+        else:
+            (self.triggers / "orders_landed" / f"batch-{i}.done").write_text(str(i))
+
+    def wait_for_runs(self) -> None:
+        wait_for_runs(self.base / "state" / "runs")
+
     def cleanup(self) -> None:
         shutil.rmtree(self.seeds, ignore_errors=True)
 
@@ -100,27 +126,29 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=5, help="processes of each kind")
     parser.add_argument("--source", default=str(ROOT), help="the checkout whose harness runs")
     parser.add_argument("--state", default="/tmp/heartbeat-cron-bench")
+    parser.add_argument("--rows", type=int, default=0, help="the 10,000-row benchmark's controls (0: the demo's)")
+    parser.add_argument("--upstreams", type=int, default=2000, help="with --rows")
     args = parser.parse_args()
-    hb = Heartbeat(Path(args.source).resolve(), Path(args.state))
+    hb = Heartbeat(Path(args.source).resolve(), Path(args.state), args.rows, args.upstreams)
     try:
         first = hb.seconds("tick")
         idle = [hb.seconds("tick") for _ in range(args.ticks)]
         busy, ended = [], []
         for i in range(args.ticks):
-            (hb.triggers / "orders_landed" / f"batch-{i}.done").write_text(str(i))
+            hb.land(i)
             busy.append(hb.timed("tick"))
-            time.sleep(0.5)  # the job (`true`) ends
+            hb.wait_for_runs()  # the jobs (`true`) end
             ended.append(hb.timed("tick"))
         publish = [hb.seconds("publish", "--table", "lake.orders", "--snapshot", str(i)) for i in range(args.ticks)]
-        complete = [hb.seconds("complete", "--job-id", "orders_job") for _ in range(args.ticks)]
+        complete = [hb.seconds("complete", "--job-id", hb.job_id) for _ in range(args.ticks)]
     finally:
         hb.cleanup()
-    print(f"harness from {hb.source}")
+    print(f"harness from {hb.source}, " + (f"{args.rows} rows" if args.rows else "the demo's two rows"))
     print(f"{'first tick (builds the models)':<44} {first:6.2f} s")
     print(line("tick, nothing new", idle))
-    print(line("tick, a file landed (starts its job)", [s for s, _ in busy]))
+    print(line("tick, new files (start their jobs)", [s for s, _ in busy]))
     print(step_medians(busy))
-    print(line("tick, the run ended (records it)", [s for s, _ in ended]))
+    print(line("tick, the runs ended (records them)", [s for s, _ in ended]))
     print(step_medians(ended))
     print(line("publish --table T --snapshot N", publish))
     print(line("complete --job-id J", complete))

@@ -250,7 +250,7 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
     jobs = args.jobs or rows // 4
     state = Path(args.state)
     shutil.rmtree(state, ignore_errors=True)
-    seeds = PROJECT_DIR / "state" / "bench-seeds"
+    seeds = PROJECT_DIR / "state" / "bench-seeds" / "tick-bench"  # beside the other benchmarks' seeds
     shutil.rmtree(seeds, ignore_errors=True)
     seeds.mkdir(parents=True)
     setup_logging("text", False)

@@ -52,6 +52,15 @@ def test_a_mistake_in_heartbeat_yml_is_refused_naming_the_file_the_key_and_the_f
     assert str(path) in str(info.value) and expected in str(info.value)
 
 
+def test_a_heartbeat_yml_that_is_not_yaml_is_refused_showing_the_line(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "heartbeat.yml", "backend: local\nsensing: {check_timeout_seconds: 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: not valid YAML: while parsing a flow mapping")
+    assert "line 2, column 10:\n    sensing: {check_timeout_seconds: 5\n             ^" in message
+
+
 def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

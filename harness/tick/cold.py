@@ -11,14 +11,15 @@ them) and judges freshness.
 At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
 upstream, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
 read through Spark), it hands over: the full tick (harness.tick.run) opens Spark and does everything again
-from the tables, so every decision is a warm tick's. Nothing here writes an event, so a kill at any
-point leaves the state as it was.
+from the tables, so every decision is a warm tick's. It takes this look's checks of the rows the tables
+still show as the snapshot did (harness.tick.sensing.FirstLook), so each upstream is checked once a
+tick. Nothing here writes an event, so a kill at any point leaves the state as it was.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +28,14 @@ from harness.controls import MISSING, file_version, read_controls
 from harness.errors import ControlsError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
+from harness.state.event_log import now
 from harness.state.status_files import last_failed_checks, read_json, record_waiting, write_snapshot_body
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id, still_refused
 from harness.tick.freshness import stale_rows
 from harness.tick.runtime import build_backend
-from harness.tick.sensing import sense, to_record
+from harness.tick.sensing import FirstLook, sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
 from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
@@ -59,10 +61,12 @@ def facts(runtime: Runtime) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Handover:
-    """Why this tick needs the full tick; the snapshot when it shows the tables as they are now."""
+    """Why this tick needs the full tick; the snapshot when it shows the tables as they are now, and the
+    look's sensing when it got that far."""
 
     reason: str
     snapshot: dict[str, Any] | None = None
+    look: FirstLook | None = None
 
 
 def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
@@ -83,7 +87,7 @@ def run(config: Config, report: TickReport) -> Handover | None:
     if stale or snapshot is None:
         return Handover(stale or "no status snapshot yet")
     handover = _first_look(config, report, snapshot)
-    return None if handover is None else Handover(handover.reason, snapshot)
+    return None if handover is None else replace(handover, snapshot=snapshot)
 
 
 def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) -> Handover | None:
@@ -124,11 +128,13 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
     with Step(report, "sense") as step:
         sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
-        outcome = sense(sensed, build_registry(config, kinds), None, config)
+        at = now()
+        outcome = sense(sensed, build_registry(config, kinds), None, config, at=at)
+        look = FirstLook({r.key: r for r in sensed}, outcome, at)
         if to_record(outcome, sensed, last_failed_checks(config.state_dir)):
             return Handover(
-                f"{outcome.new_data} upstreams with new data, {outcome.errors} checks to record or "
-                "to read through Spark"
+                f"{outcome.new_data} rows with new data, {outcome.errors} checks to record or to read through Spark",
+                look=look,
             )
         record_waiting(config.state_dir, outcome.nothing_new)
         report.upstreams_checked, report.check_errors = outcome.upstreams, outcome.errors
@@ -136,7 +142,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         for message in report.failed_checks:
             log.warning("%s", message)
         step.done(
-            f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 with new data, {outcome.errors} errors",
+            f"{len(sensed)} rows, {outcome.upstreams} upstreams checked: 0 rows with new data, {outcome.errors} errors",
             rows=len(sensed),
             upstreams=outcome.upstreams,
             new_data=0,
@@ -144,12 +150,12 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         )
 
     if _newly_stale(sensed):
-        return Handover("upstreams newly stale")
+        return Handover("upstreams newly stale", look=look)
 
     with Step(report, "start jobs") as step:
         jobs = snapshot["jobs"]
         if any(job["should_start"] for job in jobs):
-            return Handover("jobs ready to start")
+            return Handover("jobs ready to start", look=look)
         step.done(f"{len(jobs)} jobs, 0 ready: 0 started, 0 refused, 0 unconfirmed", jobs=len(jobs), ready=0)
 
     snapshot.update(written_at=datetime.now(timezone.utc).isoformat(), tick_id=report.tick_id)

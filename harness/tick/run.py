@@ -40,7 +40,7 @@ from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, publications, retention
 from harness.tick.freshness import freshness_events
 from harness.tick.runtime import Runtime
-from harness.tick.sensing import sense, to_record
+from harness.tick.sensing import FirstLook, sense_once, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
 from harness.vocabulary import ControlRow
@@ -112,13 +112,18 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
         if handover.snapshot is not None:
             cold.keep_readings(runtime, handover.snapshot)
         step.done("Spark session and event log opened")
-    return run_tick(runtime, report, started_at, started)
+    return run_tick(runtime, report, started_at, started, handover.look)
 
 
 def run_tick(
-    runtime: Runtime, report: TickReport | None = None, started_at: datetime | None = None, started: float | None = None
+    runtime: Runtime,
+    report: TickReport | None = None,
+    started_at: datetime | None = None,
+    started: float | None = None,
+    look: FirstLook | None = None,
 ) -> TickReport:
-    """One full tick; `report` and the start times when it goes on from a cold tick's first look."""
+    """One full tick; `report`, the start times and the look's sensing when it goes on from a cold tick's
+    first look."""
     report = report or new_report()
     runtime.events.tick_id = report.tick_id
     tick_started()
@@ -126,7 +131,7 @@ def run_tick(
         runtime.spark.sql(f"REFRESH TABLE {runtime.events.table}")  # Spark's listing of its files
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
-        _steps(runtime, report)
+        _steps(runtime, report, look)
     except (DbtError, ControlsError) as exc:  # dbt's own report (with Spark's trace), or what to change in the CSV
         report.error = root_cause(exc)
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
@@ -144,7 +149,7 @@ def run_tick(
     return report
 
 
-def _steps(runtime: Runtime, report: TickReport) -> None:
+def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None:
     config = runtime.config
 
     with Step(report, "requests") as step:
@@ -183,7 +188,7 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
 
     with Step(report, "sense") as step:
         rows = runtime.tables.sensed_rows()
-        sensed = sense(rows, runtime.sensors, runtime.spark, config)
+        sensed, looked = sense_once(rows, look, runtime.sensors, runtime.spark, config)
         recorded = to_record(sensed, rows, last_failed_checks(config.state_dir))
         runtime.events.append(recorded)
         record_waiting(config.state_dir, sensed.nothing_new)
@@ -199,9 +204,11 @@ def _steps(runtime: Runtime, report: TickReport) -> None:
         for ref, reason in sensed.nothing_new.items():
             log.debug("%s: nothing new: %s", ref, reason)
         step.done(
-            f"{len(rows)} rows, {sensed.upstreams} upstreams checked: {sensed.new_data} with new data, "
+            f"{len(rows)} rows, {sensed.upstreams} upstreams checked"
+            f"{f' ({looked} rows by the first look)' if looked else ''}: {sensed.new_data} rows with new data, "
             f"{sensed.errors} errors",
             rows=len(rows),
+            first_look=looked,
             upstreams=sensed.upstreams,
             new_data=sensed.new_data,
             errors=sensed.errors,

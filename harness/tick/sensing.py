@@ -31,7 +31,7 @@ from harness.sensors.base import Detection, NewData, NothingNew, Position, Senso
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
 from harness.state.event_log import Event, now
-from harness.vocabulary import ControlRow, EventType, SensorSource, Status, dumps
+from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,12 @@ class SensingOutcome:
     new_data: int = 0
     errors: int = 0
     nothing_new: dict[str, str] = field(default_factory=dict)  # row (RowKey.ref) -> why it waits
+
+    def count(self) -> SensingOutcome:
+        """`new_data` and `errors` counted from the events (rows, not upstreams)."""
+        self.new_data = sum(1 for e in self.events if e.event_type is EventType.DATA_CHANGED)
+        self.errors = sum(1 for e in self.events if e.event_type is EventType.CHECK_FAILED)
+        return self
 
     @property
     def failed_checks(self) -> list[str]:
@@ -72,6 +78,17 @@ def to_record(outcome: SensingOutcome, rows: Sequence[ControlRow], failing_befor
 
 def upstream_of(row: ControlRow) -> Upstream:
     return Upstream(SensorSource(row.key.sensor_source), row.key.sensor_id, row.upstream_key)
+
+
+def _upstreams(rows: Sequence[ControlRow]) -> set[Upstream]:
+    """The distinct upstreams of `rows` (a row of an unknown source has none)."""
+    found = set()
+    for row in rows:
+        try:
+            found.add(upstream_of(row))
+        except ValueError:
+            continue
+    return found
 
 
 def _error_events(rows: Sequence[ControlRow], message: str) -> list[Event]:
@@ -193,9 +210,55 @@ def sense(
         events, reasons = result
         outcome.events.extend(events)
         outcome.nothing_new.update(reasons)
-    outcome.new_data = sum(1 for e in outcome.events if e.event_type is EventType.DATA_CHANGED)
-    outcome.errors = sum(1 for e in outcome.events if e.event_type is EventType.CHECK_FAILED)
-    return outcome
+    return outcome.count()
+
+
+@dataclass(frozen=True)
+class FirstLook:
+    """A cold tick's sensing before it handed over to the full tick: the rows as it sensed them (from the
+    status snapshot), what their checks found, and the tick's time it sensed at."""
+
+    rows: Mapping[RowKey, ControlRow]
+    outcome: SensingOutcome
+    at: datetime
+
+    def still_holds(self, rows: Sequence[ControlRow]) -> set[RowKey]:
+        """The rows of `rows` whose check in this look still holds: the row is as the look sensed it (its
+        watermark, status and last error), and its check found new data or nothing new. A failed check
+        (a source read through Spark among them) is checked again."""
+        failed = {e.row for e in self.outcome.events if e.event_type is EventType.CHECK_FAILED}
+        found = {e.row for e in self.outcome.events if e.event_type is EventType.DATA_CHANGED}
+        return {
+            r.key
+            for r in rows
+            if self.rows.get(r.key) == r
+            and r.key not in failed
+            and (r.key in found or r.key.ref in self.outcome.nothing_new)
+        }
+
+
+def sense_once(
+    rows: Sequence[ControlRow],
+    look: FirstLook | None,
+    registry: Mapping[SensorSource, Sensor[Any]],
+    spark: SparkSession | None,
+    config: Config,
+) -> tuple[SensingOutcome, int]:
+    """`sense`, in a tick that goes on from a cold tick's first look: the look's checks of the rows it
+    left as they were are taken, the other rows are checked, at the look's time. So a busy cron tick
+    checks each upstream once, as a warm tick does. Returns the outcome and how many rows' checks were
+    the look's."""
+    if look is None:
+        return sense(rows, registry, spark, config), 0
+    kept = look.still_holds(rows)
+    rest = sense([r for r in rows if r.key not in kept], registry, spark, config, at=look.at)
+    refs = {key.ref for key in kept}
+    outcome = SensingOutcome(
+        events=[e for e in look.outcome.events if e.row in kept] + rest.events,
+        upstreams=len(_upstreams(rows)),
+        nothing_new={ref: why for ref, why in look.outcome.nothing_new.items() if ref in refs} | rest.nothing_new,
+    )
+    return outcome.count(), len(kept)
 
 
 def _describe(upstream: Upstream, exc: BaseException) -> str:

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +21,7 @@ import pytest
 from harness.config import PROJECT_DIR, Config, LocalJob
 from harness.controls import MISSING, SEED, file_digest
 from harness.platform.dbt_runner import project_digest
+from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
@@ -28,6 +29,7 @@ from harness.state.status_files import TickResult, read_json, record_tick, waiti
 from harness.state.tables import CONTROL_TABLE, Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
+from harness.tick.sensing import sense_once
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
 from tests.support import SESSION_SEEDS, HeartbeatHarness
@@ -166,7 +168,60 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
 def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
     (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
     handover, _ = left.cold()
-    assert handover is not None and "1 upstreams with new data" in handover.reason
+    assert handover is not None and "1 rows with new data" in handover.reason
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The trigger folders read from here on, one entry a check."""
+    folders: list[str] = []
+    read = TriggerFileSensor.read_position
+
+    def counted(self: TriggerFileSensor, context: CheckContext, upstream: Upstream) -> Any:
+        folders.append(upstream.sensor_id)
+        return read(self, context, upstream)
+
+    monkeypatch.setattr(TriggerFileSensor, "read_position", counted)
+    return folders
+
+
+@pytest.mark.unit
+def test_the_full_tick_takes_the_first_looks_checks_of_the_rows_left_as_they_were(
+    left: LeftState, checked: list[str]
+) -> None:
+    # GIVEN a landed file, which the cold tick found and handed over with
+    (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
+    handover, _ = left.cold()
+    assert handover is not None and handover.look is not None and checked == ["in"]
+    look, registry = handover.look, build_registry(left.config, {SensorSource.TRIGGER_FILE})
+    (row,) = look.rows.values()
+
+    # WHEN the full tick senses the row as the look sensed it, THEN it takes the look's detection: the
+    # folder is not read again
+    outcome, taken = sense_once([row], look, registry, None, left.config)
+    assert checked == ["in"] and taken == 1
+    assert outcome.events == look.outcome.events and (outcome.upstreams, outcome.new_data) == (1, 1)
+
+    # WHEN a fold moved the row since (another watermark), THEN the row is checked again
+    moved = replace(row, watermark=look.outcome.events[0].watermark_after)
+    outcome, taken = sense_once([moved], look, registry, None, left.config)
+    assert checked == ["in", "in"] and taken == 0 and outcome.new_data == 0 and outcome.nothing_new
+
+
+@pytest.mark.unit
+def test_a_check_the_first_look_could_not_make_is_made_by_the_full_tick(left: LeftState, checked: list[str]) -> None:
+    # GIVEN a first look whose check of folder `in` failed (the folder was not there yet)
+    shutil.rmtree(left.config.trigger_root / "in")  # type: ignore[operator]
+    handover, _ = left.cold()
+    assert handover is not None and handover.look is not None and handover.look.outcome.errors == 1
+    (row,) = handover.look.rows.values()
+
+    # WHEN the folder is back with a new file and the full tick senses, THEN it checks the folder again
+    (left.config.trigger_root / "in").mkdir()  # type: ignore[operator]
+    (left.config.trigger_root / "in" / "batch2").write_text("2")  # type: ignore[operator]
+    registry = build_registry(left.config, {SensorSource.TRIGGER_FILE})
+    outcome, taken = sense_once([row], handover.look, registry, None, left.config)
+    assert checked == ["in", "in"] and taken == 0 and (outcome.errors, outcome.new_data) == (0, 1)
 
 
 def _failing_check(state: LeftState, *, last_tick_saw_it: bool, row_shows_it: bool) -> str:
@@ -372,7 +427,7 @@ def test_a_job_with_parts_of_its_range_left_hands_over_to_start_the_next_without
 # --- scenario: a real tick's snapshot, and the hand-over's decisions --------------------------------
 @pytest.mark.scenario
 def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_the_job(
-    heartbeat: HeartbeatHarness,
+    heartbeat: HeartbeatHarness, checked: list[str]
 ) -> None:
     # GIVEN a heartbeat whose first tick found nothing
     heartbeat.given_working_job("j")
@@ -386,10 +441,12 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     report = run_cold_tick(heartbeat.config, open_runtime)
     assert report.error is None and report.started == [] and opened == []
 
-    # WHEN a file lands, THEN the cold tick hands over and the full tick starts the job, as a warm tick does
+    # WHEN a file lands, THEN the cold tick hands over and the full tick starts the job, as a warm tick
+    # does, and the folder was read once in the tick: the full tick took the first look's check
     heartbeat.drop_trigger_file("in", "batch1")
+    checked.clear()
     report = run_cold_tick(heartbeat.config, open_runtime)
-    assert opened == ["spark"] and report.started == ["j"]
+    assert opened == ["spark"] and report.started == ["j"] and checked == ["in"]
     heartbeat.wait_for_runs()
 
     # AND the run's end is recorded by the next cold tick's hand-over, then ticks are cold again

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,8 +107,12 @@ MISSING = "missing"
 
 
 def file_version(path: Path) -> str:
-    """What a refusal of the controls CSV is recorded for: the file's digest, or MISSING without a file."""
-    return file_digest(path) if path.exists() else MISSING
+    """What a refusal of the controls CSV is recorded for: the file's digest, or MISSING where there is no
+    file to read (none, a folder of that name, a file the heartbeat may not read)."""
+    try:
+        return file_digest(path)
+    except OSError:
+        return MISSING
 
 
 def _choices(values: type) -> str:
@@ -219,63 +224,92 @@ def _choices_of(values: tuple[SensorSource, ...]) -> str:
 
 def read_controls(path: Path) -> list[ControlSpec]:
     """Parse and validate the CSV; raise ControlsError naming every bad row and what to change."""
+    reader = csv.DictReader(io.StringIO(_text(path), newline=""))
+    try:
+        return _parse(path, reader)
+    except csv.Error as exc:  # a value longer than a CSV value may be: most often a quote left open
+        raise ControlsError(
+            f"{path}: line {reader.line_num}: {exc}; a quote left open on a line before it makes the rest of "
+            "the file one value: close it"
+        ) from None
+
+
+def _text(path: Path) -> str:
+    """The file's text, a byte-order mark dropped; ControlsError saying why it cannot be read."""
     if not path.exists():
         raise ControlsError(f"{path}: file not found")
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        missing = [c for c in USER_COLUMNS if c not in header]
-        unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
-        if missing or unknown:
-            parts = []
-            if missing:
-                parts.append(f"missing columns: {', '.join(missing)}")
-            if unknown:
-                parts.append(f"unknown columns: {', '.join(unknown)}")
-            raise ControlsError(f"{path}: header refused ({'; '.join(parts)})")
-        errors: list[str] = []
-        specs: list[ControlSpec] = []
-        seen: dict[tuple[str, str, str], int] = {}
-        for record in reader:
-            # where the row starts: a quoted value may span lines (a preprocess_query written over several)
-            line = reader.line_num - sum(v.count("\n") for v in record.values() if isinstance(v, str))
-            row = {k.strip(): (v or "") for k, v in record.items() if k is not None}
-            if None in record:
-                errors.append(f"line {line}: more values than columns")
-                continue
-            problems = _row_problems(row)
-            key = (row["sensor_source"].strip().lower(), row["sensor_id"].strip(), row["trigger_job_id"].strip())
-            if key in seen and not problems:
-                problems.append(
-                    f"duplicate key (sensor_source, sensor_id, trigger_job_id) = {key}, first on line {seen[key]}"
-                )
-            seen.setdefault(key, line)
-            if problems:
-                where = f"{key[0] or '?'} {key[1]!r} -> job {key[2] or '?'}"
-                errors.extend(f"line {line} ({where}): {p}" for p in problems)
-                continue
-            specs.append(
-                ControlSpec(
-                    line=line,
-                    sensor_source=key[0],
-                    sensor_id=key[1],
-                    sensor_read_type=row["sensor_read_type"].strip().lower(),
-                    asset_description=row.get("asset_description", "").strip(),
-                    upstream_key=row.get("upstream_key", "").strip(),
-                    preprocess_query=row.get("preprocess_query", "").strip(),
-                    trigger_job_id=key[2],
-                    trigger_job_name=row.get("trigger_job_name", "").strip(),
-                    job_state=row["job_state"].strip().upper(),
-                    is_hard_dependency=_dependency_flag(row) == "TRUE",
-                    partition_filter=row.get("partition_filter", "").strip(),
-                    tags=row.get("tags", "").strip(),
-                    expected_within=row.get("expected_within", "").strip(),
-                    quiet_period=row.get("quiet_period", "").strip(),
-                    min_interval=row.get("min_interval", "").strip(),
-                    start_window=row.get("start_window", "").strip(),
-                    max_range=parse_max_range(row.get("max_range", "")),
-                )
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ControlsError(f"{path}: is a folder, not a file; controls_csv names the CSV file itself") from None
+    except OSError as exc:
+        raise ControlsError(
+            f"{path}: cannot be read ({exc.strerror}); let the user the heartbeat runs as read it"
+        ) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ControlsError(
+            f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+        ) from None
+
+
+def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
+    """The rows of the file `reader` reads, each validated; ControlsError naming every bad row."""
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in USER_COLUMNS if c not in header]
+    unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"missing columns: {', '.join(missing)}")
+        if unknown:
+            parts.append(f"unknown columns: {', '.join(unknown)}")
+        raise ControlsError(f"{path}: header refused ({'; '.join(parts)})")
+    errors: list[str] = []
+    specs: list[ControlSpec] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for record in reader:
+        # where the row starts: a quoted value may span lines (a preprocess_query written over several)
+        line = reader.line_num - sum(v.count("\n") for v in record.values() if isinstance(v, str))
+        row = {k.strip(): (v or "") for k, v in record.items() if k is not None}
+        if None in record:
+            errors.append(f"line {line}: more values than columns")
+            continue
+        problems = _row_problems(row)
+        key = (row["sensor_source"].strip().lower(), row["sensor_id"].strip(), row["trigger_job_id"].strip())
+        if key in seen and not problems:
+            problems.append(
+                f"duplicate key (sensor_source, sensor_id, trigger_job_id) = {key}, first on line {seen[key]}"
             )
+        seen.setdefault(key, line)
+        if problems:
+            where = f"{key[0] or '?'} {key[1]!r} -> job {key[2] or '?'}"
+            errors.extend(f"line {line} ({where}): {p}" for p in problems)
+            continue
+        specs.append(
+            ControlSpec(
+                line=line,
+                sensor_source=key[0],
+                sensor_id=key[1],
+                sensor_read_type=row["sensor_read_type"].strip().lower(),
+                asset_description=row.get("asset_description", "").strip(),
+                upstream_key=row.get("upstream_key", "").strip(),
+                preprocess_query=row.get("preprocess_query", "").strip(),
+                trigger_job_id=key[2],
+                trigger_job_name=row.get("trigger_job_name", "").strip(),
+                job_state=row["job_state"].strip().upper(),
+                is_hard_dependency=_dependency_flag(row) == "TRUE",
+                partition_filter=row.get("partition_filter", "").strip(),
+                tags=row.get("tags", "").strip(),
+                expected_within=row.get("expected_within", "").strip(),
+                quiet_period=row.get("quiet_period", "").strip(),
+                min_interval=row.get("min_interval", "").strip(),
+                start_window=row.get("start_window", "").strip(),
+                max_range=parse_max_range(row.get("max_range", "")),
+            )
+        )
     errors.extend(_job_column_problems(specs))
     if errors:
         raise ControlsError(f"{path}: refused, nothing was changed:\n  " + "\n  ".join(errors))

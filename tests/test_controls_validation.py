@@ -116,6 +116,32 @@ def test_missing_and_unknown_columns_are_refused(tmp_path: Path) -> None:
         read_controls(write(tmp_path / "c.csv", [row], header))
 
 
+def test_a_file_that_cannot_be_read_as_text_is_refused_saying_why_and_where(tmp_path: Path) -> None:
+    good = write(tmp_path / "c.csv", [control_row("kafka", "t", "j"), control_row("kafka", "u", "j")])
+    lines = good.read_bytes().split(b"\n")
+    # a folder where the file should be (an unpacked deploy)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    with pytest.raises(ControlsError, match=r"folder\.csv: is a folder, not a file"):
+        read_controls(folder)
+    # saved in another encoding than UTF-8: the line and the byte named
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"\n".join([*lines[:2], lines[2].replace(b"u", b"\xe9"), *lines[3:]]))
+    with pytest.raises(
+        ControlsError, match=r"latin\.csv: line 3 is not UTF-8 text \(byte 0xe9\); save the file as UTF-8"
+    ):
+        read_controls(latin)
+    # a quote left open: the rest of the file becomes one value, beyond what a CSV value may hold
+    open_quote = tmp_path / "open_quote.csv"
+    open_quote.write_bytes(b"\n".join([lines[0], lines[1].replace(b",t,", b',"t,', 1), *[lines[2]] * 3000]))
+    with pytest.raises(ControlsError, match=r"open_quote\.csv: line \d+: field larger than field limit"):
+        read_controls(open_quote)
+    # the same file in UTF-8 with a byte-order mark and Windows line ends is read as written
+    marked = tmp_path / "marked.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + good.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    assert [s.sensor_id for s in read_controls(marked)] == ["t", "u"]
+
+
 def test_exported_control_table_columns_are_accepted(tmp_path: Path) -> None:
     header = list(USER_COLUMNS) + ["status", "job_start_timestamp"]
     row = control_row("kafka", "t", "j") | {"status": "COMPLETED", "job_start_timestamp": ""}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from harness.config import Config
+from harness.controls import MISSING, file_version
 from harness.errors import DbtError
 from harness.vocabulary import dumps
 
@@ -65,7 +66,7 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
         "heartbeat_refused_start_retry_seconds": config.settings.runs.refused_start_retry_seconds,
         "heartbeat_refused_start_retry_max_seconds": config.settings.runs.refused_start_retry_max_seconds,
         "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
-        **({CONTROLS_MISSING_VAR: True} if not config.controls_csv.exists() else {}),
+        **({CONTROLS_MISSING_VAR: True} if file_version(config.controls_csv) == MISSING else {}),
         **extra,
     }
 

@@ -190,7 +190,9 @@ def _controls_error(config: Config, snapshot: dict[str, Any]) -> str | Handover 
         return None
     marker = config.layout.controls_rejected
     if not marker.exists() or marker.read_text().strip() != digest:
-        return Handover("the controls CSV is missing" if digest == MISSING else "the controls CSV changed")
+        return Handover(
+            "the controls CSV is missing or unreadable" if digest == MISSING else "the controls CSV changed"
+        )
     try:
         read_controls(path)
     except ControlsError as exc:

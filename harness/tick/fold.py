@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.config import Config
-from harness.controls import SEED, file_digest, file_version, read_controls
+from harness.controls import MISSING, SEED, file_digest, file_version, read_controls
 from harness.errors import ControlsError
 from harness.platform import dbt_runner
 from harness.state.event_log import Event
@@ -98,7 +98,8 @@ def plan(runtime: Runtime) -> FoldPlan:
 def controls_changed(runtime: Runtime) -> bool:
     """True when the CSV differs from what the seed holds and is valid (ControlsError when refused)."""
     path = runtime.config.controls_csv
-    if path.exists() and runtime.tables.controls_digest() == file_digest(path):
+    version = file_version(path)
+    if version != MISSING and runtime.tables.controls_digest() == version:
         return False
     read_controls(path)  # raises ControlsError naming every bad row
     return True

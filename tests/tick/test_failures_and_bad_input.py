@@ -88,28 +88,35 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
     assert set(heartbeat.decisions()) == {"ok"}
 
 
-def test_a_missing_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep_running(
-    heartbeat: HeartbeatHarness,
+@pytest.mark.parametrize(("gone", "said"), [("missing", "file not found"), ("a folder", "is a folder, not a file")])
+def test_a_missing_or_unreadable_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep_running(
+    heartbeat: HeartbeatHarness, gone: str, said: str
 ) -> None:
     # GIVEN a working heartbeat
     heartbeat.given_working_job("ok")
 
-    # WHEN the controls CSV goes missing (a deploy that moved it) and data arrives; then the run ends
+    # WHEN the controls CSV goes missing (a deploy that moved it), or a folder takes its name (a deploy
+    # that unpacked one there), and data arrives; then the run ends
     heartbeat.config.controls_csv.unlink()
+    if gone == "a folder":
+        heartbeat.config.controls_csv.mkdir()
     heartbeat.drop_trigger_file("in", "batch1")
     refused = heartbeat.tick()
     heartbeat.wait_for_runs()
     ended = heartbeat.tick()
 
-    # THEN the ticks name the missing file, record it once, and the last good controls start the job and
-    # record its end (before, dbt found no seed to refer to and every fold failed)
-    assert refused.controls_error is not None and "heartbeat_controls.csv: file not found" in refused.controls_error
+    # THEN the ticks name the file and what is wrong with it, record it once, and the last good controls
+    # start the job and record its end (before, every fold failed: dbt found no seed to refer to, or the
+    # validator's read of a folder raised)
+    assert refused.controls_error is not None and f"heartbeat_controls.csv: {said}" in refused.controls_error
     assert refused.started == ["ok"] and refused.error is None
     assert ended.runs_succeeded == 1 and ended.error is None and ended.controls_error == refused.controls_error
     assert len(heartbeat.events("CONFIG_REJECTED")) == 1
     assert heartbeat.job_status("ok") == {"COMPLETED"}
 
     # WHEN the file is back, with a row more
+    if gone == "a folder":
+        heartbeat.config.controls_csv.rmdir()
     heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_file", "in", "new_job")])
     back = heartbeat.tick()
 

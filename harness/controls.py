@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,6 +237,8 @@ def read_controls(path: Path) -> list[ControlSpec]:
 
 def _text(path: Path) -> str:
     """The file's text, a byte-order mark dropped; ControlsError saying why it cannot be read."""
+    if path.is_symlink() and not path.exists():
+        raise ControlsError(f"{path}: a link to {os.readlink(path)}, which does not exist; link it to the CSV")
     if not path.exists():
         raise ControlsError(f"{path}: file not found")
     try:

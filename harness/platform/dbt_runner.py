@@ -37,9 +37,10 @@ _invocation = threading.Lock()
 
 
 AS_IF_CONTROL_TABLE = "heartbeat_as_if_control_table"  # the temporary view heartbeat_trigger_set_as_if reads
-# Passed while the controls CSV is missing: the staging model then reads the seed's table as last loaded
-# (macros/controls_seed.sql), since dbt has no seed without its file.
+# Passed while the controls CSV is missing or cannot be read: the staging model then reads the seed's
+# table as last loaded (macros/controls_seed.sql), since dbt has no seed without its file.
 CONTROLS_MISSING_VAR = "heartbeat_controls_missing"
+NO_SEEDS_FOLDER = ".no-seeds-while-the-controls-csv-is-unreadable"  # inside the seeds folder, never made
 
 
 @dataclass(frozen=True)
@@ -55,18 +56,22 @@ def active_config() -> Config | None:
 
 def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
     """The vars profiles.yml, dbt_project.yml and the models read."""
+    seeds_dir = str(config.controls_csv.parent.relative_to(config.project_dir))
+    missing = file_version(config.controls_csv) == MISSING
     return {
         "heartbeat_catalog": config.catalog,
         "heartbeat_schema": config.schema,
         "heartbeat_databricks_http_path": config.settings.databricks.dbt_http_path,
         # Relative to the project: dbt writes each seed's SQL to target/run/<project>/<seed path>, which
-        # an absolute seed path would turn into the CSV itself.
-        "heartbeat_seeds_dir": str(config.controls_csv.parent.relative_to(config.project_dir)),
+        # an absolute seed path would turn into the CSV itself. dbt reads every seed file as it parses, so
+        # while the CSV cannot be read (a link to nothing, no read permission) it is given a folder with
+        # no seed, and the models read the seed's table as the last valid file loaded it.
+        "heartbeat_seeds_dir": f"{seeds_dir}/{NO_SEEDS_FOLDER}" if missing else seeds_dir,
         "heartbeat_open_run_days": config.settings.runs.track_days,
         "heartbeat_refused_start_retry_seconds": config.settings.runs.refused_start_retry_seconds,
         "heartbeat_refused_start_retry_max_seconds": config.settings.runs.refused_start_retry_max_seconds,
         "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
-        **({CONTROLS_MISSING_VAR: True} if file_version(config.controls_csv) == MISSING else {}),
+        **({CONTROLS_MISSING_VAR: True} if missing else {}),
         **extra,
     }
 

@@ -88,18 +88,29 @@ def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
     assert set(heartbeat.decisions()) == {"ok"}
 
 
-@pytest.mark.parametrize(("gone", "said"), [("missing", "file not found"), ("a folder", "is a folder, not a file")])
+@pytest.mark.parametrize(
+    ("gone", "said"),
+    [
+        ("missing", "file not found"),
+        ("a folder", "is a folder, not a file"),
+        ("a link to nothing", "a link to /nowhere/heartbeat_controls.csv, which does not exist"),
+    ],
+)
 def test_a_missing_or_unreadable_csv_is_refused_like_a_bad_one_and_the_last_good_controls_keep_running(
     heartbeat: HeartbeatHarness, gone: str, said: str
 ) -> None:
     # GIVEN a working heartbeat
     heartbeat.given_working_job("ok")
 
-    # WHEN the controls CSV goes missing (a deploy that moved it), or a folder takes its name (a deploy
-    # that unpacked one there), and data arrives; then the run ends
-    heartbeat.config.controls_csv.unlink()
+    # WHEN the controls CSV goes missing (a deploy that moved it), a folder takes its name (a deploy that
+    # unpacked one there) or it links to a file no longer there (a release folder removed; dbt reads
+    # every seed file it finds as it parses), and data arrives; then the run ends
+    csv = heartbeat.config.controls_csv
+    csv.unlink()
     if gone == "a folder":
-        heartbeat.config.controls_csv.mkdir()
+        csv.mkdir()
+    if gone == "a link to nothing":
+        csv.symlink_to("/nowhere/heartbeat_controls.csv")
     heartbeat.drop_trigger_file("in", "batch1")
     refused = heartbeat.tick()
     heartbeat.wait_for_runs()
@@ -107,7 +118,7 @@ def test_a_missing_or_unreadable_csv_is_refused_like_a_bad_one_and_the_last_good
 
     # THEN the ticks name the file and what is wrong with it, record it once, and the last good controls
     # start the job and record its end (before, every fold failed: dbt found no seed to refer to, or the
-    # validator's read of a folder raised)
+    # validator's read of a folder raised, or dbt's parse of the link to nothing)
     assert refused.controls_error is not None and f"heartbeat_controls.csv: {said}" in refused.controls_error
     assert refused.started == ["ok"] and refused.error is None
     assert ended.runs_succeeded == 1 and ended.error is None and ended.controls_error == refused.controls_error
@@ -116,7 +127,9 @@ def test_a_missing_or_unreadable_csv_is_refused_like_a_bad_one_and_the_last_good
 
     # WHEN the file is back, with a row more
     if gone == "a folder":
-        heartbeat.config.controls_csv.rmdir()
+        csv.rmdir()
+    if gone == "a link to nothing":
+        csv.unlink()
     heartbeat.write_controls([control_row("trigger_file", "in", "ok"), control_row("trigger_file", "in", "new_job")])
     back = heartbeat.tick()
 

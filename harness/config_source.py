@@ -20,6 +20,7 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.state_layout import StateLayout
+from harness.text_file import read_text
 
 # Environment variables that override a key of the file (deployment-specific values).
 ENV_OVERRIDES = {
@@ -55,7 +56,7 @@ def read_source(path: str | os.PathLike[str] | None = None, overrides: Mapping[s
     """The configuration's source; a missing default file means all defaults (the embedded demo)."""
     explicit = path or os.environ.get(CONFIG_ENV)
     config_path = Path(explicit) if explicit else Path.cwd() / "heartbeat.yml"
-    if not config_path.exists():
+    if not config_path.exists() and not config_path.is_symlink():  # a link to nothing is said, not skipped
         if explicit:
             raise ConfigError(f"config file {config_path} does not exist")
         return source_of({}, base=Path.cwd(), overrides=overrides)
@@ -69,7 +70,7 @@ def _load_yaml(config_path: Path) -> Any:
     """The file's YAML, parsed by libyaml (a heartbeat.yml listing thousands of local jobs: 0.05 s against
     0.38 s, in every cron process). Where libyaml refuses it, the Python parser reads it, and its error
     shows the line."""
-    text = config_path.read_text()
+    text = read_text(config_path, ConfigError, "--config (or HEARTBEAT_CONFIG)")
     try:
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
 from harness.start_window import parse_start_window
+from harness.text_file import read_text
 from harness.vocabulary import KINDS, JobState, ReadType, SensorSource
 
 USER_COLUMNS = (
@@ -225,36 +225,13 @@ def _choices_of(values: tuple[SensorSource, ...]) -> str:
 
 def read_controls(path: Path) -> list[ControlSpec]:
     """Parse and validate the CSV; raise ControlsError naming every bad row and what to change."""
-    reader = csv.DictReader(io.StringIO(_text(path), newline=""))
+    reader = csv.DictReader(io.StringIO(read_text(path, ControlsError, "controls_csv"), newline=""))
     try:
         return _parse(path, reader)
     except csv.Error as exc:  # a value longer than a CSV value may be: most often a quote left open
         raise ControlsError(
             f"{path}: line {reader.line_num}: {exc}; a quote left open on a line before it makes the rest of "
             "the file one value: close it"
-        ) from None
-
-
-def _text(path: Path) -> str:
-    """The file's text, a byte-order mark dropped; ControlsError saying why it cannot be read."""
-    if path.is_symlink() and not path.exists():
-        raise ControlsError(f"{path}: a link to {os.readlink(path)}, which does not exist; link it to the CSV")
-    if not path.exists():
-        raise ControlsError(f"{path}: file not found")
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise ControlsError(f"{path}: is a folder, not a file; controls_csv names the CSV file itself") from None
-    except OSError as exc:
-        raise ControlsError(
-            f"{path}: cannot be read ({exc.strerror}); let the user the heartbeat runs as read it"
-        ) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ControlsError(
-            f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
         ) from None
 
 

@@ -61,6 +61,33 @@ def test_a_heartbeat_yml_that_is_not_yaml_is_refused_showing_the_line(tmp_path: 
     assert "line 2, column 10:\n    sensing: {check_timeout_seconds: 5\n             ^" in message
 
 
+def test_a_heartbeat_yml_that_cannot_be_read_is_refused_saying_why(tmp_path: Path) -> None:
+    folder = tmp_path / "folder.yml"
+    folder.mkdir()
+    latin = write_config(tmp_path / "latin.yml", "")
+    latin.write_bytes(b"backend: local\n# \xe9t\xe9\n")
+    link = tmp_path / "link.yml"
+    link.symlink_to(tmp_path / "gone.yml")
+    for path, expected in [
+        (folder, "is a folder, not a file; --config (or HEARTBEAT_CONFIG) names the file itself"),
+        (latin, "line 2 is not UTF-8 text (byte 0xe9); save the file as UTF-8"),
+        (link, f"a link to {tmp_path / 'gone.yml'}, which does not exist"),
+    ]:
+        with pytest.raises(ConfigError) as info:
+            load_config(path)
+        assert str(info.value).startswith(f"{path}: {expected}")
+
+
+def test_a_heartbeat_yml_in_the_working_folder_that_links_to_nothing_is_refused_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HEARTBEAT_CONFIG", raising=False)
+    (tmp_path / "heartbeat.yml").symlink_to(tmp_path / "release" / "heartbeat.yml")
+    with pytest.raises(ConfigError, match="heartbeat.yml: a link to .*release/heartbeat.yml, which does not exist"):
+        load_config()
+
+
 def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,6 +26,8 @@ from harness.config import (
     SourceSections,
 )
 from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
+from harness.sensors.base import Sensor, Upstream
+from harness.sensors.context import CheckContext
 from harness.state.tables import JobDecision, Tables
 from harness.tick import inbox
 from harness.tick.run import run_tick
@@ -261,3 +263,17 @@ def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 360
     """The heartbeat on the Databricks backend, against the Jobs API test server (its settings in `section`)."""
     heartbeat.with_sections(databricks={**FAST, **section}, runs={"stuck_after_seconds": stuck_after_seconds})
     heartbeat.with_config(backend="databricks")
+
+
+def spy_on_reads(monkeypatch: pytest.MonkeyPatch, sensor: type[Sensor[Any]]) -> list[str]:
+    """Every upstream the real sensor of this kind reads from here on, one entry a read (a spy around it,
+    not a mock)."""
+    reads: list[str] = []
+    real = sensor.read_position
+
+    def counted(self: Sensor[Any], context: CheckContext, upstream: Upstream) -> Any:
+        reads.append(upstream.sensor_id)
+        return real(self, context, upstream)
+
+    monkeypatch.setattr(sensor, "read_position", counted)
+    return reads

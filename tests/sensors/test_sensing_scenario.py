@@ -11,27 +11,17 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from harness.sensors.base import Upstream
-from harness.sensors.context import CheckContext
-from harness.sensors.jdbc import JdbcSensor, KeyMax
+from harness.sensors.jdbc import JdbcSensor
 from tests.fixtures_sources import pg_connection
 from tests.kafka_mock import MockKafka
 from tests.postgres import PostgresServer
-from tests.support import HeartbeatHarness, control_row
+from tests.support import HeartbeatHarness, control_row, spy_on_reads
 
 
 @pytest.fixture
 def jdbc_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every JDBC read the real sensor makes (a spy around it, not a mock)."""
-    reads: list[str] = []
-    real = JdbcSensor.read_position
-
-    def counted(self: JdbcSensor, context: CheckContext, upstream: Upstream) -> KeyMax:
-        reads.append(upstream.sensor_id)
-        return real(self, context, upstream)
-
-    monkeypatch.setattr(JdbcSensor, "read_position", counted)
-    return reads
+    return spy_on_reads(monkeypatch, JdbcSensor)
 
 
 def test_mixed_sources_one_read_per_upstream_errors_isolated_and_nothing_lost(

@@ -32,7 +32,7 @@ from harness.tick.run import run_cold_tick
 from harness.tick.sensing import sense_once
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
-from tests.support import SESSION_SEEDS, HeartbeatHarness
+from tests.support import SESSION_SEEDS, HeartbeatHarness, spy_on_reads
 
 CSV_HEADER = (
     "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -174,15 +174,7 @@ def test_a_landed_file_hands_over_to_the_full_tick(left: LeftState) -> None:
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The trigger folders read from here on, one entry a check."""
-    folders: list[str] = []
-    read = TriggerFileSensor.read_position
-
-    def counted(self: TriggerFileSensor, context: CheckContext, upstream: Upstream) -> Any:
-        folders.append(upstream.sensor_id)
-        return read(self, context, upstream)
-
-    monkeypatch.setattr(TriggerFileSensor, "read_position", counted)
-    return folders
+    return spy_on_reads(monkeypatch, TriggerFileSensor)
 
 
 @pytest.mark.unit

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,11 @@ def _dependency_flag(row: dict[str, str]) -> str:
     return row.get("dependency_flag", "").replace(" ", "").upper()
 
 
+def _control_characters(value: str) -> str:
+    """The control characters (NUL, tab, line breaks...) in `value`, as escapes; empty when there are none."""
+    return ", ".join(dict.fromkeys(repr(c)[1:-1] for c in value if unicodedata.category(c) == "Cc"))
+
+
 def _row_problems(row: dict[str, str]) -> list[str]:
     problems = [
         f"{column} {value!r} starts or ends with a tab, a line break or another blank that is not a space; "
@@ -132,6 +138,12 @@ def _row_problems(row: dict[str, str]) -> list[str]:
         for column, value in row.items()
         if column not in FREE_TEXT and isinstance(value, str) and value.strip() != value.strip(" ")
     ]
+    problems.extend(
+        f"{column} {value!r} holds a control character ({_control_characters(value)}); remove it "
+        "(a NUL, a tab or another character that is not text, most often from a binary export)"
+        for column, value in row.items()
+        if column not in FREE_TEXT and isinstance(value, str) and _control_characters(value.strip())
+    )
     for column in REQUIRED:
         if not row.get(column, "").strip():
             problems.append(f"{column} is empty")

@@ -70,6 +70,9 @@ def test_free_text_may_end_in_a_line_break(tmp_path: Path) -> None:
         ({"dependency_flag": "TRUE\u00a0"}, "dependency_flag 'TRUE\\xa0' starts or ends with a tab"),
         ({"sensor_id": "\tt2"}, "line 3 (kafka 't2' -> job j): sensor_id '\\tt2' starts or ends with a tab"),
         ({"sensor_id": " "}, "line 3 (kafka '' -> job j): sensor_id is empty"),
+        # a control character inside a key (a binary export), which the upstream's name never holds
+        ({"sensor_id": "t\x002"}, "sensor_id 't\\x002' holds a control character (\\x00); remove it"),
+        ({"trigger_job_id": "j\tk"}, "trigger_job_id 'j\\tk' holds a control character (\\t); remove it"),
         ({"trigger_job_id": ""}, "trigger_job_id is empty"),
         ({"preprocess_query": "DROP TABLE sensor_new_data"}, "preprocess_query must be a SELECT, found DROP"),
         ({"preprocess_query": "SELECT 1; SELECT 2"}, "exactly one SELECT statement, found 2"),

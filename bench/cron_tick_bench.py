@@ -6,8 +6,8 @@ On a state folder of its own (two trigger-file upstreams feeding two local jobs,
 four rows a job), after a first tick that builds everything: --ticks cold tick processes with nothing
 new, then ticks that find new files (the demo's state: one file, which starts its job; with --rows: a
 file in a tenth of the upstreams, which starts a job for each row they feed; the next tick records the
-runs' ends), then `publish` and `complete` processes. Prints the median, minimum and maximum seconds of each, and for the ticks that find work the
-median of each step (from the tick's log lines). `--source DIR` runs the harness of another checkout
+runs' ends), then `publish` and `complete` processes. Prints the median, minimum and maximum seconds
+of each, and for the ticks that find work the median of each step (from the tick's log lines). `--source DIR` runs the harness of another checkout
 (for a before/after on the same machine).
 
     .venv/bin/python bench/cron_tick_bench.py --ticks 5

@@ -3,10 +3,12 @@ programs run (`publish`, `complete`), each as its own cold process.
 
 On a state folder of its own (two trigger-file upstreams feeding two local jobs, as the demo; with
 --rows, the 10,000-row benchmark's control table instead: --rows rows over --upstreams trigger folders,
-four rows a job), after a first tick that builds everything: --ticks cold tick processes with nothing
-new, then ticks that find new files (the demo's state: one file, which starts its job; with --rows: a
-file in a tenth of the upstreams, which starts a job for each row they feed; the next tick records the
-runs' ends), then `publish` and `complete` processes. Prints the median, minimum and maximum seconds
+four rows a job; and a row of source `published`, lake.orders, feeding one more job), after a first
+tick that builds everything: --ticks cold tick processes with nothing new, then ticks that find new
+files (the demo's state: one file, which starts its job; with --rows: a file in a tenth of the
+upstreams, which starts a job for each row they feed; the next tick records the runs' ends), then
+`publish` processes of lake.orders, each followed by the tick that applies it (and starts the job it
+feeds) and one that records that run's end, then `complete` processes. Prints the median, minimum and maximum seconds
 of each, and for the ticks that find work the median of each step (from the tick's log lines). `--source DIR` runs the harness of another checkout
 (for a before/after on the same machine).
 
@@ -35,6 +37,8 @@ CONTROLS = """sensor_source,sensor_id,sensor_read_type,asset_description,upstrea
 trigger_file,orders_landed,batch,orders,,,orders_job,orders,UNPAUSED,TRUE
 trigger_file,customers_landed,batch,customers,,,customers_job,customers,UNPAUSED,TRUE
 """
+PUBLISHED = "lake.orders"  # a table producers publish, feeding a job of its own
+PUBLISHED_ROW = f"published,{PUBLISHED},batch,published orders,,,lake_orders_job,lake orders,UNPAUSED,TRUE\n"
 
 
 class Heartbeat:
@@ -56,10 +60,12 @@ class Heartbeat:
         else:
             names, job_ids = ["orders_landed", "customers_landed"], ["orders_job", "customers_job"]
             controls.write_text(CONTROLS)
+        with controls.open("a") as csv:
+            csv.write(PUBLISHED_ROW)
         for upstream in names:
             (self.triggers / upstream).mkdir(parents=True)
         self.job_id = job_ids[0]
-        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in job_ids}
+        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in [*job_ids, "lake_orders_job"]}
         self.config = base / "heartbeat.yml"
         self.config.write_text(
             yaml.safe_dump(
@@ -139,7 +145,12 @@ def main() -> None:
             busy.append(hb.timed("tick"))
             hb.wait_for_runs()  # the jobs (`true`) end
             ended.append(hb.timed("tick"))
-        publish = [hb.seconds("publish", "--table", "lake.orders", "--snapshot", str(i)) for i in range(args.ticks)]
+        publish, applied = [], []
+        for i in range(args.ticks):
+            publish.append(hb.seconds("publish", "--table", PUBLISHED, "--snapshot", str(i)))
+            applied.append(hb.timed("tick"))
+            hb.wait_for_runs()
+            hb.seconds("tick")  # records the run's end
         complete = [hb.seconds("complete", "--job-id", hb.job_id) for _ in range(args.ticks)]
     finally:
         hb.cleanup()
@@ -151,6 +162,8 @@ def main() -> None:
     print(line("tick, the runs ended (records them)", [s for s, _ in ended]))
     print(step_medians(ended))
     print(line("publish --table T --snapshot N", publish))
+    print(line("tick, a publication applied (starts its job)", [s for s, _ in applied]))
+    print(step_medians(applied))
     print(line("complete --job-id J", complete))
 
 

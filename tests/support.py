@@ -265,6 +265,13 @@ def use_databricks(heartbeat: HeartbeatHarness, stuck_after_seconds: float = 360
     heartbeat.with_config(backend="databricks")
 
 
+class LogCounters:
+    """An event log's counters as the tables keep their readings by them (harness.state.tables.LogVersions),
+    moved by the test."""
+
+    run_events = folds = 0
+
+
 def spy_on_reads(monkeypatch: pytest.MonkeyPatch, sensor: type[Sensor[Any]]) -> list[str]:
     """Every upstream the real sensor of this kind reads from here on, one entry a read (a spy around it,
     not a mock)."""

@@ -5,7 +5,8 @@ An append is one file a day, committed by one rename, so a kill leaves all of it
 embedded default written without Spark (harness.state.event_append), elsewhere by a Spark INSERT.
 Before each append a marker (`<state>/events.unfolded`, harness.state.fold_marker) says the control table
 lags the log, and since when; a successful fold removes it, so a tick knows whether it must fold, and
-from which time on, even after a kill in between.
+from which time on, even after a kill in between. An append of no control row's event (a publication, a
+refused controls CSV) removes the marker it wrote once it is whole: the models read only rows' events.
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ class EventLog:
         self.tick_id = tick_id
         self.marker = config.layout.events_unfolded
         self.version = 0  # moves on every append and fold: what was read from the log may be stale
+        # moves on every append of a run's events (those with an idempotency token, which the open runs'
+        # view reads) and every fold: what was read of the open runs may be stale
+        self.run_events = 0
         self.folds = 0  # moves on every fold: what was read from the tables dbt built may be stale
         self.folder: Path | None = None  # the log's local folder, when appends go there without Spark
         self._ensure()
@@ -225,16 +229,23 @@ class EventLog:
     def changed(self) -> None:
         """The tables built from the log are about to change, or just changed (a fold)."""
         self.version += 1
+        self.run_events += 1
         self.folds += 1
 
     def append(self, events: Sequence[Event]) -> int:
         """Append in one write; returns how many rows were written."""
         if not events:
             return 0
-        # Before the write: a kill after it still leaves the marker. Only a control row's events are
-        # folded, so only their times count (a publication's time is its producer's clock).
-        fold_marker.note(self.marker, min((e.event_time for e in events if e.row is not None), default=now()))
+        # Before the write: a kill after it still leaves the marker, and the next process completes the
+        # append (its day registered) and folds. Only a control row's events are folded (the models read
+        # no other): only their times count (a publication's time is its producer's clock), and an
+        # append of none of them leaves nothing to fold once it is whole.
+        rows_times = [e.event_time for e in events if e.row is not None]
+        nothing_to_fold = not rows_times and not self.marker.exists()
+        fold_marker.note(self.marker, min(rows_times, default=now()))
         self.version += 1
+        if any(e.idempotency_token for e in events):
+            self.run_events += 1
         rows = [e.as_tuple(self.tick_id) for e in events]
         try:
             if self.folder is not None:
@@ -245,6 +256,8 @@ class EventLog:
         except Exception:
             self._recover_quietly()
             raise
+        if nothing_to_fold:
+            self.marker.unlink(missing_ok=True)
         return len(events)
 
     def _append_files(self, folder: Path, rows: list[tuple[Any, ...]]) -> None:

@@ -3,7 +3,7 @@ and the digest of the controls CSV the seed holds. Every table by its three-part
 
 What was read is kept until it may have changed: what dbt built (the control table, the views over it,
 the seed) until the next fold (`EventLog.folds`); the open runs, a view over the event log itself,
-until the next append or fold (`EventLog.version`). A tick with nothing new reads no table at all, and
+until the next append of a run's events or fold (`EventLog.run_events`). A tick with nothing new reads no table at all, and
 a tick's appends do not make it read the control table again. The trigger set also depends on the
 clock (a refused start, a quiet period, a minimum gap, a start window wait until a given time), so its
 reading is kept only until the earliest of those times. Tables are read through Arrow (`records`), a
@@ -155,7 +155,7 @@ def records(frame: DataFrame, order: Sequence[str] = ()) -> list[dict[str, Any]]
 class LogVersions(Protocol):
     """What the readings are kept by (the event log, harness.state.event_log.EventLog)."""
 
-    version: int  # moves whenever the event log changes
+    run_events: int  # moves whenever the open runs may have changed (a run's events appended, a fold)
     folds: int  # moves whenever what dbt built may have changed
 
 
@@ -176,14 +176,14 @@ class Tables:
         the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
         if self._log is None:
             return
-        folds, version = self._log.folds, self._log.version
+        folds, run_events = self._log.folds, self._log.run_events
         rows = [control_row(r) for r in control_table]
         for key, value, counter in (
             (CONTROL_TABLE, control_table, folds),
             (f"{CONTROL_TABLE}:rows", rows, folds),
             (SENSED_KEYS, sensed, folds),
             (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
-            (OPEN_RUNS, open_runs, version),
+            (OPEN_RUNS, open_runs, run_events),
             (SEED, controls_digest, folds),
         ):
             self._kept[key] = (counter, FOREVER, value)
@@ -197,13 +197,13 @@ class Tables:
         read: Callable[[], T],
         until: Callable[[T], datetime] = lambda _: FOREVER,
         *,
-        of_log: bool = False,
+        of_runs: bool = False,
     ) -> T:
-        """The reading kept under `key` while what it reads is the same (what dbt built, or with `of_log`
-        the event log itself) and `until` its value has not passed."""
+        """The reading kept under `key` while what it reads is the same (what dbt built, or with `of_runs`
+        the runs' events in the log) and `until` its value has not passed."""
         if self._log is None:
             return read()
-        version, hit = (self._log.version if of_log else self._log.folds), self._kept.get(key)
+        version, hit = (self._log.run_events if of_runs else self._log.folds), self._kept.get(key)
         if hit is not None and hit[0] == version and datetime.now(timezone.utc) < hit[1]:
             return hit[2]  # type: ignore[no-any-return]
         value = read()
@@ -324,7 +324,7 @@ class Tables:
         return self._kept_or(
             OPEN_RUNS,
             lambda: self._read(OPEN_RUNS, "requested_at", "idempotency_token") if self.exists(CONTROL_TABLE) else [],
-            of_log=True,
+            of_runs=True,
         )
 
     def controls_digest(self) -> str | None:

@@ -55,6 +55,21 @@ def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None
     assert [p["snapshot_id"] for p in again.changes["publications"]] == ["2"]
 
 
+def test_the_tick_that_applies_a_publication_starts_its_consumer_with_one_fold(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN job consumer fed by lake.orders, ticked once with nothing published
+    heartbeat.write_controls([control_row("published", "lake.orders", "consumer")])
+    heartbeat.define_jobs("consumer")
+    assert heartbeat.tick().error is None
+
+    # WHEN a producer publishes snapshot 8 (queued for the next tick) and the next tick applies it
+    publish.publish("lake.orders", snapshot=8, config=heartbeat.config)
+    report = heartbeat.tick()
+
+    # THEN the consumer starts, and the tick folds once, at its end: a publication is no control row's
+    # event, so nothing is folded before it is sensed (it was folded twice)
+    assert report.error is None and report.started == ["consumer"] and report.dbt_builds == 1
+
+
 def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_what_its_job_writes(
     heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
 ) -> None:

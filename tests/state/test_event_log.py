@@ -137,7 +137,32 @@ def test_the_fold_marker_holds_the_earliest_time_of_the_rows_events_appended(
     # THEN a fold would read from the row's event on: the publication is no row's, and the later append
     # does not move the time
     assert log.unfolded_since == earlier
-    # AND an append of no row's event alone still says there is something to fold
+    # AND an append of no row's events (a publication, a refused CSV) leaves nothing to fold: the models
+    # read only the rows' events
     log.mark_folded()
     log.append([Event(EventType.CONFIG_REJECTED, message="bad CSV")])
-    assert log.unfolded and log.unfolded_since is not None
+    log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])
+    assert not log.unfolded
+    # AND one stopped before it is whole leaves the marker, so the next process completes it and folds
+    with stopping_at("events append:file written"), pytest.raises(Stopped):
+        log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])
+    assert log.unfolded
+
+
+def test_the_open_runs_are_read_again_only_after_an_append_of_a_runs_events(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # GIVEN an event log
+    log = open_log(spark, tmp_path, "hb_event_log_run_events")
+    row = RowKey("trigger_file", "in", "j")
+    before = log.run_events
+    # WHEN a detection and a publication are appended, THEN what was read of the open runs still holds
+    log.append([Event(EventType.DATA_CHANGED, row, status="NEW_EVENT_AVAILABLE")])
+    log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])
+    assert log.run_events == before and log.unfolded
+    # WHEN a run's event is appended (its idempotency token is what the open runs' view reads), or a
+    # fold happens, THEN it may not
+    log.append([Event(EventType.RUN_STARTED, row, idempotency_token="t1", run_id="r1")])
+    assert log.run_events == before + 1
+    log.mark_folded()
+    assert log.run_events == before + 2

@@ -14,18 +14,15 @@ from harness.config import PROJECT_DIR, Config
 from harness.state.tables import CONTROL_TABLE, OPEN_RUNS, TRIGGER_SET, Tables
 from harness.tick.cold import facts
 from harness.tick.runtime import Runtime
+from tests.support import LogCounters
 
 pytestmark = pytest.mark.unit
-
-
-class Counters:
-    version = folds = 0
 
 
 class CountingTables(Tables):
     """Tables whose reads are counted, with no Spark behind them."""
 
-    def __init__(self, config: Config, counters: Counters) -> None:
+    def __init__(self, config: Config, counters: LogCounters) -> None:
         super().__init__(None, config, counters)  # type: ignore[arg-type]
         self.reads: Counter[str] = Counter()
 
@@ -50,25 +47,25 @@ def config(tmp_path: Path) -> Config:
     return Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, controls_csv=tmp_path / "c.csv")
 
 
-def test_a_reading_is_kept_until_a_fold_and_the_open_runs_until_an_append(config: Config) -> None:
+def test_a_reading_is_kept_until_a_fold_and_the_open_runs_until_a_runs_event(config: Config) -> None:
     # GIVEN tables read once
-    counters = Counters()
+    counters = LogCounters()
     tables = CountingTables(config, counters)
     tables.control_rows(), tables.job_decisions(), tables.open_runs()
 
-    # WHEN the log is appended to, THEN only the open runs (a view over the log) are read again
-    counters.version += 1
+    # WHEN a run's events are appended to the log, THEN only the open runs (a view over them) are read again
+    counters.run_events += 1
     tables.control_rows(), tables.job_decisions(), tables.open_runs()
     assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 2}
 
     # WHEN a fold changes what dbt built, THEN everything is read again
-    counters.version, counters.folds = counters.version + 1, counters.folds + 1
+    counters.run_events, counters.folds = counters.run_events + 1, counters.folds + 1
     tables.control_rows(), tables.job_decisions(), tables.open_runs()
     assert tables.reads == {CONTROL_TABLE: 2, TRIGGER_SET: 2, OPEN_RUNS: 3}
 
 
 def test_without_a_version_nothing_is_kept(config: Config) -> None:
-    tables = CountingTables(config, Counters())
+    tables = CountingTables(config, LogCounters())
     tables._log = None
     tables.control_table(), tables.control_table()
     assert tables.reads == {CONTROL_TABLE: 2}
@@ -77,7 +74,7 @@ def test_without_a_version_nothing_is_kept(config: Config) -> None:
 class SideBySideTables(CountingTables):
     """Each read waits until all `together` reads have begun: read one after another, the first times out."""
 
-    def __init__(self, config: Config, counters: Counters, together: int) -> None:
+    def __init__(self, config: Config, counters: LogCounters, together: int) -> None:
         super().__init__(config, counters)
         self.barrier = threading.Barrier(together, timeout=5)
 
@@ -96,7 +93,7 @@ class SideBySideTables(CountingTables):
 
 def test_the_snapshots_readings_are_taken_side_by_side_once_each(config: Config) -> None:
     # GIVEN tables after a fold, whose five reads each wait for the other four to begin
-    counters = Counters()
+    counters = LogCounters()
     tables = SideBySideTables(config, counters, together=5)
     counters.folds += 1
 
@@ -111,7 +108,7 @@ def test_the_snapshots_readings_are_taken_side_by_side_once_each(config: Config)
 
 def test_readings_side_by_side_run_on_the_same_threads_at_every_tick(config: Config) -> None:
     # GIVEN five readings that each wait for the other four to begin (so each has a thread of its own)
-    tables = CountingTables(config, Counters())
+    tables = CountingTables(config, LogCounters())
     barrier = threading.Barrier(5, timeout=5)
     threads: set[threading.Thread] = set()
 
@@ -129,7 +126,7 @@ def test_readings_side_by_side_run_on_the_same_threads_at_every_tick(config: Con
 
 def test_a_reading_that_reads_together_itself_does_so_in_its_own_thread(config: Config) -> None:
     # GIVEN five readings that each take two more readings together (every reader thread is busy)
-    tables = CountingTables(config, Counters())
+    tables = CountingTables(config, LogCounters())
     inner: list[str] = []
 
     def outer() -> None:

@@ -32,7 +32,7 @@ from harness.tick.run import run_cold_tick
 from harness.tick.sensing import sense_once
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
-from tests.support import SESSION_SEEDS, HeartbeatHarness, spy_on_reads
+from tests.support import SESSION_SEEDS, HeartbeatHarness, LogCounters, spy_on_reads
 
 CSV_HEADER = (
     "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -263,7 +263,7 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
     assert handover is not None and handover.snapshot is not None
 
     # THEN the full tick's tables answer from the snapshot, with no Spark query, until the next fold
-    events = FoldCounters()
+    events = LogCounters()
     tables = Tables(NoSpark(), left.config, events)  # type: ignore[arg-type]
     tables.keep(
         handover.snapshot["rows"],
@@ -274,7 +274,7 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
     assert [r.key for r in tables.control_rows()] == [RowKey("trigger_file", "in", "j")]
     assert [r.watermark for r in tables.sensed_rows()] == [left.row()["watermark"]]
     assert tables.open_runs() == [] and tables.controls_digest() == left.snapshot["controls_sha256"]
-    events.version += 1  # an append: the open runs (a view over the log) are read again, the control table is not
+    events.run_events += 1  # a run's events appended: the open runs (a view over them) are read again, the rest not
     assert tables.control_rows()[0].status == "COMPLETED"
     with pytest.raises(AssertionError, match="no Spark"):
         tables.open_runs()
@@ -288,10 +288,6 @@ def test_a_stale_snapshot_hands_over_without_readings(left: LeftState) -> None:
     left.config.layout.events_unfolded.touch()
     handover, _ = left.cold()
     assert handover is not None and handover.snapshot is None
-
-
-class FoldCounters:
-    version = folds = 0
 
 
 class NoSpark:

@@ -262,7 +262,7 @@ class Tables:
         return {RowKey(*(r[k] for k in KEY_COLUMNS)) for r in records(frame)}
 
     def _trigger_set(self) -> list[dict[str, Any]]:
-        return self._kept_or(TRIGGER_SET, lambda: self._read(TRIGGER_SET, "trigger_job_id"), next_change)
+        return self._trigger_set_until()[0]
 
     def job_decisions(self) -> list[JobDecision]:
         return [JobDecision.of(r) for r in self._trigger_set()]
@@ -270,7 +270,17 @@ class Tables:
     def decisions_valid_until(self) -> datetime:
         """Until when the trigger set's decisions hold without a new event (the clock alone changes them
         then: a refused start may be retried, a quiet period, a minimum gap or a closed window ends)."""
-        return next_change(self._trigger_set())
+        return self._trigger_set_until()[1]
+
+    def _trigger_set_until(self) -> tuple[list[dict[str, Any]], datetime]:
+        """The trigger set's rows, kept until the clock alone changes them (next_change from their read)."""
+
+        def read() -> tuple[list[dict[str, Any]], datetime]:
+            read_at = datetime.now(timezone.utc)  # the query takes its clock at this time or later
+            rows = self._read(TRIGGER_SET, "trigger_job_id")
+            return rows, next_change(rows, read_at)
+
+        return self._kept_or(TRIGGER_SET, read, lambda kept: kept[1])
 
     def _compiled_as_if(self) -> Path | None:
         return next(self.config.dbt_target_path.glob(f"compiled/*/models/marts/{TRIGGER_SET_AS_IF}.sql"), None)
@@ -338,14 +348,18 @@ class Tables:
         return next((str(r["value"]) for r in properties if r["key"] == DIGEST_PROPERTY), None)
 
 
-def next_change(trigger_set: list[dict[str, Any]]) -> datetime:
-    """When the trigger set's decisions change with the clock alone: the earliest time a refused start
-    may be retried or a job waiting only for time (its earliest_start_at) may start."""
-    waits = [
+def next_change(trigger_set: list[dict[str, Any]], read_at: datetime) -> datetime:
+    """When the trigger set's decisions, read at `read_at`, change with the clock alone: the earliest
+    time a refused start may be retried or a job waiting only for time (its earliest_start_at) may
+    start. A retry time passed before the read changes nothing later: such a job waits for something
+    else (a pause, a minimum gap, new data), which an event or a new controls CSV brings."""
+    retries = [
         utc(r["retry_start_after"])
         for r in trigger_set
         if r.get("is_start_refused") and not r["should_start"] and r.get("retry_start_after") is not None
-    ] + [utc(r["earliest_start_at"]) for r in trigger_set if r.get("earliest_start_at") is not None]
+    ]
+    waits = [t for t in retries if t > read_at]
+    waits += [utc(r["earliest_start_at"]) for r in trigger_set if r.get("earliest_start_at") is not None]
     return min(waits, default=FOREVER)
 
 

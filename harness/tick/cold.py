@@ -33,12 +33,12 @@ from harness.state.status_files import last_failed_checks, read_json, record_wai
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id, still_refused
-from harness.tick.freshness import stale_rows
+from harness.tick.freshness import judged, stale_rows
 from harness.tick.runtime import build_backend
 from harness.tick.sensing import FirstLook, sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
-from harness.vocabulary import ControlRow, RowKey, SensorSource, control_row, utc
+from harness.vocabulary import RowKey, SensorSource, control_row, utc
 
 if TYPE_CHECKING:
     from harness.tick.runtime import Runtime
@@ -149,7 +149,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
             errors=outcome.errors,
         )
 
-    if _newly_stale(sensed):
+    if stale_rows(sensed, judged(sensed, outcome.events), datetime.now(timezone.utc)):
         return Handover("upstreams newly stale", look=look)
 
     with Step(report, "start jobs") as step:
@@ -198,8 +198,3 @@ def _controls_error(config: Config, snapshot: dict[str, Any]) -> str | Handover 
     except ControlsError as exc:
         return str(exc)
     return Handover("the controls CSV changed")
-
-
-def _newly_stale(rows: list[ControlRow]) -> bool:
-    judged = {r.key for r in rows}
-    return bool(stale_rows(rows, judged, datetime.now(timezone.utc)))

@@ -43,6 +43,13 @@ def _words(delta: timedelta) -> str:
     return f"{seconds}s"
 
 
+def judged(rows: Sequence[ControlRow], sensing_events: Sequence[Event]) -> set[RowKey]:
+    """The rows of `rows` (sensed in a tick, `sensing_events` its checks' events) that freshness judges:
+    those checked without error that found nothing new."""
+    answered = {e.row for e in sensing_events if e.row is not None}
+    return {r.key for r in rows} - answered
+
+
 def stale_rows(rows: Sequence[ControlRow], judged: set[RowKey], at: datetime) -> list[tuple[ControlRow, timedelta]]:
     """The rows of `judged` past their expectation at `at` whose lapse has no FRESHNESS_MISSED yet,
     each with how long its upstream has been unchanged."""
@@ -69,10 +76,8 @@ def freshness_events(
     """FRESHNESS_MISSED for each row sensed in this tick (`rows`, with `sensing_events` the events its
     checks produced) whose lapse is new, each notified once."""
     at = at or now()
-    answered = {e.row for e in sensing_events if e.row is not None}
-    judged = {r.key for r in rows} - answered  # checked without error and nothing new
     events = []
-    for row, age in stale_rows(rows, judged, at):
+    for row, age in stale_rows(rows, judged(rows, sensing_events), at):
         assert row.latest_event_fetched_timestamp is not None  # stale_rows keeps only rows with one
         details: dict[str, Any] = {
             "upstream": row.label,

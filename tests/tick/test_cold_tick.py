@@ -20,6 +20,7 @@ import pytest
 
 from harness.config import PROJECT_DIR, Config, LocalJob
 from harness.controls import MISSING, SEED, file_digest
+from harness.errors import ConfigError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
@@ -399,6 +400,24 @@ def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> N
 
 
 @pytest.mark.unit
+def test_an_upstream_down_past_its_expectation_keeps_the_tick_cold_as_a_full_tick_records_nothing(
+    left: LeftState,
+) -> None:
+    # GIVEN an upstream whose check fails as in the last tick, which recorded it, and whose last new data
+    # is older than its expectation
+    message = _failing_check(left, last_tick_saw_it=True, row_shows_it=True)
+    left.snapshot["rows"][0].update(
+        expected_within="1h",
+        latest_event_fetched_timestamp=(datetime.now(timezone.utc) - timedelta(hours=2)).isoformat(),
+    )
+
+    # WHEN a cold tick runs, THEN it ends cold: freshness judges only rows checked without error (the
+    # failure is the row's report), so a full tick would record nothing (it handed over at every tick)
+    handover, report = left.cold()
+    assert handover is None and report.failed_checks == [message]
+
+
+@pytest.mark.unit
 def test_a_job_with_parts_of_its_range_left_hands_over_to_start_the_next_without_new_data(left: LeftState) -> None:
     # GIVEN the last tick left job j catching up (max_range): its row NEW_EVENT_AVAILABLE again with steps
     # of its range left, no file landed since, and the trigger set starting the next part
@@ -472,7 +491,8 @@ def test_a_job_waiting_for_time_stays_cold_until_its_earliest_start_then_hands_o
         left.snapshot["jobs"][0].update(reason="minimum gap: started 1 min ago, every 1 h")
         left.snapshot["jobs"][0]["earliest_start_at"] = moment.isoformat()
         trigger_set = [{"trigger_job_id": "j", "should_start": False, "earliest_start_at": moment}]
-        left.snapshot["decisions_valid_until"] = next_change(trigger_set).isoformat()
+        read_at = moment - timedelta(minutes=1)
+        left.snapshot["decisions_valid_until"] = next_change(trigger_set, read_at).isoformat()
 
     # WHEN that time is ahead, THEN the tick ends cold, without Spark
     waiting_until(datetime.now(timezone.utc) + timedelta(minutes=5))
@@ -483,3 +503,43 @@ def test_a_job_waiting_for_time_stays_cold_until_its_earliest_start_then_hands_o
     waiting_until(datetime.now(timezone.utc) - timedelta(seconds=1))
     handover, _ = left.cold()
     assert handover is not None and "time condition met" in handover.reason
+
+
+@pytest.mark.unit
+def test_a_refused_start_whose_retry_time_passed_while_its_job_waits_for_more_keeps_the_tick_cold(
+    left: LeftState,
+) -> None:
+    # GIVEN job j's start was refused, and its retry time passed while the job waits for something else (a
+    # hard row paused, a minimum gap): the trigger set still shows the refusal and that time
+    read_at = datetime.now(timezone.utc)
+    refused = {"trigger_job_id": "j", "should_start": False, "is_start_refused": True, "earliest_start_at": None}
+    passed = [{**refused, "retry_start_after": read_at - timedelta(minutes=5)}]
+    left.snapshot["decisions_valid_until"] = next_change(passed, read_at).isoformat()
+
+    # THEN its decisions hold until an event changes them: the cold tick ends cold (it handed over to a
+    # full tick at every tick, which decided the same)
+    handover, _ = left.cold()
+    assert handover is None
+
+    # AND a retry time still ahead of the read bounds them
+    ahead = [{**refused, "retry_start_after": read_at + timedelta(minutes=5)}]
+    assert next_change(ahead, read_at) == read_at + timedelta(minutes=5)
+
+
+@pytest.mark.unit
+def test_a_cron_tick_that_cannot_open_spark_is_a_failed_tick_in_the_health_record(tmp_path: Path) -> None:
+    # GIVEN a state the tick needs Spark for (no snapshot yet), and a session that cannot be opened (a
+    # secret a sensor needs missing from cron's environment, a JVM that does not start)
+    config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, controls_csv=tmp_path / "c.csv")
+
+    def cannot_open() -> Any:
+        raise ConfigError("kafka.password_env: the environment variable KAFKA_PASSWORD is not set")
+
+    # WHEN a cron tick runs, THEN it fails with that error
+    with pytest.raises(ConfigError):
+        run_cold_tick(config, cannot_open)
+
+    # AND the health record says so, with the step (`status` showed the last tick that ended cold as ok)
+    health = read_json(config.layout.health)
+    assert "KAFKA_PASSWORD" in health["last_tick"]["error"] and health["last_tick"]["step"] == "open spark"
+    assert health["failures_in_a_row"] == 1

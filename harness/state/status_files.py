@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 TICKS_KEPT = 20_000  # lines of ticks.jsonl kept (two weeks of a tick a minute)
 TICKS_KEPT_ON_VOLUME = 2_100  # a week of 5-minute ticks
-FAILED_CHECKS_KEPT = 20  # the failed checks' messages the health record keeps (`events` has them all)
 
 
 def _plain(value: Any) -> str:
@@ -131,7 +130,8 @@ class TickResult:
 
 
 def last_failed_checks(state_dir: Path) -> set[str]:
-    """The failed checks' messages of the last tick (the health record keeps FAILED_CHECKS_KEPT of them)."""
+    """The failed checks' messages of the last tick, every one (a check failing as it did then is not
+    recorded again: harness.tick.sensing.to_record)."""
     health = read_json_or_none(StateLayout(state_dir).health) or {}
     return set((health.get("last_tick") or {}).get("failed_checks") or [])
 
@@ -150,7 +150,7 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
         "controls_error": result.controls_error,
         "refused": list(result.refused),
         "check_errors": result.check_errors,
-        "failed_checks": list(result.failed_checks[:FAILED_CHECKS_KEPT]),
+        "failed_checks": list(result.failed_checks),  # every one: `status` shows the first few
         "failed_check_count": len(result.failed_checks),
     }
     if result.error is None:

@@ -108,7 +108,12 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
         return report
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
-        runtime = open_runtime()
+        try:
+            runtime = open_runtime()
+        except Exception as exc:  # a setting or a secret it needs, the JVM: `status` says the tick failed
+            report.error = root_cause(exc)
+            record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
+            raise
         if handover.snapshot is not None:
             cold.keep_readings(runtime, handover.snapshot)
         step.done("Spark session and event log opened")

@@ -287,3 +287,23 @@ def test_an_upstream_read_by_two_rows_is_one_failed_check_in_the_ticks_record() 
     )
     # THEN the failed checks are each upstream's message, once, in the order found
     assert outcome.failed_checks == [lake, db]
+
+
+def test_checks_failing_as_in_the_last_tick_are_not_recorded_again_however_many(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from harness.state.status_files import TickResult, last_failed_checks, record_tick
+    from harness.tick.sensing import SensingOutcome, to_record
+
+    # GIVEN 30 upstreams down, each failure recorded on its row and named in the last tick's record
+    messages = [f"jdbc:sales.t{i}: cannot query default: connection refused" for i in range(30)]
+    rows = [sensed_row("jdbc", f"sales.t{i}", f"j{i}", last_error=m) for i, m in enumerate(messages)]
+    record_tick(tmp_path, TickResult("t0", datetime.now(timezone.utc), 0.1, None, failed_checks=messages))
+
+    # WHEN the next tick's checks fail the same way
+    outcome = SensingOutcome(
+        events=[Event(EventType.CHECK_FAILED, row=r.key, message=m) for r, m in zip(rows, messages)]
+    )
+
+    # THEN it records none of them again (it recorded all but the first 20 at every tick, and folded)
+    assert to_record(outcome, rows, last_failed_checks(tmp_path)) == []

@@ -122,11 +122,11 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
 
     def action() -> int:
         from harness.platform import jvm_options
-        from harness.tick.run import run_tick
+        from harness.tick.run import open_recorded, run_tick
 
         if not args.max_ticks and not args.until_idle:
             jvm_options.expect_long_life()  # a loop until stopped: its JVM compiles for the long run
-        runtime = _runtime(config, parse_ahead=True)
+        runtime = open_recorded(config, lambda: _runtime(config, parse_ahead=True))
         # After Spark started: PySpark installs its own SIGINT handler (cancel jobs, raise
         # KeyboardInterrupt); this one lets the current step finish instead.
         signal.signal(signal.SIGINT, on_signal)

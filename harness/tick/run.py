@@ -108,16 +108,31 @@ def run_cold_tick(config: Config, open_runtime: Callable[[], Runtime]) -> TickRe
         return report
     with Step(report, "open spark") as step:
         log.info("%s: this tick goes on with Spark and dbt", handover.reason)
-        try:
-            runtime = open_runtime()
-        except Exception as exc:  # a setting or a secret it needs, the JVM: `status` says the tick failed
-            report.error = root_cause(exc)
-            record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
-            raise
+        runtime = open_recorded(config, open_runtime, report, started_at, started)
         if handover.snapshot is not None:
             cold.keep_readings(runtime, handover.snapshot)
         step.done("Spark session and event log opened")
     return run_tick(runtime, report, started_at, started, handover.look)
+
+
+def open_recorded(
+    config: Config,
+    open_runtime: Callable[[], Runtime],
+    report: TickReport | None = None,
+    started_at: datetime | None = None,
+    started: float | None = None,
+) -> Runtime:
+    """The runtime a tick runs on. One that cannot be opened (a setting or a secret a sensor needs, the
+    JVM) is a failed tick in the health record, in step "open spark", so `status` says so; the error
+    goes on to the caller."""
+    started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
+    try:
+        return open_runtime()
+    except Exception as exc:
+        report = report or new_report()
+        report.error, report.step = root_cause(exc), "open spark"
+        record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
+        raise
 
 
 def run_tick(

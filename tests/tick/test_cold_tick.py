@@ -543,3 +543,24 @@ def test_a_cron_tick_that_cannot_open_spark_is_a_failed_tick_in_the_health_recor
     health = read_json(config.layout.health)
     assert "KAFKA_PASSWORD" in health["last_tick"]["error"] and health["last_tick"]["step"] == "open spark"
     assert health["failures_in_a_row"] == 1
+
+
+@pytest.mark.unit
+def test_a_run_loop_that_cannot_open_spark_is_a_failed_tick_in_the_health_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.commands import cli
+
+    # GIVEN a heartbeat whose session cannot be opened
+    config_file = tmp_path / "heartbeat.yml"
+    config_file.write_text(f"state_dir: {tmp_path / 'state'}\nbackend: local\n")
+
+    def cannot_open(config: Config, parse_ahead: bool = False) -> Any:
+        raise ConfigError("kafka.password_env: the environment variable KAFKA_PASSWORD is not set")
+
+    monkeypatch.setattr(cli, "_runtime", cannot_open)
+
+    # WHEN `run` starts, THEN it fails, and the health record says so
+    assert cli.main(["--config", str(config_file), "run", "--max-ticks", "1"]) != 0
+    health = read_json(tmp_path / "state" / "health.json")
+    assert "KAFKA_PASSWORD" in health["last_tick"]["error"] and health["last_tick"]["step"] == "open spark"

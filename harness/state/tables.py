@@ -2,14 +2,14 @@
 and the digest of the controls CSV the seed holds. Every table by its three-part name.
 
 What was read is kept until it may have changed: what dbt built (the control table, the views over it,
-the seed) until the next fold (`EventLog.folds`); the open runs, a view over the event log itself,
-until the next append of a run's events or fold (`EventLog.run_events`). A tick with nothing new reads no table at all, and
-a tick's appends do not make it read the control table again. The trigger set also depends on the
-clock (a refused start, a quiet period, a minimum gap, a start window wait until a given time), so its
-reading is kept only until the earliest of those times. Tables are read through Arrow (`records`), a
-fraction of the cost of Spark's rows, and sorted there. After a fold, the readings a step needs are
-taken side by side (`read_together`): each read's fixed cost is mostly planning on the driver, one core
-each.
+the seed) until the next fold (`EventLog.folds`); the open runs, a view over the runs' events in the
+log, until the next append of such events or fold (`EventLog.run_events`). A tick with nothing new reads
+no table at all, and a tick's appends do not make it read the control table again. The trigger set also
+depends on the clock (a refused start, a quiet period, a minimum gap, a start window wait until a given
+time), so its reading is kept only until the earliest of those times. Tables are read through Arrow
+(`records`), a fraction of the cost of Spark's rows, and sorted there. After a fold, the readings a step
+needs are taken side by side (`read_together`): each read's fixed cost is mostly planning on the driver,
+one core each.
 """
 
 from __future__ import annotations

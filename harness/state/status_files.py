@@ -126,7 +126,9 @@ class TickResult:
     step: str | None = None  # the step that failed
     controls_error: str | None = None  # the controls CSV refused (the control table keeps the last valid one)
     check_errors: int = 0  # rows whose upstream's check failed
-    failed_checks: Sequence[str] = ()  # each failed check's message, once per upstream (it names the upstream)
+    # each failed check's message, once per upstream (it names the upstream); None: the tick ended before it
+    # sensed, so the last sensing's stand
+    failed_checks: Sequence[str] | None = None
 
 
 def last_failed_checks(state_dir: Path) -> set[str]:
@@ -140,6 +142,9 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
     """Update the health record with one tick's result: the last successful tick, failures in a row."""
     health = read_json_or_none(StateLayout(state_dir).health) or {}  # one cut short starts again
     ended = datetime.now(timezone.utc).isoformat()
+    last = health.get("last_tick") or {}
+    checks = list(last.get("failed_checks") or []) if result.failed_checks is None else list(result.failed_checks)
+    check_count = last.get("failed_check_count") if result.failed_checks is None else len(checks)
     health["last_tick"] = {
         "tick_id": result.tick_id,
         "started_at": result.started_at.isoformat(),
@@ -150,8 +155,8 @@ def record_tick(state_dir: Path, result: TickResult) -> dict[str, Any]:
         "controls_error": result.controls_error,
         "refused": list(result.refused),
         "check_errors": result.check_errors,
-        "failed_checks": list(result.failed_checks),  # every one: `status` shows the first few
-        "failed_check_count": len(result.failed_checks),
+        "failed_checks": checks,  # every one: `status` shows the first few
+        "failed_check_count": check_count,
     }
     if result.error is None:
         health.update(last_success_at=ended, failures_in_a_row=0, first_failure_at=None)

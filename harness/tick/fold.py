@@ -5,7 +5,8 @@ When a fold is needed:
     a full build recreates the views (`<state>/dbt_models.sha256` records what they were built from);
   - the controls CSV differs from the one the seed holds (validated first; a bad file keeps the last
     good one and is recorded once as CONFIG_REJECTED);
-  - events were appended since the last successful fold (EventLog.unfolded, kept across a kill).
+  - control rows' events were appended since the last successful fold (EventLog.unfolded, kept across
+    a kill; the models read no other events, so a publication alone needs no fold).
 Otherwise a tick does no dbt work at all.
 
 What is built: a full build selects every heartbeat model (and compiles heartbeat_trigger_set_as_if,

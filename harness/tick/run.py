@@ -125,13 +125,17 @@ def open_recorded(
     """The runtime a tick runs on. One that cannot be opened (a setting or a secret a sensor needs, the
     JVM) is a failed tick in the health record, in step "open spark", so `status` says so; the error
     goes on to the caller."""
-    started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
+    started_at = started_at if started_at is not None else datetime.now(timezone.utc)
+    started = started if started is not None else time.monotonic()
     try:
         return open_runtime()
     except Exception as exc:
         report = report or new_report()
         report.error, report.step = root_cause(exc), "open spark"
-        record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
+        try:
+            record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
+        except OSError as unrecorded:  # the error that matters is the session's
+            log.warning("the failed tick is not in the health record: %s", unrecorded)
         raise
 
 

@@ -27,7 +27,7 @@ class TickReport:
     upstreams_checked: int = 0
     new_data: int = 0
     check_errors: int = 0
-    failed_checks: list[str] = field(default_factory=list)  # each failed check's message, once
+    failed_checks: list[str] | None = None  # each failed check's message, once; None: this tick did not sense
     freshness_missed: int = 0
     started: list[str] = field(default_factory=list)
     start_refused: list[str] = field(default_factory=list)

@@ -143,6 +143,11 @@ def test_the_fold_marker_holds_the_earliest_time_of_the_rows_events_appended(
     log.append([Event(EventType.CONFIG_REJECTED, message="bad CSV")])
     log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])
     assert not log.unfolded
+    # AND onto a log with events to fold, it leaves them to fold, from the same time
+    log.append([Event(EventType.DATA_CHANGED, row, event_time=earlier)])
+    log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])
+    assert log.unfolded_since == earlier
+    log.mark_folded()
     # AND one stopped before it is whole leaves the marker, so the next process completes it and folds
     with stopping_at("events append:file written"), pytest.raises(Stopped):
         log.append([Event(EventType.CHANGE_PUBLISHED, upstream=("published", "t"))])

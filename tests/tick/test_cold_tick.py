@@ -528,9 +528,12 @@ def test_a_refused_start_whose_retry_time_passed_while_its_job_waits_for_more_ke
 
 @pytest.mark.unit
 def test_a_cron_tick_that_cannot_open_spark_is_a_failed_tick_in_the_health_record(tmp_path: Path) -> None:
-    # GIVEN a state the tick needs Spark for (no snapshot yet), and a session that cannot be opened (a
-    # secret a sensor needs missing from cron's environment, a JVM that does not start)
+    # GIVEN a state the tick needs Spark for (no snapshot yet), whose last tick found an upstream down,
+    # and a session that cannot be opened (a secret a sensor needs missing from cron's environment, a
+    # JVM that does not start)
     config = Config(config_path=None, project_dir=PROJECT_DIR, state_dir=tmp_path, controls_csv=tmp_path / "c.csv")
+    down = "jdbc:sales.orders: cannot query default: connection refused"
+    record_tick(tmp_path, TickResult("t0", datetime.now(timezone.utc), 0.1, None, failed_checks=[down]))
 
     def cannot_open() -> Any:
         raise ConfigError("kafka.password_env: the environment variable KAFKA_PASSWORD is not set")
@@ -543,6 +546,9 @@ def test_a_cron_tick_that_cannot_open_spark_is_a_failed_tick_in_the_health_recor
     health = read_json(config.layout.health)
     assert "KAFKA_PASSWORD" in health["last_tick"]["error"] and health["last_tick"]["step"] == "open spark"
     assert health["failures_in_a_row"] == 1
+    # AND the upstream down is still known as recorded: this tick sensed nothing, so the next one that
+    # senses does not record its failure again
+    assert health["last_tick"]["failed_checks"] == [down]
 
 
 @pytest.mark.unit

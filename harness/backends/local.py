@@ -156,16 +156,18 @@ class LocalBackend(JobBackend):
             raise BackendError(f"job {job_id}: local run {run_id} has no folder {run_dir}")
         result_file = run_dir / RESULT
         if result_file.exists():
-            result = json.loads(result_file.read_text())
-            ended = datetime.fromisoformat(result["ended_at"])
-            if result.get("exit_code") == 0:
-                return RunStatus(RunState.SUCCEEDED, "exit code 0", ended)
-            return RunStatus(RunState.FAILED, result.get("message") or f"exit code {result.get('exit_code')}", ended)
+            return _ended(job_id, run_id, result_file)
         launched = run_dir / LAUNCHED
         if not launched.exists():
             self._ensure_launched(run_dir)
             return RunStatus(RunState.RUNNING, "launched again: the heartbeat stopped before launching it")
         pid_text = launched.read_text().strip()
+        if pid_text and not pid_text.isdigit():
+            raise BackendError(
+                f"job {job_id}: local run {run_id}: {launched} holds {pid_text[:40]!r}, not a process id; "
+                "the run cannot be followed: close it with `python -m harness complete --job-id "
+                f"{job_id}` (or `retry`)"
+            )
         if pid_text and _alive(int(pid_text)):
             return RunStatus(RunState.RUNNING)
         if not pid_text and time.time() - launched.stat().st_mtime < CLAIM_SECONDS:
@@ -175,3 +177,20 @@ class LocalBackend(JobBackend):
         return RunStatus(
             RunState.FAILED, "the local runner's supervisor process died without a result", datetime.now(timezone.utc)
         )
+
+
+def _ended(job_id: str, run_id: str, result_file: Path) -> RunStatus:
+    """How the run ended, as its supervisor wrote it; a result file that cannot be read is a poll error
+    (recorded once an hour, the other runs followed), not a failed tick."""
+    try:
+        result = json.loads(result_file.read_text())
+        ended = datetime.fromisoformat(result["ended_at"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BackendError(
+            f"job {job_id}: local run {run_id}: its result {result_file} cannot be read ({type(exc).__name__}: "
+            f"{exc}); fix or remove the file, or close the run with `python -m harness complete --job-id "
+            f"{job_id}` (or `retry`)"
+        ) from None
+    if result.get("exit_code") == 0:
+        return RunStatus(RunState.SUCCEEDED, "exit code 0", ended)
+    return RunStatus(RunState.FAILED, result.get("message") or f"exit code {result.get('exit_code')}", ended)

@@ -14,8 +14,6 @@ before sensing (harness.tick.publications).
 
 from __future__ import annotations
 
-import json
-import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +24,7 @@ from harness.config import Config, load_config
 from harness.errors import HeartbeatError
 from harness.partition_filter import COLUMN_NAME, parse_filter
 from harness.sensors.published import PUBLICATION_WINDOW
+from harness.state import queue_files
 from harness.state.event_log import Event, now
 from harness.state.event_reader import EventQuery, read_events
 from harness.state_layout import StateLayout
@@ -153,13 +152,9 @@ def watching_rows(rows: Sequence[ControlRow] | None, table: str) -> list[Control
 # --- the queue -------------------------------------------------------------------------------------
 def enqueue(state_dir: Path, publication: Publication) -> Path:
     """Write the publication for the next tick (the same id twice: the same file)."""
-    folder = StateLayout(state_dir).published_inbox
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{publication.publication_id}.json"
-    tmp = folder / f".{path.name}.{os.getpid()}"
-    tmp.write_text(json.dumps(publication.record()))
-    os.replace(tmp, path)
-    return path
+    return queue_files.enqueue(
+        StateLayout(state_dir).published_inbox / f"{publication.publication_id}.json", publication.record()
+    )
 
 
 def recorded(state_dir: Path, publication: Publication) -> bool:

@@ -7,16 +7,15 @@ appending its events and deleting its file) is recorded once.
 
 from __future__ import annotations
 
-import json
-import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 from harness.errors import HeartbeatError
 from harness.state.event_log import Event
+from harness.state.queue_files import enqueue, read_queue
 from harness.state_layout import StateLayout
 from harness.tick.triggering import manual_events
 from harness.vocabulary import ControlRow, EventType
@@ -75,38 +74,33 @@ def new_request(command: str, job_id: str) -> Request:
 
 
 def submit(state_dir: Path, request: Request) -> Path:
-    folder = StateLayout(state_dir).inbox
-    folder.mkdir(parents=True, exist_ok=True)
     body = {
         "request_id": request.request_id,
         "command": request.command,
         "args": {"job_id": request.job_id},
         "requested_at": request.requested_at.isoformat(),
     }
-    path = folder / f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
-    tmp = folder / f".{path.name}"
-    tmp.write_text(json.dumps(body))
-    os.replace(tmp, path)
-    return path
+    name = f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
+    return enqueue(StateLayout(state_dir).inbox / name, body)
 
 
 def pending(state_dir: Path) -> list[Request]:
-    folder = StateLayout(state_dir).inbox
-    if not folder.is_dir():
-        return []
-    out = []
-    for path in sorted(folder.glob("*.json")):
-        body: dict[str, Any] = json.loads(path.read_text())
-        out.append(
-            Request(
-                path,
-                body["request_id"],
-                body["command"],
-                str(body["args"]["job_id"]),
-                datetime.fromisoformat(body["requested_at"]),
-            )
-        )
-    return out
+    """The requests queued, oldest first (a file that cannot be read is set aside and said)."""
+    again = "queue it again with `python -m harness complete --job-id J` (or `retry`)"
+    queued = read_queue(StateLayout(state_dir).inbox, _request, "the queued request", again)
+    return [replace(request, path=path) for path, request in queued]
+
+
+def _request(body: dict[str, Any]) -> Request:
+    if body["command"] not in COMMANDS:
+        raise ValueError(f"unknown request {body['command']!r}; expected one of {', '.join(COMMANDS)}")
+    return Request(
+        None,
+        body["request_id"],
+        body["command"],
+        str(body["args"]["job_id"]),
+        datetime.fromisoformat(body["requested_at"]),
+    )
 
 
 def done(request: Request) -> None:

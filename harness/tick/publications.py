@@ -4,7 +4,6 @@ of the tables a job writes when a run of it succeeds (`publish.on_success` in he
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -12,15 +11,15 @@ from harness.config import PublishSettings
 from harness.jobs.publish import Publication
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, EventLog
+from harness.state.queue_files import read_queue
 from harness.state_layout import StateLayout
 from harness.vocabulary import EventType
 
 
 def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
-    folder = StateLayout(state_dir).published_inbox
-    if not folder.is_dir():
-        return []
-    out = [(path, Publication.from_record(json.loads(path.read_text()))) for path in folder.glob("*.json")]
+    """The publications queued, oldest first (a file that cannot be read is set aside and said)."""
+    again = "publish it again (`python -m harness publish --table T ...`)"
+    out = read_queue(StateLayout(state_dir).published_inbox, Publication.from_record, "the queued publication", again)
     return sorted(out, key=lambda item: item[1].event_time)
 
 

@@ -166,7 +166,7 @@ class DatabricksBackend(JobBackend):
         self._client = client
         self._lock = threading.Lock()
         self._unreachable_until = 0.0
-        self._unreachable_reason = ""
+        self._unreachable = ""  # what the call that found the workspace unreachable said
         self._clock = _BoundedClock(self.settings.max_retry_wait_seconds)
 
     # --- the client ------------------------------------------------------------------------------
@@ -206,23 +206,21 @@ class DatabricksBackend(JobBackend):
     def _call(self, action: Callable[[WorkspaceClient], T]) -> T:
         """One SDK call within the retry budget; an exhausted budget marks the workspace unreachable."""
         if time.monotonic() < self._unreachable_until:
-            raise _Unreachable(
-                f"not sent: the workspace did not answer a moment ago ({self._unreachable_reason}); "
-                f"retrying after databricks.unreachable_cooldown_seconds"
-            )
+            # not sent; said as the call that found the workspace down said it, so a run polled in the
+            # cooldown and after it has one failure to record (a poll error is recorded when it changes)
+            raise _Unreachable(self._unreachable)
         client = self.client()
         self._clock.deadline = time.time() + self.settings.retry_timeout_seconds
         try:
             return action(client)
         except (TimeoutError, requests.RequestException) as exc:
-            reason = _describe(exc)
             self._unreachable_until = time.monotonic() + self.settings.unreachable_cooldown_seconds
-            self._unreachable_reason = reason
-            raise _Unreachable(
+            self._unreachable = (
                 f"no answer from {client.config.host} within databricks.retry_timeout_seconds="
                 f"{self.settings.retry_timeout_seconds} (http_timeout_seconds={self.settings.http_timeout_seconds:g}): "
-                f"{reason}"
-            ) from None
+                f"{_describe(exc)}; calls wait databricks.unreachable_cooldown_seconds before trying again"
+            )
+            raise _Unreachable(self._unreachable) from None
 
     def _where(self) -> str:
         host = self._client.config.host if self._client is not None else None

@@ -197,9 +197,30 @@ def test_rate_limit_storm_is_uncertain_after_the_retry_budget_and_later_calls_fa
     with pytest.raises(StartUncertain, match="retry_timeout_seconds=3"):
         b.start(request())
     first = time.monotonic() - started
-    with pytest.raises(BackendError, match="did not answer a moment ago"):
+    with pytest.raises(BackendError, match="no answer from .* calls wait databricks.unreachable_cooldown_seconds"):
         b.poll("123", "1000")
     assert first < 30 and time.monotonic() - started - first < 5  # the storm asked for 30 s waits, 1000 times
+
+
+def test_a_run_polled_in_the_cooldown_and_after_it_fails_with_one_message(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
+    # GIVEN a workspace that answers every poll with 429 (a poll error is recorded when its message changes)
+    jobs_api.add_job(123)
+    jobs_api.fail("/runs/get", 429, times=1000, retry_after=30, error_code="TOO_MANY_REQUESTS")
+    b = backend(tmp_path, unreachable_cooldown_seconds=1, retry_timeout_seconds=1)
+
+    # WHEN a run is polled (the budget runs out), in the cooldown (not sent), then after it (tried again)
+    messages = []
+    for wait in (0, 0, 1.1):
+        time.sleep(wait)
+        with pytest.raises(BackendError) as failed:
+            b.poll("123", "1000")
+        messages.append(str(failed.value))
+
+    # THEN each poll says the same: the run's failure is one event, not one a tick (the `run` loop's ticks
+    # alternated between "no answer" and "not sent", and each was recorded as new)
+    assert len(set(messages)) == 1 and "no answer from" in messages[0]
 
 
 def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -62,18 +63,31 @@ def to_record(outcome: SensingOutcome, rows: Sequence[ControlRow], failing_befor
     the health record's), whose row already shows that failure as its last error, is not recorded again:
     a failure is an event when it begins or its message changes, as a freshness lapse is one event (the
     health record names it in every tick it lasts, and `status` with it). So an upstream that stays down
-    does not make every tick record and fold; one that recovered and fails again is recorded again."""
-    shown = {r.key: r.last_error for r in rows}
+    does not make every tick record and fold; one that recovered and fails again is recorded again.
+    Messages are compared without the figures a client puts in them that change from one attempt to the
+    next (`same_failure`)."""
+    shown = {r.key: same_failure(r.last_error) for r in rows}
+    before = {same_failure(message) for message in failing_before}
     return [
         e
         for e in outcome.events
         if not (
             e.event_type is EventType.CHECK_FAILED
             and e.row is not None
-            and e.message in failing_before
-            and shown.get(e.row) == e.message
+            and same_failure(e.message) in before
+            and shown.get(e.row) == same_failure(e.message)
         )
     ]
+
+
+# What an object store's client (delta-rs, pyiceberg) says of its retries: how long, how many times.
+ATTEMPT_FIGURES = re.compile(r"\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s)\b|\b\d+ retries\b")
+
+
+def same_failure(message: str | None) -> str:
+    """A check's failure message without the durations and retry counts that change between two
+    attempts at the same failure ("... after 3 retries in 30.0012s"), so a failure that lasts is one."""
+    return ATTEMPT_FIGURES.sub("…", message or "")
 
 
 def upstream_of(row: ControlRow) -> Upstream:

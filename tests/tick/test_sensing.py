@@ -307,3 +307,27 @@ def test_checks_failing_as_in_the_last_tick_are_not_recorded_again_however_many(
 
     # THEN it records none of them again (it recorded all but the first 20 at every tick, and folded)
     assert to_record(outcome, rows, last_failed_checks(tmp_path)) == []
+
+
+def test_a_failure_whose_message_differs_only_in_the_clients_retry_figures_is_not_recorded_again(
+    tmp_path: Path,
+) -> None:
+    from datetime import datetime, timezone
+
+    from harness.state.status_files import TickResult, last_failed_checks, record_tick
+    from harness.tick.sensing import SensingOutcome, to_record
+
+    # GIVEN an object store down: the last tick recorded its check's failure, which names how long the
+    # client retried and how many times
+    said = "delta_table:s3://lake/orders: cannot read the Delta table: Generic S3 error: Error after {} retries in {}, max_retries:10, retry_timeout:180s"
+    first = said.format(10, "30.001234567s")
+    row = sensed_row("delta_table", "s3://lake/orders", "j", last_error=first)
+    record_tick(tmp_path, TickResult("t0", datetime.now(timezone.utc), 0.1, None, failed_checks=[first]))
+
+    # WHEN this tick's check fails the same way, after other figures
+    again = Event(EventType.CHECK_FAILED, row=row.key, message=said.format(9, "29.5s"))
+    # THEN it is the same failure: not recorded again (it was, at every tick, and folded)
+    assert to_record(SensingOutcome(events=[again]), [row], last_failed_checks(tmp_path)) == []
+    # AND another failure of the same upstream is new
+    other = Event(EventType.CHECK_FAILED, row=row.key, message="delta_table:s3://lake/orders: access denied")
+    assert to_record(SensingOutcome(events=[other]), [row], last_failed_checks(tmp_path)) == [other]

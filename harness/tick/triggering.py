@@ -305,7 +305,9 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
     for run in runs:
         if run.run_id is None:
             run_events, result = _call_start(backend, run)
-            outcome.events.extend(run_events)
+            said = next((e.message or "" for e in run_events), "")
+            if result is not StartResult.UNCONFIRMED or _is_new_poll_failure(run, said):
+                outcome.events.extend(run_events)
             outcome.repaired += result is StartResult.STARTED
             continue
         try:
@@ -377,7 +379,8 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
 
 
 def _is_new_poll_failure(run: OpenRun, message: str) -> bool:
-    """An identical failure to read the same run is recorded once an hour, not on every tick."""
+    """An identical failure of the backend to answer for the same run (to read it, or to confirm its start
+    sent again) is recorded once an hour, not on every tick."""
     if run.last_poll_error != message or run.last_poll_error_at is None:
         return True
     return datetime.now(timezone.utc) - run.last_poll_error_at >= POLL_FAILURE_REPEAT

@@ -51,8 +51,9 @@ row_requests as (
         {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start') }} as run_id,
         max(case when is_run_start then event_time end) as run_started_at,
         max(case when event_type = 'RUN_STUCK' then 1 else 0 end) as is_flagged_stuck,
-        {{ heartbeat_latest_value('message', 'event_time', "event_type = 'RUN_POLL_FAILED'") }} as last_poll_error,
-        max(case when event_type = 'RUN_POLL_FAILED' then event_time end) as last_poll_error_at,
+        -- the backend's latest failure to answer for the run: to read its state, or to confirm its start
+        {{ heartbeat_latest_value('message', 'event_time', "event_type in ('RUN_POLL_FAILED', 'RUN_START_UNCONFIRMED')") }} as last_poll_error,
+        max(case when event_type in ('RUN_POLL_FAILED', 'RUN_START_UNCONFIRMED') then event_time end) as last_poll_error_at,
         {{ heartbeat_earliest_value('struct(watermark_before, watermark_after, details)', 'event_time', 'is_trigger') }} as intent
     from (select * from events distribute by idempotency_token)
     group by idempotency_token, sensor_source, sensor_id, trigger_job_id

@@ -1,0 +1,49 @@
+"""Tracking open run requests (harness.tick.triggering.track_runs) against a backend that does not answer:
+what is recorded, and how often."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from harness.backends.base import JobBackend, RunRequest, RunStatus, StartUncertain
+from harness.errors import BackendError
+from harness.tick.triggering import OpenRun, TriggeredRow, track_runs
+from harness.vocabulary import EventType, RowKey
+
+pytestmark = pytest.mark.unit
+
+
+class Unanswering(JobBackend):
+    """A workspace that does not answer: every start is unconfirmed, every poll fails, always alike."""
+
+    name = "databricks"
+
+    def start(self, request: RunRequest) -> str:
+        raise StartUncertain("no answer from https://example within databricks.retry_timeout_seconds=30")
+
+    def poll(self, job_id: str, run_id: str) -> RunStatus:
+        raise BackendError("no answer from https://example within databricks.retry_timeout_seconds=30")
+
+
+def unconfirmed(last_error: str | None = None, at: datetime | None = None) -> OpenRun:
+    row = TriggeredRow(RowKey("trigger_file", "in", "j"), None, '{"v": 1}', "NEW_EVENT_AVAILABLE", True)
+    return OpenRun("t1", "j", "J", datetime.now(timezone.utc), [row], last_poll_error=last_error, last_poll_error_at=at)
+
+
+def test_a_start_sent_again_and_unconfirmed_alike_is_recorded_once_an_hour() -> None:
+    backend = Unanswering()
+
+    # WHEN a start is sent again and the workspace does not answer, THEN that is recorded
+    (first,) = track_runs([unconfirmed()], backend, 3600).events
+    assert first.event_type is EventType.RUN_START_UNCONFIRMED and first.message
+
+    # WHEN the next ticks send it again and get the same silence, THEN nothing new is recorded (each tick
+    # recorded it and folded for as long as the outage lasted) until an hour has passed
+    minute_ago = datetime.now(timezone.utc) - timedelta(minutes=1)
+    assert track_runs([unconfirmed(first.message, minute_ago)], backend, 3600).events == []
+    hours_ago = datetime.now(timezone.utc) - timedelta(hours=2)
+    assert len(track_runs([unconfirmed(first.message, hours_ago)], backend, 3600).events) == 1
+    # AND another failure is recorded at once
+    assert len(track_runs([unconfirmed("refused: quota", minute_ago)], backend, 3600).events) == 1

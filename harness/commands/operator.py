@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config_source import InStateFolder
 from harness.errors import HeartbeatError
-from harness.state import event_reader, status_files
+from harness.state import event_reader, queue_files, status_files
 from harness.state.lock import StateLock
 from harness.views import status
 from harness.views.watermarks import describe, when
@@ -55,6 +55,7 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
             StateLock(state).current_holder(),
             selection,
             waiting=status_files.waiting_reasons(state),
+            set_aside=[str(path) for path in queue_files.set_aside(config.layout.inbox)],
         )
     )
     return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table

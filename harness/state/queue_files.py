@@ -50,3 +50,8 @@ def read_queue(folder: Path, parse: Callable[[dict[str, Any]], T], what: str, ag
                 again,
             )
     return out
+
+
+def set_aside(inbox: Path) -> list[Path]:
+    """The queued files set aside as unreadable under `inbox` (requests, and publications in its folder)."""
+    return sorted(inbox.rglob(f"*{REFUSED}")) if inbox.is_dir() else []

@@ -119,11 +119,16 @@ SHOWN_PROBLEMS = 5  # failed checks and refused starts listed in the top lines; 
 
 
 def render_health(
-    health: dict[str, Any] | None, holder: str | None, snapshot: dict[str, Any] | None = None
+    health: dict[str, Any] | None,
+    holder: str | None,
+    snapshot: dict[str, Any] | None = None,
+    set_aside: Sequence[str] = (),
 ) -> list[str]:
     """The top lines: who holds the state, the last tick, and what needs a hand (a failed tick, a refused
-    controls CSV, refused starts, failed checks), each naming what failed and what to change."""
+    controls CSV, refused starts, failed checks, queued files set aside), each naming what failed and
+    what to change."""
     lines = [f"heartbeat running: {holder}" if holder else "no heartbeat holds the state folder now"]
+    lines.extend(set_aside_lines(set_aside))
     if not health:
         return lines + ["no tick has run yet"]
     last = health.get("last_tick") or {}
@@ -135,6 +140,20 @@ def render_health(
     lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))
     lines.extend(failed_check_lines(last))
     return lines
+
+
+def set_aside_lines(set_aside: Sequence[str]) -> list[str]:
+    """Queued requests or publications a tick could not read, and set aside (harness.state.queue_files)."""
+    if not set_aside:
+        return []
+    return (
+        [
+            f"WARNING: {len(set_aside)} queued request(s) or publication(s) could not be read, so they were not "
+            "applied; queue each again (`complete`, `retry`, `publish`), then remove its file:"
+        ]
+        + [f"    {name}" for name in set_aside[:SHOWN_PROBLEMS]]
+        + ([f"    ... and {len(set_aside) - SHOWN_PROBLEMS} more"] if len(set_aside) > SHOWN_PROBLEMS else [])
+    )
 
 
 def failed_tick_lines(health: dict[str, Any] | None) -> list[str]:
@@ -333,9 +352,10 @@ def render(
     selection: Selection = Selection(),
     now: datetime | None = None,
     waiting: dict[str, str] | None = None,
+    set_aside: Sequence[str] = (),
 ) -> str:
     now = now or datetime.now(timezone.utc)
-    lines = render_health(health, holder, snapshot)
+    lines = render_health(health, holder, snapshot, set_aside)
     if snapshot is None:
         lines.append("no control table yet: run `python -m harness tick` first")
         return "\n".join(lines)
@@ -387,9 +407,10 @@ def render_json(
     selection: Selection = Selection(),
     now: datetime | None = None,
     waiting: dict[str, str] | None = None,
+    set_aside: Sequence[str] = (),
 ) -> str:
     now = now or datetime.now(timezone.utc)
-    body: dict[str, Any] = {"holder": holder, "health": health, "snapshot": None}
+    body: dict[str, Any] = {"holder": holder, "health": health, "set_aside": list(set_aside), "snapshot": None}
     if snapshot is not None:
         jobs = jobs_of(snapshot)
         body["snapshot"] = {

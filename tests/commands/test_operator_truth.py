@@ -773,3 +773,26 @@ def test_the_dry_run_says_why_a_job_would_start_even_when_it_retries_a_refused_s
     # THEN the dry run says, under the job it would start, the reason: the refusal that will come again
     lines = dry_run_lines(result, T0)
     assert lines[lines.index("job daily would start with:") + 1] == f"    because: {reason}"
+
+
+def test_queued_files_a_tick_set_aside_are_in_the_top_lines_of_status_until_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.tick import inbox
+
+    # GIVEN a request written by hand that the tick could not read, so it set it aside
+    config = _state_with_rows(tmp_path, row("j"))
+    queue = StateLayout(tmp_path / "state").inbox
+    queue.mkdir()
+    (queue / "by-hand.json").write_text("{complete j}")
+    assert inbox.pending(tmp_path / "state") == []
+
+    # WHEN status runs, THEN its top lines name the file and what to do (the tick's log said it once)
+    assert cli.main(["--config", config, "status"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: 1 queued request(s) or publication(s) could not be read" in out
+    assert f"    {queue / 'by-hand.json.refused'}" in out and "`complete`, `retry`, `publish`" in out
+    # AND once the file is removed, nothing more
+    (queue / "by-hand.json.refused").unlink()
+    assert cli.main(["--config", config, "status"]) == 0
+    assert "could not be read" not in capsys.readouterr().out

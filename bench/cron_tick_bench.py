@@ -3,14 +3,14 @@ programs run (`publish`, `complete`), each as its own cold process.
 
 On a state folder of its own (two trigger-file upstreams feeding two local jobs, as the demo; with
 --rows, the 10,000-row benchmark's control table instead: --rows rows over --upstreams trigger folders,
-four rows a job; and a row of source `published`, lake.orders, feeding one more job), after a first
-tick that builds everything: --ticks cold tick processes with nothing new, then ticks that find new
-files (the demo's state: one file, which starts its job; with --rows: a file in a tenth of the
-upstreams, which starts a job for each row they feed; the next tick records the runs' ends), then
-`publish` processes of lake.orders, each followed by the tick that applies it (and starts the job it
-feeds) and one that records that run's end, then `complete` processes. Prints the median, minimum and maximum seconds
-of each, and for the ticks that find work the median of each step (from the tick's log lines). `--source DIR` runs the harness of another checkout
-(for a before/after on the same machine).
+four rows a job; and a row of source `published`, lake.orders, feeding one more job), after a first tick
+that builds everything: --ticks cold tick processes with nothing new, then ticks that find new files
+(the demo's state: one file, which starts its job; with --rows: a file in a tenth of the upstreams,
+which starts a job for each row they feed; the next tick records the runs' ends), then `publish`
+processes of lake.orders, each followed by the tick that applies it (and starts the job it feeds) and
+one that records that run's end, then `complete` processes. Prints the median, minimum and maximum
+seconds of each, and for the ticks that find work the median of each step (from the tick's log lines).
+`--source DIR` runs the harness of another checkout (for a before/after on the same machine).
 
     .venv/bin/python bench/cron_tick_bench.py --ticks 5
     .venv/bin/python bench/cron_tick_bench.py --ticks 5 --source ../older-checkout

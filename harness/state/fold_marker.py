@@ -2,10 +2,10 @@
 
 It is written before each append and removed by a successful fold (or, after an append of no control
 row's event onto a folded log, once that append is whole: harness.state.event_log), so a tick knows it
-must fold even after a kill in between. It holds the earliest time of the control rows' events appended since the
-last fold (only those are folded; a publication's time is its producer's clock): a fold reads the log
-from that time on (only the new events, whatever the log's history), not from a look-back behind the
-newest folded event. Every append lowers it, never raises it.
+must fold even after a kill in between. It holds the earliest time of the control rows' events appended
+since the last fold (only those are folded; a publication's time is its producer's clock): a fold reads
+the log from that time on (only the new events, whatever the log's history), not from a look-back behind
+the newest folded event. Every append lowers it, never raises it.
 
 A marker without a time (one an earlier version left, or events moved in from elsewhere) says only
 that something is to fold: the fold then reads from the look-back (var heartbeat_event_lookback_hours),

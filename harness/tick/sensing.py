@@ -66,18 +66,16 @@ def to_record(outcome: SensingOutcome, rows: Sequence[ControlRow], failing_befor
     does not make every tick record and fold; one that recovered and fails again is recorded again.
     Messages are compared without the figures a client puts in them that change from one attempt to the
     next (`same_failure`)."""
-    shown = {r.key: same_failure(r.last_error) for r in rows}
+    shown = {r.key: r.last_error for r in rows}
     before = {same_failure(message) for message in failing_before}
-    return [
-        e
-        for e in outcome.events
-        if not (
-            e.event_type is EventType.CHECK_FAILED
-            and e.row is not None
-            and same_failure(e.message) in before
-            and shown.get(e.row) == same_failure(e.message)
-        )
-    ]
+
+    def recorded_before(e: Event) -> bool:
+        if e.event_type is not EventType.CHECK_FAILED or e.row is None:
+            return False
+        said = same_failure(e.message)
+        return said in before and e.row in shown and same_failure(shown[e.row]) == said
+
+    return [e for e in outcome.events if not recorded_before(e)]
 
 
 # What an object store's client (delta-rs, pyiceberg) says of its retries: how long, how many times.

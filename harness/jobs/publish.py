@@ -160,18 +160,26 @@ def enqueue(state_dir: Path, publication: Publication) -> Path:
 def recorded(state_dir: Path, publication: Publication) -> bool:
     """Whether the event log already holds this publication (a snapshot published before), read from the
     log's files without Spark. False when they cannot be read here: the tick records each id once anyway."""
-    if not publication.snapshot_id:
-        return False
+    return publication.publication_id in (recorded_ids(state_dir, [publication]) or set())
+
+
+def recorded_ids(state_dir: Path, publications: Sequence[Publication]) -> set[str] | None:
+    """The ids of `publications` the event log holds from the window the sensor reads, read from the log's
+    files without Spark (only those with a snapshot id can be there); None when only Spark reads the log."""
+    wanted = {p.publication_id for p in publications if p.snapshot_id}
+    if not wanted:
+        return set()
+    labels = {p.upstream_label for p in publications if p.snapshot_id}
     query = EventQuery(
         since=datetime.now(timezone.utc) - PUBLICATION_WINDOW,
-        upstream=publication.upstream_label,
+        upstream=next(iter(labels)) if len(labels) == 1 else None,
         event_types=(EventType.CHANGE_PUBLISHED.value,),
         limit=0,
     )
     try:
-        return any(e["event_id"] == publication.publication_id for e in read_events(state_dir, query))
+        return {e["event_id"] for e in read_events(state_dir, query)} & wanted
     except HeartbeatError:
-        return False
+        return None
 
 
 def publish(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.config import PublishSettings
-from harness.jobs.publish import Publication
+from harness.jobs.publish import Publication, recorded_ids
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, EventLog
 from harness.state.queue_files import read_queue
@@ -23,19 +23,22 @@ def queued(state_dir: Path) -> list[tuple[Path, Publication]]:
     return sorted(out, key=lambda item: item[1].event_time)
 
 
-def new_events(events: EventLog, publications: Sequence[Publication]) -> list[Event]:
-    """The events of the publications whose id the log does not hold yet (each id once), to append."""
+def new_events(events: EventLog, state_dir: Path, publications: Sequence[Publication]) -> list[Event]:
+    """The events of the publications whose id the log does not hold yet (each id once), to append. The
+    log is read from its files, as `publish` reads it, where they are on this machine, else by Spark."""
     unique = list({p.publication_id: p for p in publications}.values())
-    known = events.existing_ids(
-        [p.publication_id for p in unique], EventType.CHANGE_PUBLISHED, PUBLICATION_WINDOW.days + 1
-    )
+    known = recorded_ids(state_dir, unique)
+    if known is None:
+        known = events.existing_ids(
+            [p.publication_id for p in unique], EventType.CHANGE_PUBLISHED, PUBLICATION_WINDOW.days + 1
+        )
     return [p.event() for p in unique if p.publication_id not in known]
 
 
 def apply_queued(events: EventLog, state_dir: Path) -> int:
     """Append the queued publications (each once), then remove their files; returns how many were new."""
     items = queued(state_dir)
-    appended = events.append(new_events(events, [p for _, p in items]))
+    appended = events.append(new_events(events, state_dir, [p for _, p in items]))
     for path, _ in items:
         path.unlink(missing_ok=True)
     return appended

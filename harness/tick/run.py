@@ -72,9 +72,8 @@ def apply_requests(runtime: Runtime) -> int:
 
 def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
     """`events` and, in the same append, the publications of the successful runs among them."""
-    return events + publications.new_events(
-        runtime.events, publications.on_success(runtime.config.settings.publish, events)
-    )
+    published = publications.on_success(runtime.config.settings.publish, events)
+    return events + publications.new_events(runtime.events, runtime.config.state_dir, published)
 
 
 def fold_now(runtime: Runtime, report: TickReport, step: Step, *, with_seed: bool = False) -> None:

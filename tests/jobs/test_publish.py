@@ -4,6 +4,7 @@ job's successful run publishes (`publications.on_success`), triggering rows of s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from harness.jobs import publish
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.published import Published, PublishedSensor
 from harness.state.lock import StateLock
+from harness.state_layout import StateLayout
 from harness.vocabulary import SensorSource
 from tests.support import HeartbeatHarness, control_row
 
@@ -40,6 +42,18 @@ def test_the_same_table_and_snapshot_is_one_publication_and_other_snapshots_are_
 def test_publish_refuses_a_partition_without_a_value_naming_the_option() -> None:
     with pytest.raises(HeartbeatError, match=r"--partition 'ds': expected key=value"):
         publish.pairs(["ds"], "--partition")
+
+
+def test_the_recorded_ids_are_left_to_spark_where_the_log_is_not_a_folder_of_this_machine(tmp_path: Path) -> None:
+    # GIVEN an event log the last heartbeat recorded in object storage
+    StateLayout(tmp_path).events_location.write_text("s3://lake/heartbeat/heartbeat_events\n")
+    orders = [publish.Publication("sales.orders", "7"), publish.Publication("sales.orders")]
+    # THEN which publications it holds is not known from here (the tick asks Spark), whether it was
+    # published is taken as not (the tick records each id once), and a publication without a snapshot
+    # id is new without a read
+    assert publish.recorded_ids(tmp_path, orders) is None
+    assert not publish.recorded(tmp_path, orders[0])
+    assert publish.recorded_ids(tmp_path, orders[1:]) == set()
 
 
 def test_published_sensor_finds_publications_beyond_the_watermark_once() -> None:
@@ -125,3 +139,10 @@ def test_publications_trigger_once_per_snapshot_and_a_successful_run_publishes_w
     assert cli.main(args) == 0
     assert "lake.orders snapshot 7: already published (nothing added)" in capsys.readouterr().out
     assert len(heartbeat.events("CHANGE_PUBLISHED")) == 2
+
+    # AND snapshot 7 queued again all the same (as a producer's publish does while a tick records it) is
+    # dropped by the tick, which reads the log's files for it
+    publish.enqueue(heartbeat.config.state_dir, publish.Publication("lake.orders", "7"))
+    assert heartbeat.tick().error is None
+    assert len(heartbeat.events("CHANGE_PUBLISHED")) == 2
+    assert not list(heartbeat.config.layout.published_inbox.glob("*.json"))

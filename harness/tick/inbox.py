@@ -13,40 +13,33 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.errors import HeartbeatError
 from harness.state.event_log import Event
 from harness.state.queue_files import enqueue, read_queue
 from harness.state_layout import StateLayout
 from harness.tick.triggering import manual_events
 from harness.vocabulary import ControlRow, EventType
 
-COMMANDS = ("complete", "retry")
+# Each command's event, and what it says (`where` tells when it was requested).
+COMMANDS = {
+    "complete": (EventType.MANUAL_COMPLETE, "completed by hand ({where})"),
+    "retry": (EventType.RETRY_REQUESTED, "retry requested ({where}); the next run covers the failed range"),
+}
 
 
 @dataclass(frozen=True)
 class Request:
     path: Path | None  # None until submitted
     request_id: str
-    command: str
+    command: str  # one of COMMANDS
     job_id: str
     requested_at: datetime
 
     def events(self, rows: Sequence[ControlRow], where: str) -> list[Event]:
         """The request's events: it closes the job's latest run (only rows IN_PROGRESS or FAILED move).
         `complete` counts the run's range as consumed; `retry` hands it to the next run."""
+        event_type, says = COMMANDS[self.command]
         job_rows = [r for r in rows if r.key.trigger_job_id == self.job_id]
-        if self.command == "complete":
-            events = manual_events(
-                job_rows, EventType.MANUAL_COMPLETE, f"job {self.job_id}: completed by hand ({where})"
-            )
-        elif self.command == "retry":
-            events = manual_events(
-                job_rows,
-                EventType.RETRY_REQUESTED,
-                f"job {self.job_id}: retry requested ({where}); the next run covers the failed range",
-            )
-        else:
-            raise HeartbeatError(f"unknown request {self.command!r}; expected one of {', '.join(COMMANDS)}")
+        events = manual_events(job_rows, event_type, f"job {self.job_id}: {says.format(where=where)}")
         namespace = uuid.UUID(hex=self.request_id)
         return [
             Event(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.durations import EXAMPLES, parse_duration
+from harness.durations import EXAMPLES, LONGEST, LONGEST_TEXT, parse_duration
 from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
@@ -184,11 +184,14 @@ def _row_problems(row: dict[str, str]) -> list[str]:
         )
     for column in DURATION_COLUMNS:
         duration = row.get(column, "").strip()
-        if duration and not parse_duration(duration):  # None, or zero
+        length = parse_duration(duration) if duration else None
+        if duration and not length:  # None, or zero
             problems.append(
                 f"{column} {duration!r} is not a positive duration; write a number and a unit "
                 f"(s, m, h, d, w), e.g. {EXAMPLES}"
             )
+        elif length and length > LONGEST:
+            problems.append(f"{column} {duration!r} is longer than {LONGEST_TEXT}, the longest a rule may hold")
     max_range = row.get("max_range", "").strip()
     if max_range and parse_max_range(max_range) is None:
         problems.append(
@@ -252,24 +255,32 @@ def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in USER_COLUMNS if c not in header]
     unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
-    if missing or unknown:
+    twice = list(dict.fromkeys(c for c in header if header.count(c) > 1))  # a reader would keep either value
+    if missing or unknown or twice:
         parts = []
         if missing:
             parts.append(f"missing columns: {', '.join(missing)}")
         if unknown:
             parts.append(f"unknown columns: {', '.join(unknown)}")
+        if twice:
+            parts.append(f"columns named twice: {', '.join(twice)}")
         raise ControlsError(f"{path}: header refused ({'; '.join(parts)})")
     errors: list[str] = []
     specs: list[ControlSpec] = []
     seen: dict[tuple[str, str, str], int] = {}
+    previous_end = reader.line_num  # the header's line
     for record in reader:
-        # where the row starts: a quoted value may span lines (a preprocess_query written over several)
-        line = reader.line_num - sum(v.count("\n") for v in record.values() if isinstance(v, str))
+        # where the row starts: a quoted value may span lines (a preprocess_query written over several),
+        # and a quote left open to the end of the file holds the last line's end too
+        spanned = sum(v.count("\n") for v in record.values() if isinstance(v, str))
+        line, previous_end = max(previous_end + 1, reader.line_num - spanned), reader.line_num
         row = {k.strip(): (v or "") for k, v in record.items() if k is not None}
         if None in record:
             errors.append(f"line {line}: more values than columns")
             continue
         problems = _row_problems(row)
+        if problems and spanned:
+            problems.append(f"a value spans lines {line} to {reader.line_num}: is a quote left open?")
         key = (row["sensor_source"].strip().lower(), row["sensor_id"].strip(), row["trigger_job_id"].strip())
         if key in seen and not problems:
             problems.append(

@@ -11,11 +11,19 @@ from datetime import timedelta
 _DURATION = re.compile(r"^ *([0-9]+(?:\.[0-9]+)?) *([smhdw]) *$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 EXAMPLES = "90s, 30m, 26h, 2d, 1w"
+# The longest duration a controls CSV may hold: the rules' SQL adds them to times, as intervals (Spark's
+# hold at most about 31,000 years, and no time is beyond 9999-12-31).
+LONGEST = timedelta(days=3650)
+LONGEST_TEXT = "3650d (ten years)"
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """The duration `text` names, or None when it is not one."""
+    """The duration `text` names, or None when it is not one; `timedelta.max` for one longer than that
+    (`10000000000d`)."""
     match = _DURATION.match(text)
     if not match:
         return None
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        return timedelta.max

@@ -119,6 +119,30 @@ def test_missing_and_unknown_columns_are_refused(tmp_path: Path) -> None:
         read_controls(write(tmp_path / "c.csv", [row], header))
 
 
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    # GIVEN a header naming job_state twice, the row UNPAUSED in one and PAUSED in the other
+    header = [*USER_COLUMNS, "job_state"]
+    path = write(tmp_path / "c.csv", [], header)
+    path.write_text(path.read_text() + "kafka,t,batch,d,,,j,n,UNPAUSED,TRUE,PAUSED\n")
+    # THEN the file is refused, not read with either value
+    with pytest.raises(ControlsError, match=r"header refused \(columns named twice: job_state\)"):
+        read_controls(path)
+
+
+def test_a_quote_left_open_is_named_by_the_line_it_opens_on(tmp_path: Path) -> None:
+    # GIVEN a quote opened on line 3 and never closed, then one more row
+    good = write(tmp_path / "c.csv", [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "k")])
+    lines = good.read_text().splitlines()
+    path = tmp_path / "open.csv"
+    path.write_text("\n".join([lines[0], lines[1], lines[2].replace(",t2,", ',"t2,', 1), lines[1]]) + "\n")
+    # THEN the row is named by line 3, and the message asks about the open quote
+    with pytest.raises(ControlsError) as refused:
+        read_controls(path)
+    assert "line 3 (kafka 't2,batch" in str(refused.value)
+    assert "a value spans lines 3 to 4: is a quote left open?" in str(refused.value)
+    assert "line 2" not in str(refused.value)
+
+
 def test_a_file_that_cannot_be_read_as_text_is_refused_saying_why_and_where(tmp_path: Path) -> None:
     good = write(tmp_path / "c.csv", [control_row("kafka", "t", "j"), control_row("kafka", "u", "j")])
     lines = good.read_bytes().split(b"\n")
@@ -254,6 +278,10 @@ def test_time_condition_columns_are_optional_and_read_when_present(tmp_path: Pat
         ({"min_interval": "\uff19\uff10m"}, "min_interval '\uff19\uff10m' is not a positive duration"),
         ({"quiet_period": "90s\u2003"}, "quiet_period '90s\\u2003' starts or ends with a tab"),  # an em space
         ({"min_interval": "1 hour"}, "min_interval '1 hour' is not a positive duration; write a number and a unit"),
+        # longer than the rules' SQL adds to a time (it failed every start step), or than Python holds
+        ({"min_interval": "999999999d"}, "min_interval '999999999d' is longer than 3650d (ten years), the longest"),
+        ({"quiet_period": "3651d"}, "quiet_period '3651d' is longer than 3650d (ten years)"),
+        ({"quiet_period": "9" * 400 + "w"}, f"quiet_period '{'9' * 400}w' is longer than 3650d (ten years)"),
         ({"start_window": "nights"}, "start_window 'nights' is not a start window; write [days ]HH:MM-HH:MM"),
         ({"start_window": "Mon-Fry 20:00-06:00"}, "start_window 'Mon-Fry 20:00-06:00' names an unknown day"),
         ({"start_window": "20:00-26:00"}, "start_window '20:00-26:00' has a time outside 00:00-24:00"),

@@ -59,7 +59,10 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     now = now or datetime.now(timezone.utc)
     duration = parse_duration(text)
     if duration is not None:
-        return now - duration
+        try:
+            return now - duration
+        except OverflowError:
+            raise HeartbeatError(f"--since {text!r} reaches back before the year 1: give a shorter duration") from None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:

@@ -3,9 +3,12 @@ by the backtick-quoted column name. Checked with sqlglot (Spark dialect) before 
 
 from __future__ import annotations
 
+import re
+
 from harness.errors import PreprocessQueryError
 
 PLACEHOLDER = "?upstream_key"
+_POSITION = re.compile(r"\bline (\d+) pos (\d+)")  # where Spark's parser or analyzer points in a query
 # What a query that only reads data never holds (sqlglot's expression classes of these names).
 _FORBIDDEN = (
     "Insert",
@@ -70,3 +73,11 @@ def over_view(query: str, view: str) -> str:
     resolves CTE names inside a subquery, also when the query has its own WITH)."""
     body = query.strip().rstrip(";")  # on a line of its own: a trailing comment ends there
     return f"WITH sensor_new_data AS (SELECT * FROM {view}) SELECT * FROM (\n{body}\n) AS preprocess_query"
+
+
+def as_written(message: str) -> str:
+    """Spark's message about the query `over_view` made, its `line N pos M` counted in the query as
+    written (over_view puts it on the lines after its own first)."""
+    return _POSITION.sub(
+        lambda m: f"line {int(m.group(1)) - 1} pos {m.group(2)}" if int(m.group(1)) > 1 else m.group(0), message
+    )

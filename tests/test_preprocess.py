@@ -6,7 +6,7 @@ import pytest
 import sqlglot
 
 from harness.errors import PreprocessQueryError
-from harness.preprocess import check_query, render
+from harness.preprocess import as_written, check_query, over_view, render
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,14 @@ def test_placeholder_without_upstream_key_is_refused() -> None:
     # GIVEN ?upstream_key in a row without upstream_key, WHEN rendered, THEN refused with the reason
     with pytest.raises(PreprocessQueryError, match="the row has no upstream_key"):
         render("SELECT ?upstream_key FROM sensor_new_data", None)
+
+
+def test_spark_positions_are_counted_in_the_query_as_written() -> None:
+    # GIVEN a query whose second line Spark's message points at, in the query over_view made of it
+    query = "SELECT *\nFROM sensor_new_data WHERE no_such_col > 1"
+    made = over_view(query, "v")
+    assert made.splitlines()[2] == "FROM sensor_new_data WHERE no_such_col > 1"
+    # THEN the message names the line as written; a position in over_view's own first line stays
+    message = "[UNRESOLVED_COLUMN] `no_such_col` cannot be resolved. SQLSTATE: 42703; line 3 pos 27;"
+    assert as_written(message).endswith("; line 2 pos 27;")
+    assert as_written("line 1 pos 5") == "line 1 pos 5"

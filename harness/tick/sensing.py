@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
 from harness.partition_filter import parse_filter, parse_tags
-from harness.preprocess import over_view, render
+from harness.preprocess import as_written, over_view, render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
@@ -163,8 +163,9 @@ class UpstreamCheck:
     def _preprocess(
         self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None, detection: NewData
     ) -> Detection:
+        named = f"{row.label} -> job {row.key.trigger_job_id}: preprocess_query"  # the row's, not its upstream's
         if context.spark is None:
-            raise SensorError(f"{row.label}: preprocess_query needs Spark")
+            raise SensorError(f"{named} needs Spark")
         query = render(row.preprocess_query or "", row.upstream_key)
         if context.expired:
             raise context.timed_out(self.upstream.label)
@@ -180,7 +181,7 @@ class UpstreamCheck:
             if context.expired:
                 raise context.timed_out(self.upstream.label) from exc
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SensorError(f"{row.label}: preprocess_query failed: {first}") from exc
+            raise SensorError(f"{named} failed: {as_written(first)}") from exc
         finally:
             context.spark.catalog.dropTempView(view)
         if matched == 0:

@@ -244,6 +244,33 @@ def test_preprocess_query_decides_whether_new_rows_count(
     assert "preprocess_query returned no row" in outcome.nothing_new[rows[1].key.ref]
 
 
+def test_a_failed_preprocess_query_is_its_rows_failure_named_by_job_and_line_in_the_query(
+    spark: SparkSession, config: Config, tables: PostgresServer
+) -> None:
+    # GIVEN new rows and two rows of the same upstream: one plain, one whose query names no such column
+    rows = [
+        control("jdbc", "public.sensing_orders", "job_plain", upstream_key="id"),
+        control(
+            "jdbc",
+            "public.sensing_orders",
+            "job_typo",
+            upstream_key="id",
+            preprocess_query="SELECT * FROM sensor_new_data WHERE no_such_col > 1",
+        ),
+    ]
+
+    # WHEN they are sensed
+    outcome = sense(rows, build_registry(config), spark, config)
+
+    # THEN the plain row has new data, and the other's failure names its job and the query's own line
+    by_job = {e.row.trigger_job_id: e for e in outcome.events if e.row is not None}
+    assert by_job["job_plain"].event_type is EventType.DATA_CHANGED
+    failed = by_job["job_typo"]
+    assert failed.event_type is EventType.CHECK_FAILED
+    assert failed.message.startswith("jdbc:public.sensing_orders -> job job_typo: preprocess_query failed: ")
+    assert "no_such_col" in failed.message and "line 1 pos " in failed.message
+
+
 def test_malicious_upstream_key_stays_one_identifier_in_the_preprocess_query(
     spark: SparkSession, config: Config, tables: PostgresServer
 ) -> None:

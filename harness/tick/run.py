@@ -1,8 +1,9 @@
 """The tick: the one place that orders the steps.
 
-  1. requests: apply `complete` / `retry` requests and publications queued in the inbox;
-  2. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
+  1. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
      the tables its job writes, `publications.on_success`), find hand-made successes of failed jobs;
+  2. requests: apply `complete` / `retry` requests and publications queued in the inbox (after the
+     runs' ends, so a request made before its run was seen to succeed does not undo the success);
   3. fold: bring the control table up to date (dbt), only when something changed (harness.tick.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
@@ -43,28 +44,38 @@ from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
-from harness.vocabulary import ControlRow
+from harness.vocabulary import ControlRow, EventType
 
 log = logging.getLogger("harness.tick.run")
 
 
-def apply_requests(runtime: Runtime) -> int:
-    """The queued publications and `complete` / `retry` requests (a request that finds no run of its job
-    to close is said and dropped)."""
+def apply_requests(runtime: Runtime, tracked: list[Event]) -> int:
+    """The queued publications and `complete` / `retry` requests, after this tick's run ends (`tracked`):
+    a request that finds no run of its job to close, or whose job's run this tick found succeeded, is
+    said and dropped (the run's own outcome stands)."""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
         return published
+    succeeded = {
+        e.row.trigger_job_id: e.message or str(e.event_type.value)
+        for e in tracked
+        if e.row is not None and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
+    }
     rows = runtime.tables.control_rows()
     for request in requests:
+        requested = f"{request.command} of job {request.job_id} requested at {request.requested_at.isoformat()}"
+        if request.job_id in succeeded:
+            log.warning(
+                "%s: its run succeeded before this tick applied it (%s); nothing done",
+                requested,
+                succeeded[request.job_id],
+            )
+            inbox.done(request)
+            continue
         events = request.events(rows, f"requested at {request.requested_at.isoformat()}")
         if not events:
-            log.warning(
-                "%s of job %s requested at %s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done",
-                request.command,
-                request.job_id,
-                request.requested_at.isoformat(),
-            )
+            log.warning("%s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done", requested)
         runtime.events.append(with_publications(runtime, events))
         inbox.done(request)
     return published + len(requests)
@@ -175,10 +186,6 @@ def run_tick(
 def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None:
     config = runtime.config
 
-    with Step(report, "requests") as step:
-        report.requests_applied = apply_requests(runtime)
-        step.done(f"{report.requests_applied} applied", applied=report.requests_applied)
-
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())
         describe_ranges(runtime.events, [run for run in runs if run.run_id is None])  # re-sent as first sent
@@ -200,6 +207,10 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
             repaired=tracked.repaired,
             recovered=len(recovered),
         )
+
+    with Step(report, "requests") as step:
+        report.requests_applied = apply_requests(runtime, tracked.events + recovered)
+        step.done(f"{report.requests_applied} applied", applied=report.requests_applied)
 
     with Step(report, "fold") as step:
         planned = fold.plan(runtime)

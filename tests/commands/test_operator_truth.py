@@ -172,16 +172,18 @@ def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_p
     assert out[3].startswith("job j (-): waiting: does not start")
 
 
-class FailingEventLog:
-    """The event log of a tick whose first read fails as Spark fails (a stand-in: the point is the tick's
-    handling of the failure, not Spark)."""
+class FailingTables:
+    """The tables of a tick whose first read (the open runs) fails as Spark fails (a stand-in: the point
+    is the tick's handling of the failure, not Spark)."""
 
-    tick_id = ""
-
-    def existing_ids(self, *args: object) -> set[str]:
+    def open_runs(self) -> list[Any]:
         raise Py4JJavaError(JAVA_TEXT)
 
-    append = existing_ids
+
+def runtime_of(tables: FailingTables, state_dir: Path) -> Any:
+    return SimpleNamespace(
+        events=SimpleNamespace(tick_id=""), tables=tables, config=SimpleNamespace(state_dir=state_dir)
+    )
 
 
 def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
@@ -191,15 +193,14 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
 
     # GIVEN JSON logs and a tick whose first step fails
     cli.setup_logging("json", False)
-    runtime = SimpleNamespace(events=FailingEventLog(), config=SimpleNamespace(state_dir=tmp_path))
     # WHEN it runs
-    report = run_tick(runtime)  # type: ignore[arg-type]
+    report = run_tick(runtime_of(FailingTables(), tmp_path))
     # THEN the error line carries the tick id, the step and the full trace; the health record the root cause
     (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
-    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests")
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "track runs")
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
     last = json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]
-    assert last["step"] == "requests" and last["error"].startswith("java.lang.RuntimeException: ")
+    assert last["step"] == "track runs" and last["error"].startswith("java.lang.RuntimeException: ")
 
 
 LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v20261125T060430_65ea0c66/" + (
@@ -207,18 +208,16 @@ LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v2
 )
 
 
-class FailingFoldLog(FailingEventLog):
-    """The event log of a tick whose fold fails in dbt, as a damaged control table makes it fail: dbt's
-    report of the model, with Spark's whole trace."""
+class FailingFoldTables(FailingTables):
+    """The tables of a tick whose dbt build fails, as a damaged control table makes it fail: dbt's report
+    of the model, with Spark's whole trace."""
 
-    def existing_ids(self, *args: object) -> set[str]:
+    def open_runs(self) -> list[Any]:
         raise DbtError(
             "dbt build failed: heartbeat_control_table: Compilation Error in model heartbeat_control_table "
             "(models/marts/heartbeat_control_table.sql)\n  "
             + JAVA_TEXT.replace("\n", "\n  ").replace("file:/state/controls.parquet", LONG_PATH)
         )
-
-    append = existing_ids
 
 
 def test_a_tick_failed_in_dbt_shows_the_models_root_cause_in_one_line(
@@ -228,9 +227,8 @@ def test_a_tick_failed_in_dbt_shows_the_models_root_cause_in_one_line(
 
     # GIVEN a tick whose dbt build fails on a control table file that is not parquet
     cli.setup_logging("json", False)
-    runtime = SimpleNamespace(events=FailingFoldLog(), config=SimpleNamespace(state_dir=tmp_path))
     # WHEN it runs
-    report = run_tick(runtime)  # type: ignore[arg-type]
+    report = run_tick(runtime_of(FailingFoldTables(), tmp_path))
     # THEN the health record, and so status, has the model and the root cause on one line, not dbt's report
     out = status.render(snapshot(row("j")), status_files.read_json(StateLayout(tmp_path).health), None, now=T0)
     (error,) = [line for line in out.splitlines() if line.startswith("    last error: ")]
@@ -242,7 +240,7 @@ def test_a_tick_failed_in_dbt_shows_the_models_root_cause_in_one_line(
     assert "\tat " not in out
     # AND the log's error line carries dbt's whole report, with the tick id and the step
     (line,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
-    assert (line["tick_id"], line["step"]) == (report.tick_id, "requests") and "\tat " in line["message"]
+    assert (line["tick_id"], line["step"]) == (report.tick_id, "track runs") and "\tat " in line["message"]
 
 
 # --- run times ----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from harness.tick import inbox
 from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
 
@@ -62,6 +63,28 @@ def test_retry_hands_the_failed_range_to_the_next_run(heartbeat: HeartbeatHarnes
     assert second["range"]["upstreams"][0]["from"] is None
     assert second["range"]["upstreams"][0]["to"] == first["range"]["upstreams"][0]["to"]
     assert heartbeat.job_status("g") == {"COMPLETED"}
+
+
+def test_a_retry_queued_while_its_run_was_succeeding_leaves_the_success_standing(
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a job whose run started, and ended well before the next tick saw it
+    heartbeat.given_working_job("r")
+    heartbeat.drop_trigger_file("in", "batch1")
+    assert heartbeat.tick().started == ["r"]
+    heartbeat.wait_for_runs()
+
+    # WHEN a retry is queued for it (`python -m harness retry --job-id r`: the job still showed IN_PROGRESS)
+    inbox.submit(heartbeat.config.state_dir, inbox.new_request("retry", "r"))
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        report = heartbeat.tick()
+
+    # THEN the tick records the run's success and drops the retry, saying why: no second run of the range
+    assert report.error is None and report.runs_succeeded == 1 and report.started == []
+    assert any("retry of job r" in r.getMessage() and "succeeded" in r.getMessage() for r in caplog.records)
+    assert heartbeat.events("RETRY_REQUESTED") == []
+    assert len(heartbeat.job_runs("r")) == 1 and heartbeat.job_status("r") == {"COMPLETED"}
+    assert not list(heartbeat.config.layout.inbox.glob("*.json"))
 
 
 def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(

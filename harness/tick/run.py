@@ -50,33 +50,30 @@ log = logging.getLogger("harness.tick.run")
 
 
 def apply_requests(runtime: Runtime, tracked: list[Event]) -> int:
-    """The queued publications and `complete` / `retry` requests, after this tick's run ends (`tracked`):
-    a request that finds no run of its job to close, or whose job's run this tick found succeeded, is
-    said and dropped (the run's own outcome stands)."""
+    """The queued publications and `complete` / `retry` requests, oldest first, after this tick's run
+    ends (`tracked`). A request closes its job's latest run once: one that finds no run of its job to
+    close, or a run this tick already closed (found succeeded, or closed by an earlier request), is said
+    and dropped (the run's own outcome, or the first request, stands)."""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
         return published
-    succeeded = {
-        e.row.trigger_job_id: e.message or str(e.event_type.value)
+    closed = {  # job -> what closed its run in this tick
+        e.row.trigger_job_id: f"its run succeeded ({e.message or e.event_type.value})"
         for e in tracked
         if e.row is not None and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
     }
     rows = runtime.tables.control_rows()
     for request in requests:
-        requested = f"{request.command} of job {request.job_id} requested at {request.requested_at.isoformat()}"
-        if request.job_id in succeeded:
-            log.warning(
-                "%s: its run succeeded before this tick applied it (%s); nothing done",
-                requested,
-                succeeded[request.job_id],
-            )
-            inbox.done(request)
-            continue
-        events = request.events(rows, f"requested at {request.requested_at.isoformat()}")
-        if not events:
-            log.warning("%s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done", requested)
-        runtime.events.append(with_publications(runtime, events))
+        when = f"requested at {request.requested_at.isoformat()}"
+        named = f"{request.command} of job {request.job_id} {when}"
+        if request.job_id in closed:
+            log.warning("%s: %s before it was applied; nothing done", named, closed[request.job_id])
+        elif events := request.events(rows, when):
+            runtime.events.append(with_publications(runtime, events))
+            closed[request.job_id] = f"its run was closed by the {request.command} {when}"
+        else:
+            log.warning("%s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done", named)
         inbox.done(request)
     return published + len(requests)
 

@@ -87,6 +87,26 @@ def test_a_retry_queued_while_its_run_was_succeeding_leaves_the_success_standing
     assert not list(heartbeat.config.layout.inbox.glob("*.json"))
 
 
+def test_requests_queued_together_close_the_run_once_the_first_standing(
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a failed job, then `complete` twice and a `retry` queued before the next tick
+    heartbeat.given_failed_job("g")
+    for command in ("complete", "complete", "retry"):
+        inbox.submit(heartbeat.config.state_dir, inbox.new_request(command, "g"))
+
+    # WHEN the tick applies them
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        report = heartbeat.tick()
+
+    # THEN the first completes the run; the others find it closed, are said and dropped: no run starts
+    assert report.error is None and report.requests_applied == 3 and report.started == []
+    assert len(heartbeat.events("MANUAL_COMPLETE")) == 1 and heartbeat.events("RETRY_REQUESTED") == []
+    dropped = [r.getMessage() for r in caplog.records if "its run was closed by the complete" in r.getMessage()]
+    assert len(dropped) == 2 and dropped[1].startswith("retry of job g")
+    assert heartbeat.job_status("g") == {"COMPLETED"} and len(heartbeat.job_runs("g")) == 1
+
+
 def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(
     heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -36,7 +36,7 @@ from harness.config_source import StateFolder, locate_state
 from harness.errors import HeartbeatError, StateBusyError, StateFileError
 from harness.state.lock import StateLock
 from harness.state.status_files import snapshot_rows
-from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow
+from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow, EventType
 
 if TYPE_CHECKING:
     from harness.config import Config
@@ -165,18 +165,41 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     request = inbox.new_request(command, job_id)
     rows = _last_rows(config)
     job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
-    if rows is not None and not job_rows:
-        raise HeartbeatError(
-            f"job {job_id} is not in the control table (as of the last tick); check trigger_job_id in the controls CSV"
-        )
     moving = request.events(job_rows, "from the command line")
     if rows is not None and not moving:
-        print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")
-        return 0
+        started = _started_since_snapshot(config, job_id)
+        if started:  # a job's last task, before the tick that started it wrote its snapshot
+            print(f"note: job {job_id} started after the last tick's snapshot ({started}): checked when applied")
+        elif not job_rows:
+            raise HeartbeatError(
+                f"job {job_id} is not in the control table (as of the last tick); "
+                "check trigger_job_id in the controls CSV"
+            )
+        else:
+            print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")
+            return 0
     path = inbox.submit(config.state_dir, request)
     what = f": {len(moving)} rows move to {moving[0].status}" if moving else ""
     print(f"job {job_id}: the request is queued ({path.name}) and applied at the next tick{what}")
     return 0
+
+
+def _started_since_snapshot(config: Config, job_id: str) -> str | None:
+    """The latest start of the job the event log holds from after the last tick's snapshot (the tick
+    writes a start's events before its snapshot), or None; read from the log's files, without Spark."""
+    from harness.state.event_reader import EventQuery, read_events
+    from harness.state.status_files import read_json
+
+    snapshot = read_json(config.layout.snapshot)
+    if snapshot is None:
+        return None
+    since = datetime.fromisoformat(snapshot["written_at"])
+    starts = (EventType.TRIGGER_REQUESTED.value, EventType.RUN_STARTED.value)
+    try:
+        found = read_events(config.state_dir, EventQuery(since=since, job_id=job_id, event_types=starts, limit=1))
+    except HeartbeatError:
+        return None
+    return f"{found[-1]['event_type']} at {found[-1]['event_time']:%Y-%m-%d %H:%M:%S} UTC" if found else None
 
 
 def _last_rows(config: Config) -> list[ControlRow] | None:

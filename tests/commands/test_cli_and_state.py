@@ -54,6 +54,35 @@ def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
     assert event["message"].startswith("job j: completed by hand (requested at ")
 
 
+def test_a_jobs_last_task_completes_it_before_the_tick_that_started_it_wrote_its_snapshot(
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a snapshot of a tick before job j was in the controls CSV; then j is added and a tick
+    # starts it, but the snapshot is still the earlier one (the starting tick has not written its own)
+    heartbeat.given_working_job("a")
+    earlier = heartbeat.config.layout.snapshot.read_bytes()
+    heartbeat.write_controls([control_row("trigger_file", "in", "a"), control_row("trigger_file", "j_in", "j")])
+    heartbeat.define_jobs("a", "j")
+    heartbeat.drop_trigger_file("j_in", "batch1")
+    assert heartbeat.tick().started == ["j"]
+    heartbeat.config.layout.snapshot.write_bytes(earlier)
+    config_file = heartbeat.write_config_file()
+
+    # WHEN j's last task runs `complete` (the snapshot knows no job j)
+    code = cli.main(["--config", str(config_file), "complete", "--job-id", "j"])
+
+    # THEN the request is queued, saying why (it exited 2: "not in the control table"), and the next
+    # tick applies it to j's run
+    out = capsys.readouterr().out
+    assert code == 0 and "note: job j started after the last tick's snapshot (RUN_STARTED at " in out
+    assert "the request is queued" in out
+    heartbeat.wait_for_runs()
+    assert heartbeat.tick().requests_applied == 1
+    assert heartbeat.job_status("j") == {"COMPLETED"}
+    # AND a job no tick started is still refused
+    assert cli.main(["--config", str(config_file), "complete", "--job-id", "nosuch"]) == 2
+
+
 def test_status_shows_each_job_with_its_reason_and_rows(
     heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
 ) -> None:

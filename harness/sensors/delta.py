@@ -110,6 +110,10 @@ class TableState:
         commits, _ = commits_between(self.commits, first, self.version)
         return [c.change_event(self.table) for c in commits if c.change]
 
+    def lists_every_change_since(self, since: Watermark | None) -> bool:
+        seen = seen_version(since)
+        return 0 <= seen <= self.version and commits_between(self.commits, seen + 1, self.version)[1] == 0
+
 
 def seen_version(since: Watermark | None) -> int:
     """The version a row's watermark has seen; -1 when it has not seen any."""

@@ -80,6 +80,9 @@ class HiveState:
     def partition_contents(self) -> Sequence[PartitionContent]:
         return [PartitionContent(p.values, fingerprint([f.key for f in p.files])) for p in self.partitions]
 
+    def lists_every_change_since(self, since: Watermark | None) -> bool:
+        return False  # no log: a partition's files that changed are a change of its data
+
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
         after = int(since.get("modified_ms", -1)) if since else -1
         before = since.get("fingerprint") if since else None

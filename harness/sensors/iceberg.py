@@ -103,6 +103,12 @@ class IcebergState:
         chain, _ = self.between(_seen(since))
         return [self.change_event(s) for s in chain[-MAX_EVENTS:] if s.change]
 
+    def lists_every_change_since(self, since: Watermark | None) -> bool:
+        if since is None:
+            return False
+        chain, found = self.between(_seen(since))
+        return found and len(chain) <= MAX_EVENTS  # events_since keeps the newest MAX_EVENTS
+
     def _touched(self, snapshot_id: int) -> tuple[PartitionValues, ...]:
         """The partitions whose files this snapshot added or deleted (from the manifests it wrote)."""
         from pyiceberg.manifest import ManifestEntryStatus

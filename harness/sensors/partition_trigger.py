@@ -51,6 +51,11 @@ class PartitionedPosition(Protocol):
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
         """The change events after the row's watermark, oldest first (at most the newest MAX_EVENTS)."""
 
+    def lists_every_change_since(self, since: Watermark | None) -> bool:
+        """Whether events_since(since) holds every change of data after the watermark (the table's log
+        reaches back to it, within the limit), so a partition none of them touches had its files only
+        rewritten (a compaction); False where the table keeps no such log."""
+
 
 def fingerprint(parts: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
@@ -89,6 +94,13 @@ def detect_partitions(
     if not changed:
         return NothingNew(f"partition {', '.join(ready)} already acted on, unchanged since")
     events = _events_of(position, since, [p for p in wanted if partition_name(p) in changed], acted)
+    rewritten = _rewritten_only(position, since, [p for p in wanted if partition_name(p) in changed], acted, events)
+    changed = [name for name in changed if name not in rewritten]
+    if not changed:
+        return NothingNew(
+            f"partition {', '.join(rewritten)} acted on, its files since rewritten without a change of data "
+            "(a compaction)"
+        )
     if tags and not any(tags_match(tags, e.tags) for e in events):
         wanted_tags = ";".join(f"{k}={v}" for k, v in tags.items())
         return NothingNew(f"partition {', '.join(changed)} changed, but no change of it carries the tags {wanted_tags}")
@@ -102,6 +114,20 @@ def detect_partitions(
             **described(events),
         },
     )
+
+
+def _rewritten_only(
+    position: PartitionedPosition,
+    since: Watermark | None,
+    changed: list[Partition],
+    acted: Mapping[str, str],
+    events: list[ChangeEvent],
+) -> list[str]:
+    """The partitions acted on whose files changed while no change of data since the watermark touches
+    them (OPTIMIZE, an Iceberg `replace`): the same data, not new. Only where the table's log lists
+    every change since; else any change of files counts."""
+    names = [partition_name(p) for p in changed if partition_name(p) in acted and not any(e.touches(p) for e in events)]
+    return names if names and position.lists_every_change_since(since) else []
 
 
 def _events_of(

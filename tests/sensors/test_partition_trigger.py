@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError
@@ -203,6 +203,30 @@ def test_delta_overwritten_partition_fires_again_and_tags_must_match(tmp_path: P
     again = table.tick(at_day(6))
     assert isinstance(again, NewData) and again.changes["partitions_overwritten"] == ["ds=2026-01-05"]
     assert [e["operation"] for e in again.changes["events"]] == ["UPDATE", "UPDATE"]
+
+
+def test_delta_partition_compacted_after_it_was_acted_on_is_not_new_data(tmp_path: Path) -> None:
+    # GIVEN a trigger that fired for yesterday's partition, written in two files
+    table = DailyTable(tmp_path / "orders")
+    table.write("2026-01-05", 1)
+    table.write("2026-01-05", 2)
+    assert isinstance(table.tick(at_day(6)), NewData)
+
+    # WHEN the partition is compacted (OPTIMIZE: its files rewritten, no change of data)
+    assert DeltaTable(table.path).optimize.compact()["numFilesRemoved"] == 2
+    compacted = table.tick(at_day(6))
+
+    # THEN the row does not fire again
+    assert isinstance(compacted, NothingNew)
+    assert compacted.reason == (
+        "partition ds=2026-01-05 acted on, its files since rewritten without a change of data (a compaction)"
+    )
+
+    # AND a later write to the partition fires it, with that write's event only
+    table.write("2026-01-05", 3)
+    fired = table.tick(at_day(6))
+    assert isinstance(fired, NewData) and fired.changes["partitions_overwritten"] == ["ds=2026-01-05"]
+    assert [e["snapshot_id"] for e in fired.changes["events"]] == [3]  # versions 0, 1; the compaction 2
 
 
 def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Path) -> None:

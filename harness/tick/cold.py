@@ -38,7 +38,7 @@ from harness.tick.runtime import build_backend
 from harness.tick.sensing import FirstLook, sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
-from harness.vocabulary import RowKey, SensorSource, control_row, utc
+from harness.vocabulary import EventType, RowKey, SensorSource, control_row, utc
 
 if TYPE_CHECKING:
     from harness.tick.runtime import Runtime
@@ -131,9 +131,11 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         at = now()
         outcome = sense(sensed, build_registry(config, kinds), None, config, at=at)
         look = FirstLook({r.key: r for r in sensed}, outcome, at)
-        if to_record(outcome, sensed, last_failed_checks(config.state_dir)):
+        recorded = to_record(outcome, sensed, last_failed_checks(config.state_dir))
+        if recorded:
+            failed = sum(1 for e in recorded if e.event_type is EventType.CHECK_FAILED)
             return Handover(
-                f"{outcome.new_data} rows with new data, {outcome.errors} checks to record or to read through Spark",
+                f"{outcome.new_data} rows with new data, {failed} checks to record or to read through Spark",
                 look=look,
             )
         record_waiting(config.state_dir, outcome.nothing_new)

@@ -36,7 +36,7 @@ from harness.config_source import StateFolder, locate_state
 from harness.errors import HeartbeatError, StateBusyError, StateFileError
 from harness.state.lock import StateLock
 from harness.state.status_files import snapshot_rows
-from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow, EventType
+from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow, EventType, Status
 
 if TYPE_CHECKING:
     from harness.config import Config
@@ -178,6 +178,12 @@ def _manual(config: Config, command: str, job_id: str) -> int:
         else:
             print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")
             return 0
+    running = {r.latest_run_id or "?" for r in job_rows if r.status == Status.IN_PROGRESS.value}
+    if command == "retry" and running:
+        print(
+            f"note: job {job_id}'s run {', '.join(sorted(running))} is IN_PROGRESS as of the last tick: unless the "
+            "next tick finds it ended well, the retry leaves it unfollowed and hands its range to a new run"
+        )
     path = inbox.submit(config.state_dir, request)
     what = f": {len(moving)} rows move to {moving[0].status}" if moving else ""
     print(f"job {job_id}: the request is queued ({path.name}) and applied at the next tick{what}")

@@ -528,6 +528,24 @@ def test_a_truncated_status_file_never_crashes_report_publish_or_complete(
     assert len(list((tmp_path / "state" / "inbox").glob("*.json"))) == 1
 
 
+def test_a_retry_of_a_job_in_progress_says_what_it_does_to_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a job whose run r7 the last tick left IN_PROGRESS, and one FAILED
+    config = _state_with_rows(
+        tmp_path, row("j", status="IN_PROGRESS", latest_run_id="r7"), row("k", "u", status="FAILED")
+    )
+    # WHEN a retry of each is queued
+    assert cli.main(["--config", config, "retry", "--job-id", "j"]) == 0
+    running = capsys.readouterr().out
+    assert cli.main(["--config", config, "retry", "--job-id", "k"]) == 0
+    failed = capsys.readouterr().out
+    # THEN the first says what becomes of the run still going; the second is a plain retry
+    assert "note: job j's run r7 is IN_PROGRESS as of the last tick" in running
+    assert "the request is queued" in running and "note:" not in failed
+    assert len(list((tmp_path / "state" / "inbox").glob("*.json"))) == 2
+
+
 # --- the report page ------------------------------------------------------------------------------------
 
 

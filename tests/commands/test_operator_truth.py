@@ -172,6 +172,60 @@ def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_p
     assert out[3].startswith("job j (-): waiting: does not start")
 
 
+@pytest.mark.parametrize("command", [["tick"], ["run", "--max-ticks", "1"]])
+def test_a_tick_refusing_heartbeat_yml_is_a_failed_tick_in_the_health_record_and_status(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a state folder whose last tick went well, and a heartbeat.yml with a misspelt key
+    config = _state_with_rows(tmp_path, row("j"))
+    state = tmp_path / "state"
+    ticked(state, TickReport("t1"))
+    with open(config, "a") as file:
+        file.write("sensing: {check_timeout_secnds: 30}\n")
+    # WHEN two ticks run on it
+    assert [cli.main(["--config", config, *command]) for _ in range(2)] == [2, 2]
+    # THEN each says why it refused the file, and each is a failed tick in step config
+    assert "sensing.check_timeout_secnds: unknown key" in capsys.readouterr().err
+    health = status_files.read_json(StateLayout(state).health)
+    assert health is not None and health["failures_in_a_row"] == 2
+    assert health["last_tick"]["step"] == "config"
+    error = health["last_tick"]["error"]
+    assert "sensing.check_timeout_secnds: unknown key; did you mean 'check_timeout_seconds'?" in error
+    # and status says the ticks fail, with the key to fix on one line
+    assert cli.main(["--config", config, "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("WARNING: the last 2 ticks failed (since ")
+    assert out[3].startswith("    last error: ConfigError: ") and "check_timeout_secnds: unknown key" in out[3]
+    assert out[4].startswith("    in step config; ")
+
+
+def test_a_tick_whose_state_folder_cannot_be_told_records_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a heartbeat.yml that is not a mapping of keys
+    (config := tmp_path / "heartbeat.yml").write_text("- state_dir\n")
+    # WHEN a tick runs on it
+    assert cli.main(["--config", str(config), "tick"]) == 2
+    # THEN it says why, and that the failed tick is not in the health record
+    err = capsys.readouterr().err
+    assert "expected a mapping of keys at the top level" in err
+    assert "not in the health record" in err
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_dry_run_refusing_heartbeat_yml_leaves_the_health_record_alone(tmp_path: Path) -> None:
+    # GIVEN a state folder whose last tick went well, and a heartbeat.yml with a misspelt key
+    config = _state_with_rows(tmp_path, row("j"))
+    ticked(tmp_path / "state", TickReport("t1"))
+    with open(config, "a") as file:
+        file.write("sensing: {check_timeout_secnds: 30}\n")
+    # WHEN a dry run refuses it
+    assert cli.main(["--config", config, "tick", "--dry-run"]) == 2
+    # THEN the health record is as the last tick left it (a dry run is no tick)
+    health = status_files.read_json(StateLayout(tmp_path / "state").health)
+    assert health is not None and health["failures_in_a_row"] == 0
+
+
 class FailingEventLog:
     """The event log of a tick whose first read fails as Spark fails (a stand-in: the point is the tick's
     handling of the failure, not Spark)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -294,6 +295,17 @@ def _setting(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def _interval(text: str) -> float:
+    """`run --interval`: seconds above 0 (at 0 or below, or not a number, the loop would never wait)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return seconds
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -319,8 +331,8 @@ def parser() -> argparse.ArgumentParser:
     )
     tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
-    run.add_argument("--interval", type=float, default=60.0, help="seconds from one tick's start to the next's")
-    run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
+    run.add_argument("--interval", type=_interval, default=60.0, help="seconds from one tick's start to the next's")
+    run.add_argument("--max-ticks", type=operator.count, default=0, help="stop after this many ticks (0: never)")
     run.add_argument(
         "--until-idle", action="store_true", help="stop after a tick that started nothing while no run was going"
     )

@@ -180,6 +180,18 @@ def dry_run_lines(result: "DryRun", now: datetime) -> list[str]:
     return lines
 
 
+def count(text: str) -> int:
+    """A count option's value (`--limit`, `--max-jobs`, `--max-ticks`): a whole number, 0 or more, what 0
+    means being the option's. A negative one is refused: `--limit -1` read as a slice dropped events."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     states = ", ".join(status.STATE_CHOICES)
     p = sub.add_parser("status", help="jobs by state, then each job's decision and rows (no Spark)")
@@ -201,7 +213,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")
     p.add_argument("--job", required=True, help="the trigger_job_id")
     p.add_argument("--since", default="7d", help="events since (30m, 2h, 7d, or an ISO time; default 7d)")
-    p.add_argument("--limit", type=int, default=30, help="at most this many events, the newest (default 30)")
+    p.add_argument("--limit", type=count, default=30, help="at most this many events, the newest (default 30)")
     p.set_defaults(func=cmd_why, state_only=True)
 
     types = ", ".join(t.value for t in EventType)
@@ -216,7 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--limit",
-        type=int,
+        type=count,
         default=event_reader.DEFAULT_LIMIT,
         help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)",
     )
@@ -226,6 +238,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("report", help="write the timeline page (HTML) into the state folder")
     p.add_argument("--since", default="2d", help="the window (30m, 2h, 7d, or an ISO time; default 2d)")
     p.add_argument("--job", action="append", help="only this job (repeatable); default: the busiest jobs")
-    p.add_argument("--max-jobs", type=int, default=40, help="at most this many jobs on the timeline (default 40)")
+    p.add_argument("--max-jobs", type=count, default=40, help="at most this many jobs on the timeline (default 40)")
     p.add_argument("--output", help="the HTML file (default <state>/report.html)")
     p.set_defaults(func=cmd_report)

@@ -500,6 +500,37 @@ def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureF
     assert "unrecognized arguments: --bogus" in err
 
 
+@pytest.mark.parametrize(
+    "argv, refusal",
+    [
+        (["events", "--limit", "-1"], "argument --limit: expected a whole number, 0 or more, got '-1'"),
+        (["why", "--job", "j", "--limit", "-2"], "argument --limit: expected a whole number, 0 or more, got '-2'"),
+        (["report", "--max-jobs", "-1"], "argument --max-jobs: expected a whole number, 0 or more, got '-1'"),
+        (["run", "--max-ticks", "-3"], "argument --max-ticks: expected a whole number, 0 or more, got '-3'"),
+        (["run", "--interval", "-5"], "argument --interval: expected a number of seconds above 0, got '-5'"),
+        (["run", "--interval", "0"], "argument --interval: expected a number of seconds above 0, got '0'"),
+        (["run", "--interval", "nan"], "argument --interval: expected a number of seconds above 0, got 'nan'"),
+        (["events", "--limit", "ten"], "argument --limit: expected a whole number, 0 or more, got 'ten'"),
+    ],
+)
+def test_a_negative_count_or_a_non_positive_interval_is_refused_with_the_commands_usage(
+    argv: list[str], refusal: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a count or an interval that means nothing (events dropped, a loop that never waits)
+    # WHEN the command line is read
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    # THEN it is refused before anything runs, saying what it expects
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith(f"usage: python -m harness {argv[0]} ")
+    assert refusal in err
+
+
+def test_the_counts_zero_and_a_fraction_of_a_second_are_taken() -> None:
+    for argv in (["events", "--limit", "0"], ["report", "--max-jobs", "0"], ["run", "--interval", "0.5"]):
+        cli.parser().parse_args(argv)
+
+
 # --- exit codes and unreadable state ----------------------------------------------------------------------
 
 

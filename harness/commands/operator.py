@@ -8,6 +8,8 @@ and work while a heartbeat holds the state.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,17 +71,41 @@ def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
+    health = status_files.read_json(config.layout.health)
+    refusal = ((health or {}).get("last_tick") or {}).get("controls_error")
     print(
         status.render_why(
             snapshot,
             args.job,
             events,
             since,
-            status_files.read_json(config.layout.health),
+            health,
             status_files.waiting_reasons(config.state_dir),
+            refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, args.job) else None,
         )
     )
     return 1 if _unknown_job(snapshot, args.job) else 0
+
+
+CONTROLS_FILE = "heartbeat_controls.csv"  # the controls CSV's name (harness.config holds every path to it)
+
+
+def _refused_csv_jobs(refusal: str) -> set[str] | None:
+    """The job ids of the refused controls CSV, which the refusal names first (`<path>: refused, ...`);
+    None when the file cannot be told or read (then `why` says what holds if the job is in it)."""
+    first = refusal.splitlines()[0] if refusal else ""
+    end = first.find(f"{CONTROLS_FILE}: ")
+    if end < 0:
+        return None
+    try:
+        rows = csv.reader(io.StringIO(Path(first[: end + len(CONTROLS_FILE)]).read_text(encoding="utf-8"), newline=""))
+        header = [h.strip() for h in next(rows, [])]
+        if "trigger_job_id" not in header:
+            return None
+        column = header.index("trigger_job_id")
+        return {row[column].strip() for row in rows if len(row) > column}
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
 
 
 def event_types(given: list[str] | None) -> list[str]:

@@ -82,8 +82,38 @@ def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path:
     health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
     out = status.render_why(snapshot(row("old_job")), "new_job", [], T0, health)
     assert out.startswith("job new_job is not in the control table")
-    assert "a job only in the refused controls CSV is not loaded until the file is fixed" in out
+    assert "it is in the refused controls CSV, which is not loaded until the file is fixed" in out
     assert "unknown sensor_source 'trigger_fil'" in out
+
+
+@pytest.mark.parametrize(
+    "job, says",
+    [
+        ("nosuch", "; it is not in the controls CSV either: check the job id"),
+        ("fine_new_job", "; it is in the refused controls CSV, which is not loaded until the file is fixed"),
+        ("new_job", "; it is in the refused controls CSV, which is not loaded until the file is fixed"),
+    ],
+)
+def test_why_of_a_job_missing_from_the_control_table_says_whether_the_refused_csv_has_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], job: str, says: str
+) -> None:
+    # GIVEN a controls CSV refused for another job's row, beside a valid row of a new job
+    csv_path = tmp_path / "heartbeat_controls.csv"
+    csv_path.write_text(
+        "sensor_source,sensor_id,trigger_job_id\ntrigger_file,t,old_job\ntrigger_fil,other,new_job\n"
+        "trigger_file,t,fine_new_job\n"
+    )
+    config = _state_with_rows(tmp_path, row("old_job"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    refusal = f"{csv_path}: refused, nothing was changed:\n  line 3 (trigger_fil 'other' -> job new_job): unknown"
+    ticked(tmp_path / "state", TickReport("t1", controls_error=refusal))
+    # WHEN why is asked about a job not in the control table
+    assert cli.main(["--config", config, "why", "--job", job]) == 1
+    # THEN it says whether the refused file holds the job, then the refusal
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"job {job} is not in the control table") and out[0].endswith(says)
+    assert out[1].startswith("WARNING: the controls CSV is refused")
 
 
 def test_a_fixed_csv_clears_the_warning(tmp_path: Path) -> None:

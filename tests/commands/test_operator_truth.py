@@ -671,6 +671,25 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
     assert '<p class="warning" role="alert">No tick has written the state' in page
 
 
+def test_the_report_header_shows_the_refused_controls_csvs_problem_lines() -> None:
+    from harness.views import report
+
+    # GIVEN a controls CSV refused for seven bad lines
+    problems = [f"line {n} (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" for n in range(7)]
+    refusal = "/p/heartbeat_controls.csv: refused, nothing was changed:\n  " + "\n  ".join(problems)
+    # WHEN the report's header is made
+    (warning,) = report.state_warnings(snapshot(row("j")), {"last_tick": {"controls_error": refusal}}, [], T0)
+    # THEN it names the file and its first problems, each with its line, and counts the rest
+    assert warning == (
+        "The controls CSV is refused; the control table keeps the last valid one: /p/heartbeat_controls.csv: "
+        f"refused, nothing was changed: {'; '.join(problems[:5])}; and 2 more "
+        "(`python -m harness validate` lists every problem)."
+    )
+    # and a refusal of one line is that line
+    (header,) = report.state_warnings(None, {"last_tick": {"controls_error": "/p/c.csv: header refused (x)"}}, [], T0)
+    assert "last valid one: /p/c.csv: header refused (x) (`python -m harness validate`" in header
+
+
 def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
     from harness.config import PROJECT_DIR
     from harness.views import report

@@ -11,6 +11,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,7 +160,15 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
         publishes=config.settings.publish.on_success,
     )
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
-    return 0
+    snapshot = _snapshot(config)
+    unknown = [job_id for job_id in dict.fromkeys(args.job or ()) if _unknown_job(snapshot, job_id)]
+    for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
+        print(
+            f"warning: job {job_id} is not in the control table (as of the last tick), so the report has no "
+            "timeline for it; check trigger_job_id in the controls CSV",
+            file=sys.stderr,
+        )
+    return 1 if unknown else 0
 
 
 def print_dry_run(runtime: "Runtime") -> int:

@@ -607,6 +607,23 @@ def test_status_lists_the_most_urgent_jobs_first_and_counts_the_rest_which_all_l
     assert len(json.loads(capsys.readouterr().out)["snapshot"]["jobs"]) == len(many)
 
 
+def test_report_of_an_unknown_job_warns_and_exits_1_as_why_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a control table holding job j
+    config = _state_with_rows(tmp_path, row("j"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    # WHEN the report is asked for j and for a job it does not hold
+    code = cli.main(["--config", config, "report", "--job", "j", "--job", "nosuch"])
+    # THEN the report is written, the unknown job is named on stderr, and the exit code is 1
+    out, err = capsys.readouterr()
+    assert code == 1 and out.startswith("report written to ")
+    assert err.startswith("warning: job nosuch is not in the control table (as of the last tick)")
+    assert "job j " not in err
+    assert cli.main(["--config", config, "report", "--job", "j"]) == 0
+
+
 def test_status_and_why_of_a_job_before_the_first_tick_both_exit_1(tmp_path: Path) -> None:
     (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
     config = str(tmp_path / "heartbeat.yml")

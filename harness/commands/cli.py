@@ -342,8 +342,18 @@ def parser() -> argparse.ArgumentParser:
         ("complete", cmd_complete, "mark the job's latest run successful"),
         ("retry", cmd_retry, "hand a FAILED job's range to its next run"),
     ):
-        sp = sub.add_parser(name, help=text)
-        sp.add_argument("--job-id", required=True)
+        sp = sub.add_parser(
+            name,
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}: the request is queued and applied at the next tick.",
+        )
+        sp.add_argument(
+            "--job-id",
+            required=True,
+            metavar="JOB_ID",
+            help="the job's trigger_job_id in the controls CSV (the backend's job id: a Databricks job's id, "
+            "a key of local_runner.jobs); quote one holding spaces",
+        )
         sp.set_defaults(func=func)
     pub = sub.add_parser("publish", help="register a change of a table")
     pub.add_argument("--table", required=True, help="the table that changed (the sensor_id of `published` rows)")

@@ -522,6 +522,16 @@ def test_publish_of_a_table_no_row_watches_says_so_and_records_it(
     assert [q["table"] for q in _queued(tmp_path)] == ["nobody.watches"]
 
 
+@pytest.mark.parametrize("command", ["complete", "retry"])
+def test_complete_and_retry_help_says_what_the_job_id_is(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN the command's help is asked for
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    # THEN --job-id is said to be the trigger_job_id of the controls CSV
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--job-id JOB_ID the job's trigger_job_id in the controls CSV" in help_text
+
+
 def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         cli.main(["publish", "--table", "t", "--bogus"])

@@ -61,6 +61,52 @@ def test_a_heartbeat_yml_that_is_not_yaml_is_refused_showing_the_line(tmp_path: 
     assert "line 2, column 10:\n    sensing: {check_timeout_seconds: 5\n             ^" in message
 
 
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            "backend: local\nlocal_runner:\n  jobs:\n    a: {command: 'true'}\nlocal_runner:\n  jobs: {}\n",
+            "line 5: local_runner: a key given twice (first at line 2)",
+        ),
+        (
+            "local_runner:\n  jobs:\n    a: {command: 'true'}\n    b: {command: 'true'}\n    a: {command: 'false'}\n",
+            "line 5: local_runner.jobs.a: a key given twice (first at line 3)",
+        ),
+        (
+            "local_runner:\n  jobs:\n    a: {command: 'true', command: 'false'}\n",
+            "line 3: local_runner.jobs.a.command: a key given twice (first at line 3)",
+        ),
+        (
+            "local_runner:\n  jobs:\n    b: &b {command: 'true'}\n    a: {<<: *b, name: x, name: y}\n",
+            "line 4: local_runner.jobs.a.name: a key given twice (first at line 4)",
+        ),
+    ],
+    ids=["a section", "a job", "a job's key", "beside a merge"],
+)
+def test_a_key_given_twice_in_heartbeat_yml_is_refused_naming_its_line_and_path(
+    tmp_path: Path, body: str, expected: str
+) -> None:
+    # GIVEN a heartbeat.yml giving a key twice (YAML would keep the second, dropping the first unseen)
+    path = write_config(tmp_path / "heartbeat.yml", body)
+    # WHEN it is read, by a tick and by the commands that only locate the state folder
+    for read in (load_config, locate_state):
+        with pytest.raises(ConfigError) as info:
+            read(path)
+        # THEN it is refused with the line and the key's path, and what to do
+        assert str(info.value) == f"{path}: {expected}; keep one of them (the second would replace the first)"
+
+
+def test_a_merge_key_overridden_beside_it_is_no_duplicate(tmp_path: Path) -> None:
+    # GIVEN a job taking its keys from an anchor and overriding one
+    body = (
+        "local_runner:\n  jobs:\n    b: &b {command: 'true', timeout_seconds: 5}\n    a: {<<: *b, timeout_seconds: 9}\n"
+    )
+    path = write_config(tmp_path / "heartbeat.yml", body)
+    # WHEN it is read, THEN the key given beside the merge wins, as YAML says
+    (job,) = [j for j_id, j in load_config(path).local_jobs.items() if j_id == "a"]
+    assert (job.command, job.timeout_seconds) == ("true", 9)
+
+
 def test_a_heartbeat_yml_that_cannot_be_read_is_refused_saying_why(tmp_path: Path) -> None:
     folder = tmp_path / "folder.yml"
     folder.mkdir()

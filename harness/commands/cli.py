@@ -19,11 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
 import sys
 import threading
 import time
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -35,13 +37,15 @@ from harness.commands import operator, refresh
 from harness.config_source import StateFolder, locate_state
 from harness.errors import HeartbeatError, StateBusyError, StateFileError
 from harness.state.lock import StateLock
-from harness.state.status_files import snapshot_rows
+from harness.state.status_files import record_tick, snapshot_rows
 from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow, EventType, Status
 
 if TYPE_CHECKING:
     from harness.config import Config
 
 log = logging.getLogger("harness")
+
+TICKING = ("tick", "run")  # the commands whose refused configuration is a failed tick in the health record
 
 
 _RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -320,6 +324,17 @@ def _setting(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def _interval(text: str) -> float:
+    """`run --interval`: seconds above 0 (at 0 or below, or not a number, the loop would never wait)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return seconds
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -345,8 +360,8 @@ def parser() -> argparse.ArgumentParser:
     )
     tick.set_defaults(func=cmd_tick)
     run = sub.add_parser("run", help="tick in a loop until Ctrl-C")
-    run.add_argument("--interval", type=float, default=60.0, help="seconds from one tick's start to the next's")
-    run.add_argument("--max-ticks", type=int, default=0, help="stop after this many ticks (0: never)")
+    run.add_argument("--interval", type=_interval, default=60.0, help="seconds from one tick's start to the next's")
+    run.add_argument("--max-ticks", type=operator.count, default=0, help="stop after this many ticks (0: never)")
     run.add_argument(
         "--until-idle", action="store_true", help="stop after a tick that started nothing while no run was going"
     )
@@ -356,8 +371,18 @@ def parser() -> argparse.ArgumentParser:
         ("complete", cmd_complete, "mark the job's latest run successful"),
         ("retry", cmd_retry, "hand a FAILED job's range to its next run"),
     ):
-        sp = sub.add_parser(name, help=text)
-        sp.add_argument("--job-id", required=True)
+        sp = sub.add_parser(
+            name,
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}: the request is queued and applied at the next tick.",
+        )
+        sp.add_argument(
+            "--job-id",
+            required=True,
+            metavar="JOB_ID",
+            help="the job's trigger_job_id in the controls CSV (the backend's job id: a Databricks job's id, "
+            "a key of local_runner.jobs); quote one holding spaces",
+        )
         sp.set_defaults(func=func)
     pub = sub.add_parser("publish", help="register a change of a table")
     pub.add_argument("--table", required=True, help="the table that changed (the sensor_id of `published` rows)")
@@ -383,8 +408,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     setup_logging(args.log_format, args.verbose)
+    started_at, started = datetime.now(timezone.utc), time.monotonic()
     try:
         config = _configuration(args)
+    except HeartbeatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if args.command in TICKING and not getattr(args, "dry_run", False):
+            _record_refused_configuration(args, exc, started_at, time.monotonic() - started)
+        return 2
+    try:
         code = int(args.func(config, args))
         sys.stdout.flush()
         return code
@@ -396,6 +428,31 @@ def main(argv: list[str] | None = None) -> int:
         # flush stdout again at exit and fail the same way, so stdout points at nothing from here on.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _record_refused_configuration(
+    args: argparse.Namespace, exc: HeartbeatError, started_at: datetime, seconds: float
+) -> None:
+    """A tick (or a `run` loop) that refused its configuration is a failed tick in the health record, in
+    step "config", as one that cannot open Spark is: `status` and `failures_in_a_row` say the ticks fail,
+    where they would otherwise keep showing the last tick that went well. Recorded when the state folder
+    can still be told from the file and no heartbeat holds it (one that does records its own ticks)."""
+    from harness.tick.steps import TickReport
+
+    try:
+        state_dir = locate_state(args.config, dict(args.set)).state_dir
+    except HeartbeatError as unlocated:
+        print(f"note: the failed tick is not in the health record: {unlocated}", file=sys.stderr)
+        return
+    error = f"{type(exc).__name__}: {' '.join(line.strip() for line in str(exc).splitlines())}"
+    report = TickReport(tick_id=uuid.uuid4().hex[:12], error=error, step="config")
+    try:
+        with StateLock(state_dir):
+            record_tick(state_dir, report.result(started_at, seconds))
+    except StateBusyError:
+        return
+    except OSError as unrecorded:  # the error that matters is the configuration's
+        print(f"note: the failed tick is not in the health record: {unrecorded}", file=sys.stderr)
 
 
 def _configuration(args: argparse.Namespace) -> Config | StateFolder:

@@ -8,7 +8,10 @@ and work while a heartbeat holds the state.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,17 +72,41 @@ def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
         events = []
         print(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
+    health = status_files.read_json(config.layout.health)
+    refusal = ((health or {}).get("last_tick") or {}).get("controls_error")
     print(
         status.render_why(
             snapshot,
             args.job,
             events,
             since,
-            status_files.read_json(config.layout.health),
+            health,
             status_files.waiting_reasons(config.state_dir),
+            refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, args.job) else None,
         )
     )
     return 1 if _unknown_job(snapshot, args.job) else 0
+
+
+CONTROLS_FILE = "heartbeat_controls.csv"  # the controls CSV's name (harness.config holds every path to it)
+
+
+def _refused_csv_jobs(refusal: str) -> set[str] | None:
+    """The job ids of the refused controls CSV, which the refusal names first (`<path>: refused, ...`);
+    None when the file cannot be told or read (then `why` says what holds if the job is in it)."""
+    first = refusal.splitlines()[0] if refusal else ""
+    end = first.find(f"{CONTROLS_FILE}: ")
+    if end < 0:
+        return None
+    try:
+        rows = csv.reader(io.StringIO(Path(first[: end + len(CONTROLS_FILE)]).read_text(encoding="utf-8"), newline=""))
+        header = [h.strip() for h in next(rows, [])]
+        if "trigger_job_id" not in header:
+            return None
+        column = header.index("trigger_job_id")
+        return {row[column].strip() for row in rows if len(row) > column}
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
 
 
 def event_types(given: list[str] | None) -> list[str]:
@@ -133,7 +160,15 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
         publishes=config.settings.publish.on_success,
     )
     print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
-    return 0
+    snapshot = _snapshot(config)
+    unknown = [job_id for job_id in dict.fromkeys(args.job or ()) if _unknown_job(snapshot, job_id)]
+    for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
+        print(
+            f"warning: job {job_id} is not in the control table (as of the last tick), so the report has no "
+            "timeline for it; check trigger_job_id in the controls CSV",
+            file=sys.stderr,
+        )
+    return 1 if unknown else 0
 
 
 def print_dry_run(runtime: "Runtime") -> int:
@@ -180,6 +215,18 @@ def dry_run_lines(result: "DryRun", now: datetime) -> list[str]:
     return lines
 
 
+def count(text: str) -> int:
+    """A count option's value (`--limit`, `--max-jobs`, `--max-ticks`): a whole number, 0 or more, what 0
+    means being the option's. A negative one is refused: `--limit -1` read as a slice dropped events."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     states = ", ".join(status.STATE_CHOICES)
     p = sub.add_parser("status", help="jobs by state, then each job's decision and rows (no Spark)")
@@ -201,7 +248,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")
     p.add_argument("--job", required=True, help="the trigger_job_id")
     p.add_argument("--since", default="7d", help="events since (30m, 2h, 7d, or an ISO time; default 7d)")
-    p.add_argument("--limit", type=int, default=30, help="at most this many events, the newest (default 30)")
+    p.add_argument("--limit", type=count, default=30, help="at most this many events, the newest (default 30)")
     p.set_defaults(func=cmd_why, state_only=True)
 
     types = ", ".join(t.value for t in EventType)
@@ -216,7 +263,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument(
         "--limit",
-        type=int,
+        type=count,
         default=event_reader.DEFAULT_LIMIT,
         help=f"at most this many events, the newest (default {event_reader.DEFAULT_LIMIT}; 0: all)",
     )
@@ -226,6 +273,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("report", help="write the timeline page (HTML) into the state folder")
     p.add_argument("--since", default="2d", help="the window (30m, 2h, 7d, or an ISO time; default 2d)")
     p.add_argument("--job", action="append", help="only this job (repeatable); default: the busiest jobs")
-    p.add_argument("--max-jobs", type=int, default=40, help="at most this many jobs on the timeline (default 40)")
+    p.add_argument("--max-jobs", type=count, default=40, help="at most this many jobs on the timeline (default 40)")
     p.add_argument("--output", help="the HTML file (default <state>/report.html)")
     p.set_defaults(func=cmd_report)

@@ -452,7 +452,7 @@ def state_warnings(
     if last.get("controls_error"):
         out.append(
             f"The controls CSV is refused; the control table keeps the last valid one: "
-            f"{last['controls_error'].splitlines()[0]} (`python -m harness validate` lists every problem)."
+            f"{refusal_in_one_line(last['controls_error'])} (`python -m harness validate` lists every problem)."
         )
     if snapshot is not None and not failures:
         starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
@@ -464,6 +464,15 @@ def state_warnings(
                 f"{usual:.0f} s): {as_of}. Is the heartbeat running?"
             )
     return out
+
+
+def refusal_in_one_line(refusal: str) -> str:
+    """The controls CSV's refusal on one line: its first line (`<path>: refused, nothing was changed:`)
+    and the first problems, each naming its line of the file, the rest counted."""
+    head, *problems = [line.strip() for line in refusal.splitlines() if line.strip()] or [""]
+    shown = problems[: status.SHOWN_PROBLEMS]
+    more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+    return " ".join([head, "; ".join(shown)]).strip() + more
 
 
 def write_report(

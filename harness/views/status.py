@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from harness.views.watermarks import describe, fit, when
 from harness.vocabulary import JobState, RowKey, Status, upstream_label
@@ -454,6 +454,16 @@ def event_line(e: dict[str, Any], with_job: bool = True) -> str:
     return "  ".join(parts)
 
 
+def _in_refused_csv(job_id: str, refusal: str, refused_jobs: Collection[str] | None) -> str:
+    """What a job missing from the control table has to do with the refused controls CSV: in it (named
+    in the refusal, or among the file's jobs), in neither file, or, the file unread, what holds if it is."""
+    if (refused_jobs is not None and job_id in refused_jobs) or f"-> job {job_id})" in refusal:
+        return "; it is in the refused controls CSV, which is not loaded until the file is fixed"
+    if refused_jobs is not None:
+        return "; it is not in the controls CSV either: check the job id"
+    return "; a job only in the refused controls CSV is not loaded until the file is fixed"
+
+
 def render_why(
     snapshot: dict[str, Any] | None,
     job_id: str,
@@ -461,7 +471,11 @@ def render_why(
     since: datetime,
     health: dict[str, Any] | None = None,
     waiting: dict[str, str] | None = None,
+    refused_jobs: Collection[str] | None = None,
 ) -> str:
+    """`why --job`: the job's decision, reason, rows and latest events. `refused_jobs`: the jobs of the
+    refused controls CSV, when it could be read, so that a job not in the control table is said to be in
+    it, or in neither."""
     refused = ((health or {}).get("last_tick") or {}).get("controls_error")
     if snapshot is None:
         return "\n".join(
@@ -476,10 +490,7 @@ def render_why(
             f"; did you mean {', '.join(near)}?" if near else ""
         )
         if refused:
-            return "\n".join(
-                [line + "; a job only in the refused controls CSV is not loaded until the file is fixed"]
-                + controls_refused(refused)
-            )
+            return "\n".join([line + _in_refused_csv(job_id, refused, refused_jobs)] + controls_refused(refused))
         return line
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"

@@ -82,8 +82,38 @@ def test_why_of_a_job_only_in_the_refused_csv_says_the_file_is_refused(tmp_path:
     health = ticked(tmp_path, TickReport("t1", controls_error=REFUSAL))
     out = status.render_why(snapshot(row("old_job")), "new_job", [], T0, health)
     assert out.startswith("job new_job is not in the control table")
-    assert "a job only in the refused controls CSV is not loaded until the file is fixed" in out
+    assert "it is in the refused controls CSV, which is not loaded until the file is fixed" in out
     assert "unknown sensor_source 'trigger_fil'" in out
+
+
+@pytest.mark.parametrize(
+    "job, says",
+    [
+        ("nosuch", "; it is not in the controls CSV either: check the job id"),
+        ("fine_new_job", "; it is in the refused controls CSV, which is not loaded until the file is fixed"),
+        ("new_job", "; it is in the refused controls CSV, which is not loaded until the file is fixed"),
+    ],
+)
+def test_why_of_a_job_missing_from_the_control_table_says_whether_the_refused_csv_has_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], job: str, says: str
+) -> None:
+    # GIVEN a controls CSV refused for another job's row, beside a valid row of a new job
+    csv_path = tmp_path / "heartbeat_controls.csv"
+    csv_path.write_text(
+        "sensor_source,sensor_id,trigger_job_id\ntrigger_file,t,old_job\ntrigger_fil,other,new_job\n"
+        "trigger_file,t,fine_new_job\n"
+    )
+    config = _state_with_rows(tmp_path, row("old_job"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    refusal = f"{csv_path}: refused, nothing was changed:\n  line 3 (trigger_fil 'other' -> job new_job): unknown"
+    ticked(tmp_path / "state", TickReport("t1", controls_error=refusal))
+    # WHEN why is asked about a job not in the control table
+    assert cli.main(["--config", config, "why", "--job", job]) == 1
+    # THEN it says whether the refused file holds the job, then the refusal
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"job {job} is not in the control table") and out[0].endswith(says)
+    assert out[1].startswith("WARNING: the controls CSV is refused")
 
 
 def test_a_fixed_csv_clears_the_warning(tmp_path: Path) -> None:
@@ -170,6 +200,60 @@ def test_why_says_the_ticks_are_failing_before_a_decision_they_left_behind(tmp_p
     assert out[1] == "    last error: java.lang.RuntimeException: x.parquet is not a Parquet file"
     assert out[2].startswith("    in step fold; the heartbeat's log has the whole error and any trace (tick t9)")
     assert out[3].startswith("job j (-): waiting: does not start")
+
+
+@pytest.mark.parametrize("command", [["tick"], ["run", "--max-ticks", "1"]])
+def test_a_tick_refusing_heartbeat_yml_is_a_failed_tick_in_the_health_record_and_status(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a state folder whose last tick went well, and a heartbeat.yml with a misspelt key
+    config = _state_with_rows(tmp_path, row("j"))
+    state = tmp_path / "state"
+    ticked(state, TickReport("t1"))
+    with open(config, "a") as file:
+        file.write("sensing: {check_timeout_secnds: 30}\n")
+    # WHEN two ticks run on it
+    assert [cli.main(["--config", config, *command]) for _ in range(2)] == [2, 2]
+    # THEN each says why it refused the file, and each is a failed tick in step config
+    assert "sensing.check_timeout_secnds: unknown key" in capsys.readouterr().err
+    health = status_files.read_json(StateLayout(state).health)
+    assert health is not None and health["failures_in_a_row"] == 2
+    assert health["last_tick"]["step"] == "config"
+    error = health["last_tick"]["error"]
+    assert "sensing.check_timeout_secnds: unknown key; did you mean 'check_timeout_seconds'?" in error
+    # and status says the ticks fail, with the key to fix on one line
+    assert cli.main(["--config", config, "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("WARNING: the last 2 ticks failed (since ")
+    assert out[3].startswith("    last error: ConfigError: ") and "check_timeout_secnds: unknown key" in out[3]
+    assert out[4].startswith("    in step config; ")
+
+
+def test_a_tick_whose_state_folder_cannot_be_told_records_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a heartbeat.yml that is not a mapping of keys
+    (config := tmp_path / "heartbeat.yml").write_text("- state_dir\n")
+    # WHEN a tick runs on it
+    assert cli.main(["--config", str(config), "tick"]) == 2
+    # THEN it says why, and that the failed tick is not in the health record
+    err = capsys.readouterr().err
+    assert "expected a mapping of keys at the top level" in err
+    assert "not in the health record" in err
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_dry_run_refusing_heartbeat_yml_leaves_the_health_record_alone(tmp_path: Path) -> None:
+    # GIVEN a state folder whose last tick went well, and a heartbeat.yml with a misspelt key
+    config = _state_with_rows(tmp_path, row("j"))
+    ticked(tmp_path / "state", TickReport("t1"))
+    with open(config, "a") as file:
+        file.write("sensing: {check_timeout_secnds: 30}\n")
+    # WHEN a dry run refuses it
+    assert cli.main(["--config", config, "tick", "--dry-run"]) == 2
+    # THEN the health record is as the last tick left it (a dry run is no tick)
+    health = status_files.read_json(StateLayout(tmp_path / "state").health)
+    assert health is not None and health["failures_in_a_row"] == 0
 
 
 class FailingTables:
@@ -436,12 +520,53 @@ def test_publish_of_a_table_no_row_watches_says_so_and_records_it(
     assert [q["table"] for q in _queued(tmp_path)] == ["nobody.watches"]
 
 
+@pytest.mark.parametrize("command", ["complete", "retry"])
+def test_complete_and_retry_help_says_what_the_job_id_is(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN the command's help is asked for
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    # THEN --job-id is said to be the trigger_job_id of the controls CSV
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--job-id JOB_ID the job's trigger_job_id in the controls CSV" in help_text
+
+
 def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         cli.main(["publish", "--table", "t", "--bogus"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("usage: python -m harness publish ")
     assert "unrecognized arguments: --bogus" in err
+
+
+@pytest.mark.parametrize(
+    "argv, refusal",
+    [
+        (["events", "--limit", "-1"], "argument --limit: expected a whole number, 0 or more, got '-1'"),
+        (["why", "--job", "j", "--limit", "-2"], "argument --limit: expected a whole number, 0 or more, got '-2'"),
+        (["report", "--max-jobs", "-1"], "argument --max-jobs: expected a whole number, 0 or more, got '-1'"),
+        (["run", "--max-ticks", "-3"], "argument --max-ticks: expected a whole number, 0 or more, got '-3'"),
+        (["run", "--interval", "-5"], "argument --interval: expected a number of seconds above 0, got '-5'"),
+        (["run", "--interval", "0"], "argument --interval: expected a number of seconds above 0, got '0'"),
+        (["run", "--interval", "nan"], "argument --interval: expected a number of seconds above 0, got 'nan'"),
+        (["events", "--limit", "ten"], "argument --limit: expected a whole number, 0 or more, got 'ten'"),
+    ],
+)
+def test_a_negative_count_or_a_non_positive_interval_is_refused_with_the_commands_usage(
+    argv: list[str], refusal: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a count or an interval that means nothing (events dropped, a loop that never waits)
+    # WHEN the command line is read
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    # THEN it is refused before anything runs, saying what it expects
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith(f"usage: python -m harness {argv[0]} ")
+    assert refusal in err
+
+
+def test_the_counts_zero_and_a_fraction_of_a_second_are_taken() -> None:
+    for argv in (["events", "--limit", "0"], ["report", "--max-jobs", "0"], ["run", "--interval", "0.5"]):
+        cli.parser().parse_args(argv)
 
 
 # --- exit codes and unreadable state ----------------------------------------------------------------------
@@ -488,6 +613,23 @@ def test_status_lists_the_most_urgent_jobs_first_and_counts_the_rest_which_all_l
     assert "not listed" not in capsys.readouterr().out
     assert cli.main(["--config", config, "status", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["snapshot"]["jobs"]) == len(many)
+
+
+def test_report_of_an_unknown_job_warns_and_exits_1_as_why_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a control table holding job j
+    config = _state_with_rows(tmp_path, row("j"))
+    (log := tmp_path / "events").mkdir()  # an event log with no event yet
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    # WHEN the report is asked for j and for a job it does not hold
+    code = cli.main(["--config", config, "report", "--job", "j", "--job", "nosuch"])
+    # THEN the report is written, the unknown job is named on stderr, and the exit code is 1
+    out, err = capsys.readouterr()
+    assert code == 1 and out.startswith("report written to ")
+    assert err.startswith("warning: job nosuch is not in the control table (as of the last tick)")
+    assert "job j " not in err
+    assert cli.main(["--config", config, "report", "--job", "j"]) == 0
 
 
 def test_status_and_why_of_a_job_before_the_first_tick_both_exit_1(tmp_path: Path) -> None:
@@ -570,6 +712,25 @@ def test_the_report_header_warns_that_the_ticks_since_the_snapshot_failed_or_tha
     assert stale.startswith("No tick has written the state for 30 min (the ticks came every 60 s)")
     page = report.render_report([], [], {}, T0, T0, warnings=[stale])
     assert '<p class="warning" role="alert">No tick has written the state' in page
+
+
+def test_the_report_header_shows_the_refused_controls_csvs_problem_lines() -> None:
+    from harness.views import report
+
+    # GIVEN a controls CSV refused for seven bad lines
+    problems = [f"line {n} (trigger_fil 'other' -> job new_job): unknown sensor_source 'trigger_fil'" for n in range(7)]
+    refusal = "/p/heartbeat_controls.csv: refused, nothing was changed:\n  " + "\n  ".join(problems)
+    # WHEN the report's header is made
+    (warning,) = report.state_warnings(snapshot(row("j")), {"last_tick": {"controls_error": refusal}}, [], T0)
+    # THEN it names the file and its first problems, each with its line, and counts the rest
+    assert warning == (
+        "The controls CSV is refused; the control table keeps the last valid one: /p/heartbeat_controls.csv: "
+        f"refused, nothing was changed: {'; '.join(problems[:5])}; and 2 more "
+        "(`python -m harness validate` lists every problem)."
+    )
+    # and a refusal of one line is that line
+    (header,) = report.state_warnings(None, {"last_tick": {"controls_error": "/p/c.csv: header refused (x)"}}, [], T0)
+    assert "last valid one: /p/c.csv: header refused (x) (`python -m harness validate`" in header
 
 
 def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:

@@ -29,8 +29,10 @@
 {%- set retry_base = var('heartbeat_refused_start_retry_seconds') -%}
 {%- set retry_max = var('heartbeat_refused_start_retry_max_seconds') -%}
 {%- set as_text = api.Column.translate_type('string') -%}
+{#- the refusal's time in words: to the second, as every time a reason names -#}
+{%- set refused_at = "date_format(last_start_refused_at, 'yyyy-MM-dd HH:mm:ss')" -%}
 {%- set retrying = "case when is_start_refused then concat('; retrying the start refused at ', "
-    ~ dbt.cast('last_start_refused_at', as_text) ~ ", ': ', last_start_refusal) else '' end" -%}
+    ~ refused_at ~ ", ': ', last_start_refusal) else '' end" -%}
 with
 
 control_table as (
@@ -231,7 +233,7 @@ decided as (
                 '`')
             when n_hard_paused > 0 then concat('hard dependency PAUSED: ', hard_paused_labels)
             when is_start_refused and {{ now }} < retry_start_after then concat(
-                'start refused at ', {{ dbt.cast('last_start_refused_at', as_text) }}, ': ', last_start_refusal,
+                'start refused at ', {{ refused_at }}, ': ', last_start_refusal,
                 '; next attempt after ', {{ dbt.cast('retry_start_after', as_text) }})
             when n_hard = 0 and n_unpaused = 0 then 'every row is PAUSED'
             when not is_data_ready and n_hard > 0 and n_hard_ready + n_hard_quiet < n_hard then concat('waiting for hard dependency ', hard_waiting_labels)

@@ -21,6 +21,7 @@ Each run receives two job parameters by default (names configurable per job, or 
 from __future__ import annotations
 
 import logging
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -298,7 +299,7 @@ class DatabricksBackend(JobBackend):
         except NotFound as exc:
             raise BackendError(
                 f"Databricks job {job_id}: run {run_id} not found{self._where()} ({_describe(exc)}); if it was "
-                f"deleted, close it with `python -m harness complete --job-id {job_id}` or `retry`"
+                f"deleted, close it with `python -m harness complete --job-id {shlex.quote(job_id)}` or `retry`"
             ) from None
         except _Unreachable as exc:
             raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {exc}") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -166,7 +167,7 @@ class LocalBackend(JobBackend):
             raise BackendError(
                 f"job {job_id}: local run {run_id}: {launched} holds {pid_text[:40]!r}, not a process id; "
                 "the run cannot be followed: close it with `python -m harness complete --job-id "
-                f"{job_id}` (or `retry`)"
+                f"{shlex.quote(job_id)}` (or `retry`)"
             )
         if pid_text and _alive(int(pid_text)):
             return RunStatus(RunState.RUNNING)
@@ -189,7 +190,7 @@ def _ended(job_id: str, run_id: str, result_file: Path) -> RunStatus:
         raise BackendError(
             f"job {job_id}: local run {run_id}: its result {result_file} cannot be read ({type(exc).__name__}: "
             f"{exc}); fix or remove the file, or close the run with `python -m harness complete --job-id "
-            f"{job_id}` (or `retry`)"
+            f"{shlex.quote(job_id)}` (or `retry`)"
         ) from None
     if result.get("exit_code") == 0:
         return RunStatus(RunState.SUCCEEDED, "exit code 0", ended)

@@ -200,12 +200,18 @@ def test_slow_upstream_times_out_without_delaying_the_others(
     assert elapsed < 30  # far below the slow view's 40 s: sensing did not wait for it
 
 
+def on_orders(job_id: str, query: str | None = None) -> ControlRow:
+    """A row of job `job_id` on the table public.sensing_orders (its new rows by id), with `query` as its
+    preprocess_query."""
+    return control("jdbc", "public.sensing_orders", job_id, upstream_key="id", preprocess_query=query)
+
+
 @pytest.mark.parametrize("query", ["DROP TABLE sensor_new_data", "SELECT * FROM sensor_new_data; SELECT 1"])
 def test_preprocess_query_other_than_one_select_is_refused_at_check_time(
     spark: SparkSession, config: Config, tables: PostgresServer, query: str
 ) -> None:
     # GIVEN a row with new data and a preprocess_query that is not a single SELECT
-    rows = [control("jdbc", "public.sensing_orders", "job_p", upstream_key="id", preprocess_query=query)]
+    rows = [on_orders("job_p", query)]
 
     # WHEN it is sensed
     (event,) = sense(rows, build_registry(config), spark, config).events
@@ -220,20 +226,8 @@ def test_preprocess_query_decides_whether_new_rows_count(
 ) -> None:
     # GIVEN new rows (amounts 10 and 20) and two rows filtering them differently via ?upstream_key
     rows = [
-        control(
-            "jdbc",
-            "public.sensing_orders",
-            "job_big",
-            upstream_key="id",
-            preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 15 AND ?upstream_key > 1",
-        ),
-        control(
-            "jdbc",
-            "public.sensing_orders",
-            "job_huge",
-            upstream_key="id",
-            preprocess_query="SELECT * FROM sensor_new_data WHERE amount > 1000",
-        ),
+        on_orders("job_big", "SELECT * FROM sensor_new_data WHERE amount > 15 AND ?upstream_key > 1"),
+        on_orders("job_huge", "SELECT * FROM sensor_new_data WHERE amount > 1000"),
     ]
 
     # WHEN they are sensed
@@ -248,16 +242,7 @@ def test_a_failed_preprocess_query_is_its_rows_failure_named_by_job_and_line_in_
     spark: SparkSession, config: Config, tables: PostgresServer
 ) -> None:
     # GIVEN new rows and two rows of the same upstream: one plain, one whose query names no such column
-    rows = [
-        control("jdbc", "public.sensing_orders", "job_plain", upstream_key="id"),
-        control(
-            "jdbc",
-            "public.sensing_orders",
-            "job_typo",
-            upstream_key="id",
-            preprocess_query="SELECT * FROM sensor_new_data WHERE no_such_col > 1",
-        ),
-    ]
+    rows = [on_orders("job_plain"), on_orders("job_typo", "SELECT * FROM sensor_new_data WHERE no_such_col > 1")]
 
     # WHEN they are sensed
     outcome = sense(rows, build_registry(config), spark, config)

@@ -253,6 +253,10 @@ def read_controls(path: Path) -> list[ControlSpec]:
 def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
     """The rows of the file `reader` reads, each validated; ControlsError naming every bad row."""
     header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        raise ControlsError(
+            f"{path}: the file is empty (or blank lines only); its first line is the header: {','.join(USER_COLUMNS)}"
+        )
     missing = [c for c in USER_COLUMNS if c not in header]
     unknown = [c for c in header if c not in USER_COLUMNS + OPTIONAL_COLUMNS + HARNESS_COLUMNS]
     twice = list(dict.fromkeys(c for c in header if header.count(c) > 1))  # a reader would keep either value

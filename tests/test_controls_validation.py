@@ -119,6 +119,15 @@ def test_missing_and_unknown_columns_are_refused(tmp_path: Path) -> None:
         read_controls(write(tmp_path / "c.csv", [row], header))
 
 
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_an_empty_file_is_refused_as_empty_with_the_header_to_write(tmp_path: Path, text: str) -> None:
+    (path := tmp_path / "c.csv").write_text(text)
+    with pytest.raises(
+        ControlsError, match=r"c\.csv: the file is empty .*its first line is the header: sensor_source,"
+    ):
+        read_controls(path)
+
+
 def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
     # GIVEN a header naming job_state twice, the row UNPAUSED in one and PAUSED in the other
     header = [*USER_COLUMNS, "job_state"]

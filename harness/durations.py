@@ -14,7 +14,7 @@ EXAMPLES = "90s, 30m, 26h, 2d, 1w"
 # The longest duration a controls CSV may hold: the rules' SQL adds them to times, as intervals (Spark's
 # hold at most about 31,000 years, and no time is beyond 9999-12-31).
 LONGEST = timedelta(days=3650)
-LONGEST_TEXT = "3650d (ten years)"
+LONGEST_TEXT = f"{LONGEST.days}d (ten years)"
 
 
 def parse_duration(text: str) -> timedelta | None:

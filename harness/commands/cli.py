@@ -28,7 +28,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
@@ -37,8 +37,8 @@ from harness.commands import operator, refresh
 from harness.config_source import StateFolder, locate_state
 from harness.errors import HeartbeatError, StateBusyError, StateFileError
 from harness.state.lock import StateLock
-from harness.state.status_files import record_tick, snapshot_rows
-from harness.vocabulary import PUBLISH_OPERATIONS, ControlRow, EventType, Status
+from harness.state.status_files import read_json, record_tick, snapshot_rows
+from harness.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 
 if TYPE_CHECKING:
     from harness.config import Config
@@ -167,11 +167,12 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     from harness.tick import inbox
 
     request = inbox.new_request(command, job_id)
-    rows = _last_rows(config)
+    snapshot = _last_snapshot(config)
+    rows = snapshot_rows(snapshot)
     job_rows = [r for r in rows or [] if r.key.trigger_job_id == job_id]
     moving = request.events(job_rows, "from the command line")
-    if rows is not None and not moving:
-        started = _started_since_snapshot(config, job_id)
+    if snapshot is not None and not moving:
+        started = _started_since(config, job_id, snapshot["written_at"])
         if started:  # a job's last task, before the tick that started it wrote its snapshot
             print(f"note: job {job_id} started after the last tick's snapshot ({started}): checked when applied")
         elif not job_rows:
@@ -194,16 +195,13 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     return 0
 
 
-def _started_since_snapshot(config: Config, job_id: str) -> str | None:
-    """The latest start of the job the event log holds from after the last tick's snapshot (the tick
-    writes a start's events before its snapshot), or None; read from the log's files, without Spark."""
+def _started_since(config: Config, job_id: str, written_at: str) -> str | None:
+    """The latest start of the job the event log holds from after the last tick's snapshot, written at
+    `written_at` (the tick writes a start's events before its snapshot), or None; read from the log's
+    files, without Spark."""
     from harness.state.event_reader import EventQuery, read_events
-    from harness.state.status_files import read_json
 
-    snapshot = read_json(config.layout.snapshot)
-    if snapshot is None:
-        return None
-    since = datetime.fromisoformat(snapshot["written_at"])
+    since = datetime.fromisoformat(written_at)
     starts = (EventType.TRIGGER_REQUESTED.value, EventType.RUN_STARTED.value)
     try:
         found = read_events(config.state_dir, EventQuery(since=since, job_id=job_id, event_types=starts, limit=1))
@@ -212,12 +210,11 @@ def _started_since_snapshot(config: Config, job_id: str) -> str | None:
     return f"{found[-1]['event_type']} at {found[-1]['event_time']:%Y-%m-%d %H:%M:%S} UTC" if found else None
 
 
-def _last_rows(config: Config) -> list[ControlRow] | None:
-    """The control table's rows as the last tick left them, to check a request against; a snapshot that
-    cannot be read checks nothing (the request is queued all the same: a job's last task must not fail
-    for it) and says so."""
+def _last_snapshot(config: Config) -> dict[str, Any] | None:
+    """The status snapshot the last tick left, to check a request against; one that cannot be read checks
+    nothing (the request is queued all the same: a job's last task must not fail for it) and says so."""
     try:
-        return snapshot_rows(config.state_dir)
+        return read_json(config.layout.snapshot)
     except StateFileError as exc:
         print(f"note: not checked against the control table, queued all the same: {exc}")
         return None
@@ -245,7 +242,7 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
         return 0
     path = publish.enqueue(config.state_dir, publication)
     print(f"{what}: the publication is queued ({path.name}) and recorded at the next tick")
-    watching = publish.watching_rows(_last_rows(config), publication.table)
+    watching = publish.watching_rows(snapshot_rows(_last_snapshot(config)), publication.table)
     if watching is not None and not watching:
         print(
             f"note: no row of the control table (as of the last tick) has sensor_source published and sensor_id "

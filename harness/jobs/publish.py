@@ -166,10 +166,10 @@ def recorded(state_dir: Path, publication: Publication) -> bool:
 def recorded_ids(state_dir: Path, publications: Sequence[Publication]) -> set[str] | None:
     """The ids of `publications` the event log holds from the window the sensor reads, read from the log's
     files without Spark (only those with a snapshot id can be there); None when only Spark reads the log."""
-    wanted = {p.publication_id for p in publications if p.snapshot_id}
-    if not wanted:
+    with_id = [p for p in publications if p.snapshot_id]
+    if not with_id:
         return set()
-    labels = {p.upstream_label for p in publications if p.snapshot_id}
+    labels = {p.upstream_label for p in with_id}
     query = EventQuery(
         since=datetime.now(timezone.utc) - PUBLICATION_WINDOW,
         upstream=next(iter(labels)) if len(labels) == 1 else None,
@@ -177,7 +177,7 @@ def recorded_ids(state_dir: Path, publications: Sequence[Publication]) -> set[st
         limit=0,
     )
     try:
-        return {e["event_id"] for e in read_events(state_dir, query)} & wanted
+        return {e["event_id"] for e in read_events(state_dir, query)} & {p.publication_id for p in with_id}
     except HeartbeatError:
         return None
 

@@ -93,8 +93,9 @@ def detect_partitions(
     changed = [name for name, digest in ready.items() if acted.get(name) != digest]
     if not changed:
         return NothingNew(f"partition {', '.join(ready)} already acted on, unchanged since")
-    events = _events_of(position, since, [p for p in wanted if partition_name(p) in changed], acted)
-    rewritten = _rewritten_only(position, since, [p for p in wanted if partition_name(p) in changed], acted, events)
+    changed_partitions = [p for p in wanted if partition_name(p) in changed]
+    events = _events_of(position, since, changed_partitions, acted)
+    rewritten = _rewritten_only(position, since, changed_partitions, acted, events)
     changed = [name for name in changed if name not in rewritten]
     if not changed:
         return NothingNew(

@@ -72,9 +72,9 @@ def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
     )
 
 
-def snapshot_rows(state_dir: Path) -> list[ControlRow] | None:
-    """The control table's rows as the last tick left them; None before the first tick."""
-    snapshot = read_json(StateLayout(state_dir).snapshot)
+def snapshot_rows(snapshot: dict[str, Any] | None) -> list[ControlRow] | None:
+    """The control table's rows as the last tick left them, from its snapshot (read_json); None before
+    the first tick."""
     return None if snapshot is None else [control_row(r) for r in snapshot["rows"]]
 
 

@@ -184,6 +184,8 @@ def dry_run_lines(result: "DryRun", now: datetime) -> list[str]:
     lines = [f"dry run: nothing started, nothing appended ({now:%Y-%m-%d %H:%M:%S} UTC)"]
     if result.unfolded:
         lines.append("note: events wait to be folded into the control table; the next tick folds them first")
+    if result.controls_note:
+        lines.append(f"note: {result.controls_note}")
     lines.append(
         f"sensed {result.rows_sensed} rows, {result.upstreams_checked} upstreams: "
         f"{len(result.detections)} rows with new data, {len(result.check_errors)} check errors"

@@ -4,16 +4,21 @@ It senses every eligible row (the same checks as a tick), then asks the trigger 
 would start over the control table as those detections would leave it (the model
 heartbeat_trigger_set_as_if, the query a tick starts its jobs by: harness.state.tables), and
 prints each such job with its change range. It appends no event, starts no run, and folds nothing:
-when events wait to be folded, it says so (the next tick folds them first, which may change the answer).
+when events wait to be folded, or the controls CSV is not the one the control table holds, it says so
+(the next tick folds them or loads it first, which may change the answer).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from harness.controls import MISSING, file_version, read_controls
+from harness.errors import ControlsError
 from harness.state.tables import Detection, JobDecision, as_detected, detections
+from harness.tick.fold import refusal
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
@@ -31,10 +36,14 @@ class DryRun:
     decisions: list[JobDecision] | None = None
     would_start: list[dict[str, Any]] = field(default_factory=list)  # change ranges, as a start would send them
     unfolded: bool = False
+    controls_note: str | None = None  # the controls CSV differs from the one the control table holds
 
 
 def dry_run(runtime: Runtime) -> DryRun:
-    out = DryRun(unfolded=runtime.events.unfolded)
+    out = DryRun(
+        unfolded=runtime.events.unfolded,
+        controls_note=controls_note(runtime.config.controls_csv, runtime.tables.controls_digest()),
+    )
     rows = runtime.tables.sensed_rows()
     sensed = sense(rows, runtime.sensors, runtime.spark, runtime.config)
     out.rows_sensed, out.upstreams_checked = len(rows), sensed.upstreams
@@ -55,3 +64,18 @@ def dry_run(runtime: Runtime) -> DryRun:
             ]
             out.would_start.append(change_range(decision.job_id, "dry-run", started))
     return out
+
+
+def controls_note(path: Path, held: str | None) -> str | None:
+    """None when the control table holds the controls CSV at `path` as it is (`held`: the digest of the one
+    it holds); else what the next tick does with the file."""
+    version = file_version(path)
+    if version == held:
+        return None
+    if version == MISSING:
+        return f"the controls CSV {path} is missing or unreadable: ticks keep the control table as it is"
+    try:
+        read_controls(path)
+    except ControlsError as exc:
+        return f"the controls CSV is refused, so ticks keep the last valid one: {refusal(str(exc))}"
+    return "the controls CSV changed since the control table loaded it: the next tick loads it first, which may change this answer"

@@ -123,12 +123,14 @@ def record_rejection(runtime: Runtime, message: str) -> None:
 
 def still_refused(message: str) -> str:
     """A refusal recorded by an earlier tick, in one line: the file, its first problem, how many more."""
+    return f"the controls CSV is still refused, so the control table keeps the last valid one: {refusal(message)}"
+
+
+def refusal(message: str) -> str:
+    """The controls CSV's refusal in one line: the file, its first problem, how many more."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     more = f"; and {len(lines) - 2} more problems" if len(lines) > 2 else ""
-    return (
-        f"the controls CSV is still refused, so the control table keeps the last valid one: {' '.join(lines[:2])}"
-        f"{more} (`python -m harness validate` lists every problem)"
-    )
+    return f"{' '.join(lines[:2])}{more} (`python -m harness validate` lists every problem)"
 
 
 def views_current(runtime: Runtime) -> bool:

@@ -952,6 +952,33 @@ def test_the_dry_run_says_why_a_job_would_start_even_when_it_retries_a_refused_s
     assert lines[lines.index("job daily would start with:") + 1] == f"    because: {reason}"
 
 
+def test_the_dry_run_says_when_the_controls_csv_is_not_the_one_the_control_table_holds(tmp_path: Path) -> None:
+    from harness.commands.operator import dry_run_lines
+    from harness.controls import file_digest
+    from harness.tick.dry_run import DryRun, controls_note
+
+    # GIVEN the controls CSV the control table holds
+    csv = tmp_path / "heartbeat_controls.csv"
+    header = "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
+    header += "trigger_job_id,trigger_job_name,job_state,dependency_flag\n"
+    csv.write_text(header + "trigger_file,a,batch,,,,j,,UNPAUSED,TRUE\n")
+    held = file_digest(csv)
+    # THEN the dry run has nothing to say of it
+    assert controls_note(csv, held) is None
+    # WHEN a row is added, THEN it says the next tick loads the file first, which may change its answer
+    csv.write_text(header + "trigger_file,a,batch,,,,j,,UNPAUSED,TRUE\ntrigger_file,b,batch,,,,k,,UNPAUSED,TRUE\n")
+    note = controls_note(csv, held)
+    assert note is not None and "the next tick loads it first" in note
+    assert f"note: {note}" in dry_run_lines(DryRun(controls_note=note), T0)
+    # WHEN the file is refused, THEN it says so, with the first problem, and that ticks keep the valid one
+    csv.write_text(header + "trigger_file,a,batch,,,,j,,SOMETIMES,TRUE\n")
+    note = controls_note(csv, held) or ""
+    assert note.startswith("the controls CSV is refused, so ticks keep the last valid one: ") and "SOMETIMES" in note
+    # WHEN it is gone, THEN that too
+    csv.unlink()
+    assert "is missing or unreadable" in (controls_note(csv, held) or "")
+
+
 def test_queued_files_a_tick_set_aside_are_in_the_top_lines_of_status_until_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

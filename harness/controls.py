@@ -117,6 +117,22 @@ def file_version(path: Path) -> str:
         return MISSING
 
 
+def second_seed(path: Path) -> str | None:
+    """Why dbt would build nothing with the controls CSV at `path`: dbt reads every CSV in and under its
+    folder as a seed named after the file, so another file of its name there (a backup copy in a
+    subfolder) is a second seed of that name, and dbt refuses the whole project. None when there is none."""
+    try:
+        copies = sorted(p for p in path.parent.rglob(path.name) if p != path)
+    except OSError:
+        return None
+    if not copies:
+        return None
+    return (
+        f"{copies[0]}: a second {path.name} in dbt's seed folder {path.parent}, which dbt reads as a second "
+        f"seed named {path.stem}, so it builds nothing: move it out of {path.parent} or rename it"
+    )
+
+
 def _choices(values: type) -> str:
     return ", ".join(v.value for v in values)  # type: ignore[attr-defined]
 

@@ -146,6 +146,44 @@ def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
     assert f"{good}: OK" in out and "heartbeat_controls.csv: OK" in out
 
 
+def test_validate_refuses_a_second_controls_csv_in_the_seed_folder_which_would_stop_every_dbt_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a valid controls CSV and a backup copy of it in a folder under it
+    seeds = tmp_path / "seeds"
+    (seeds / "backup").mkdir(parents=True)
+    csv = seeds / "heartbeat_controls.csv"
+    csv.write_text(
+        "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
+        "trigger_job_id,trigger_job_name,job_state,dependency_flag\ntrigger_file,a,batch,,,,j,,UNPAUSED,TRUE\n"
+    )
+    (seeds / "backup" / "heartbeat_controls.csv").write_text(csv.read_text())
+    config = write_config(tmp_path / "heartbeat.yml", f"project_dir: {tmp_path}\ncontrols_csv: {csv}\n")
+    # WHEN validate runs, THEN it fails naming the copy and what to do (dbt would see two seeds of one name)
+    assert cli.main(["--config", str(config), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"{seeds / 'backup' / 'heartbeat_controls.csv'}: a second heartbeat_controls.csv" in err
+    assert f"move it out of {seeds} or rename it" in err
+    # AND once it is renamed, validate passes
+    (seeds / "backup" / "heartbeat_controls.csv").rename(seeds / "backup" / "heartbeat_controls.csv.bak")
+    assert cli.main(["--config", str(config), "validate"]) == 0
+
+
+def test_a_dbt_error_keeps_its_problem_on_its_first_line() -> None:
+    from harness.platform.dbt_runner import headed
+
+    # GIVEN dbt's error as it words it: its kind alone on the first line, the problem on the next
+    message = 'Compilation Error\n  dbt found two seeds with the name "x".\n  \n  To fix this, rename one:\n  - a.csv'
+    # THEN the first line names both, and the rest follows
+    lines = headed(message).splitlines()
+    assert lines[0] == 'Compilation Error: dbt found two seeds with the name "x".'
+    assert lines[1:] == ["  ", "  To fix this, rename one:", "  - a.csv"]
+    # AND a message whose first line says more is kept as it is
+    assert (
+        headed("Database Error in model m (models/m.sql)\n  boom") == "Database Error in model m (models/m.sql)\n  boom"
+    )
+
+
 def test_paths_are_relative_to_the_file_and_the_environment_overrides_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

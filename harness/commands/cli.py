@@ -256,12 +256,16 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main) and the controls CSV, touching nothing."""
-    from harness.controls import read_controls
+    from harness.controls import read_controls, second_seed
+    from harness.errors import ControlsError
     from harness.sensors import build_registry
 
     build_registry(config)  # source settings are checked when the sensors are built
     path = Path(args.csv) if args.csv else config.controls_csv
     specs = read_controls(path)
+    copy = second_seed(config.controls_csv) if path == config.controls_csv else None
+    if copy:
+        raise ControlsError(copy)
     jobs = {s.trigger_job_id for s in specs}
     print(f"{config.config_path or 'configuration (defaults)'}: OK")
     print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")

@@ -131,7 +131,7 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
-        detail = "; ".join(failures) or str(result.exception or "") or f"see {config.dbt_log_path / 'dbt.log'}"
+        detail = "; ".join(failures) or headed(str(result.exception or "")) or f"see {config.dbt_log_path / 'dbt.log'}"
         raise DbtError(f"dbt {' '.join(command[:1])} failed: {detail}")
     nodes = len(result.result) if result.result is not None and hasattr(result.result, "__len__") else 0
     return DbtOutcome(seconds=seconds, nodes=nodes)
@@ -220,6 +220,18 @@ def _adapter_macros() -> list[Path]:
     except ImportError:
         return []
     return [Path(heartbeat_adapter_macros.PACKAGE_PATH)]
+
+
+def headed(message: str) -> str:
+    """dbt's error with its first line naming the problem: dbt heads it with its kind alone
+    ("Compilation Error", then `dbt found two seeds with the name ...` on the next line), and a
+    one-line report (the health record's, `status`'s) keeps only the first line."""
+    lines = message.strip().splitlines()
+    rest = [i for i, line in enumerate(lines[1:], 1) if line.strip()]
+    if not rest or not lines[0].strip().endswith("Error"):
+        return message.strip()
+    first = rest[0]
+    return "\n".join([f"{lines[0].strip()}: {lines[first].strip()}", *lines[first + 1 :]])
 
 
 def _failures(result: dbtRunnerResult) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from harness.config_source import (
+    CONTROLS_FILE,
     DEFAULT_SCHEMA,
     DEFAULT_STATE_DIR,
     SCHEMA_PATTERN,
@@ -35,7 +36,7 @@ from harness.errors import ConfigError
 from harness.redact import register_secret
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / "heartbeat_controls.csv"
+DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / CONTROLS_FILE
 
 DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)
 
@@ -396,9 +397,9 @@ def _resolve(parsed: HeartbeatFile, source: Source) -> Config:
     where, config_path = source.where, source.config_path
     project_dir = source.path(parsed.project_dir)
     controls_csv = source.path(parsed.controls_csv)
-    if controls_csv.name != "heartbeat_controls.csv" or project_dir not in controls_csv.parents:
+    if controls_csv.name != CONTROLS_FILE or project_dir not in controls_csv.parents:
         raise ConfigError(
-            f"{where}: controls_csv must be a file named heartbeat_controls.csv inside the dbt project "
+            f"{where}: controls_csv must be a file named {CONTROLS_FILE} inside the dbt project "
             f"{project_dir} (it is dbt's seed), got {controls_csv}"
         )
     dbt_target = parsed.dbt_target or ("databricks" if parsed.backend == "databricks" else "local")

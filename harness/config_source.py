@@ -35,6 +35,7 @@ ENV_OVERRIDES = {
 CONFIG_ENV = "HEARTBEAT_CONFIG"
 DEFAULT_STATE_DIR = Path("state")  # metastore, warehouse, local runs, lock, inbox
 DEFAULT_SCHEMA = "heartbeat"
+CONTROLS_FILE = "heartbeat_controls.csv"  # the controls CSV's name: dbt's seed is named after it
 SCHEMA_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 

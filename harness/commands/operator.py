@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config_source import InStateFolder
+from harness.config_source import CONTROLS_FILE, InStateFolder
 from harness.errors import HeartbeatError
 from harness.state import event_reader, queue_files, status_files
 from harness.state.lock import StateLock
@@ -86,9 +86,6 @@ def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
         )
     )
     return 1 if _unknown_job(snapshot, args.job) else 0
-
-
-CONTROLS_FILE = "heartbeat_controls.csv"  # the controls CSV's name (harness.config holds every path to it)
 
 
 def _refused_csv_jobs(refusal: str) -> set[str] | None:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from harness.config_source import CONTROLS_FILE
 from harness.errors import HeartbeatError, StateBusyError
 from harness.state.lock import StateLock
 
@@ -42,7 +43,7 @@ def project_config(config: Config, project_dir: str | Path | None) -> Config:
         raise RefreshError(f"{project} is not a dbt project (no dbt_project.yml)")
     if project == config.project_dir:
         return config
-    return replace(config, project_dir=project, controls_csv=project / "seeds" / "heartbeat_controls.csv")
+    return replace(config, project_dir=project, controls_csv=project / "seeds" / CONTROLS_FILE)
 
 
 def parse_vars(text: str | None) -> dict[str, Any]:

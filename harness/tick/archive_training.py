@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from harness.config import PROJECT_DIR, Config, LocalJob
+from harness.config_source import CONTROLS_FILE
 from harness.controls import USER_COLUMNS
 from harness.platform.jvm_options import train
 from harness.tick.run import run_tick
@@ -43,7 +44,7 @@ def train_ticks(state_dir: Path) -> None:
     seeds = PROJECT_DIR / "state" / f"archive-training-{os.getpid()}"
     try:
         seeds.mkdir(parents=True)
-        (seeds / "heartbeat_controls.csv").write_text(TRAINING_CONTROLS)
+        (seeds / CONTROLS_FILE).write_text(TRAINING_CONTROLS)
     except OSError:
         return
     try:
@@ -53,7 +54,7 @@ def train_ticks(state_dir: Path) -> None:
             config_path=None,
             project_dir=PROJECT_DIR,
             state_dir=state_dir,
-            controls_csv=seeds / "heartbeat_controls.csv",
+            controls_csv=seeds / CONTROLS_FILE,
             trigger_root=triggers,
             local_jobs={"training_job": LocalJob(name="training", command="true")},
         )

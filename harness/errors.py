@@ -89,5 +89,12 @@ def _fit(text: str, chars: int) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0].strip()}" if text else type(exc).__name__
+    """The exception's type and first line; where that line only heads a list (`heartbeat.yml: refused:`,
+    the problems on the lines below), its first problem too, and how many more."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if len(lines) == 1 or not lines[0].endswith(":"):
+        return f"{type(exc).__name__}: {lines[0]}"
+    more = f" (and {len(lines) - 2} more)" if len(lines) > 2 else ""
+    return f"{type(exc).__name__}: {lines[0]} {lines[1]}{more}"

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable
 # commands that need those import them in their own functions.
 from harness.commands import operator, refresh
 from harness.config_source import StateFolder, locate_state
-from harness.errors import HeartbeatError, StateBusyError, StateFileError
+from harness.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.state.lock import StateLock
 from harness.state.status_files import read_json, record_tick, snapshot_rows
 from harness.vocabulary import PUBLISH_OPERATIONS, EventType, Status
@@ -445,8 +445,7 @@ def _record_refused_configuration(
     except HeartbeatError as unlocated:
         print(f"note: the failed tick is not in the health record: {unlocated}", file=sys.stderr)
         return
-    error = f"{type(exc).__name__}: {' '.join(line.strip() for line in str(exc).splitlines())}"
-    report = TickReport(tick_id=uuid.uuid4().hex[:12], error=error, step="config")
+    report = TickReport(tick_id=uuid.uuid4().hex[:12], error=root_cause(exc), step="config")
     try:
         with StateLock(state_dir):
             record_tick(state_dir, report.result(started_at, seconds))

@@ -13,7 +13,7 @@ import pytest
 
 from harness.commands import cli
 from harness.config import load_config
-from harness.errors import ONE_LINE_CHARS, DbtError, HeartbeatError, root_cause
+from harness.errors import ONE_LINE_CHARS, ConfigError, DbtError, HeartbeatError, root_cause
 from harness.jobs import publish
 from harness.state import status_files
 from harness.state_layout import StateLayout
@@ -173,6 +173,15 @@ def test_the_root_cause_of_a_chained_python_failure_is_the_innermost() -> None:
         line = root_cause(exc)
     assert line == (
         "RuntimeError: cannot read the control table - cause: FileNotFoundError: /state/warehouse/x: no such file"
+    )
+
+
+def test_the_root_cause_of_an_error_heading_a_list_names_its_first_problem() -> None:
+    # GIVEN a refusal whose first line only heads its problems (a variable cron's environment lacks)
+    exc = ConfigError("/etc/hb/heartbeat.yml: refused:\n  jdbc.connections.pg.password_env: PG_PW is not set\n  x: y\n")
+    # THEN its one line (the health record's, status's) names the first problem and how many more
+    assert root_cause(exc) == (
+        "ConfigError: /etc/hb/heartbeat.yml: refused: jdbc.connections.pg.password_env: PG_PW is not set (and 1 more)"
     )
 
 

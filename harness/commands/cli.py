@@ -121,8 +121,11 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
-        log.info("stopping after the current step (signal %d)", signum)
+        log.info("stopping after the current tick (signal %d)", signum)
         stop.set()
+
+    # while it waits for the state folder and opens Spark; the process's own handlers again when it ends
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def action() -> int:
         from harness.platform import jvm_options
@@ -153,7 +156,36 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         log.info("stopped after %d ticks", ticks)
         return 0
 
-    return _locked(config, action, _refuse_busy)
+    try:
+        lock = _wait_for_state(config, stop, min(args.interval, LOCK_POLL_SECONDS))
+        if lock is None:
+            log.info("stopped before its first tick")
+            return 0
+        try:
+            return action()
+        finally:
+            lock.release()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+LOCK_POLL_SECONDS = 5.0  # how often a `run` loop waiting for the state folder tries again
+
+
+def _wait_for_state(config: Config, stop: threading.Event, every: float) -> StateLock | None:
+    """The state folder's lock, once no other heartbeat holds it: a loop started while a cron tick (or
+    another loop) runs waits for it, saying so once, rather than exit. None when stopped while waiting."""
+    waiting = False
+    while not stop.is_set():
+        try:
+            return StateLock(config.state_dir).acquire()
+        except StateBusyError as exc:
+            if not waiting:
+                log.warning("%s: waiting until it ends (tried every %g s; Ctrl-C gives up)", exc, every)
+                waiting = True
+        stop.wait(every)
+    return None
 
 
 def _refuse_busy(exc: StateBusyError) -> int:

@@ -1,4 +1,4 @@
-"""`python -m harness run` loops until Ctrl-C, then stops cleanly after the current step; its logs as JSON
+"""`python -m harness run` loops until Ctrl-C, then stops cleanly after the current tick; its logs as JSON
 lines; `--until-idle`."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     records = [json.loads(line) for line in text.splitlines()]
     messages = [r["message"] for r in records]
     assert code == 0, text
-    assert "stopping after the current step (signal 2)" in messages and any(
+    assert "stopping after the current tick (signal 2)" in messages and any(
         m.startswith("stopped after") for m in messages
     )
     # ... whose step lines carry the tick, the step, its seconds, its counts and the jobs it started
@@ -76,3 +76,30 @@ def test_a_tick_is_idle_only_when_it_started_nothing_and_no_run_is_going() -> No
     assert not TickReport("t", runs_running=1).idle
     assert not TickReport("t", start_unconfirmed=["job_a"]).idle
     assert not TickReport("t", error="dbt build failed").idle
+
+
+def test_a_loop_started_while_another_heartbeat_holds_the_state_waits_for_it_and_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from harness.commands.cli import _wait_for_state
+    from harness.config import load_config
+
+    (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
+    config = load_config(tmp_path / "heartbeat.yml")
+    # GIVEN a cron tick holding the state folder, which it releases a moment later
+    held = StateLock(config.state_dir, "heartbeat (pid 1)").acquire()
+    threading.Timer(0.3, held.release).start()
+    # WHEN a loop starts, THEN it waits for the folder, says so once, and gets it when the tick ends
+    lock = _wait_for_state(config, threading.Event(), 0.02)
+    assert lock is not None
+    lock.release()
+    waits = [r.getMessage() for r in caplog.records if "waiting until it ends" in r.getMessage()]
+    assert len(waits) == 1 and "heartbeat (pid 1)" in waits[0]
+    # AND one stopped (Ctrl-C) while it waits gives up without the folder
+    held = StateLock(config.state_dir).acquire()
+    stop = threading.Event()
+    threading.Timer(0.1, stop.set).start()
+    assert _wait_for_state(config, stop, 0.02) is None
+    held.release()

@@ -27,3 +27,15 @@ def parse_duration(text: str) -> timedelta | None:
         return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
     except OverflowError:
         return timedelta.max
+
+
+def in_words(seconds: float) -> str:
+    """A length of time as a person reads it, in the unit that fits: `95 s`, `12 min`, `5 h`, `3 days`."""
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        return f"{whole // 60} min"
+    if whole < 172800:
+        return f"{whole // 3600} h"
+    return f"{whole // 86400} days"

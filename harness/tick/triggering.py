@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
+from harness.durations import in_words
 from harness.errors import BackendError
 from harness.faults import crash_point
 from harness.redact import redact
@@ -326,7 +327,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
                         run,
                         EventType.RUN_STUCK,
                         run_id=run.run_id,
-                        message=f"job {run.job_id}: run {run.run_id} still running after {age / 3600:.1f} h "
+                        message=f"job {run.job_id}: run {run.run_id} still running after {in_words(age)} "
                         f"(runs.stuck_after_seconds = {stuck_after_seconds:g})",
                     )
                 )

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Collection, Sequence
 
+from harness.durations import in_words
 from harness.views.watermarks import describe, fit, when
 from harness.vocabulary import JobState, RowKey, Status, upstream_label
 
@@ -98,14 +99,7 @@ def earliest_start(job: dict[str, Any]) -> str:
 
 
 def _age(written_at: str, now: datetime) -> str:
-    seconds = max(0, int((now - datetime.fromisoformat(written_at)).total_seconds()))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    if seconds < 172800:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
+    return f"{in_words((now - datetime.fromisoformat(written_at)).total_seconds())} ago"
 
 
 def summary(jobs: Sequence[tuple[dict[str, Any], list[dict[str, Any]], JobView]]) -> dict[str, int]:

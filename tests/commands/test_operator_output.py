@@ -90,6 +90,22 @@ def test_the_event_log_reader_takes_only_whole_files_written_in_the_window(tmp_p
     ] == ["part-new.parquet-1"]
 
 
+def test_a_length_of_time_is_said_in_the_unit_that_fits() -> None:
+    from harness.durations import in_words
+
+    assert [in_words(s) for s in (-1, 0.4, 95, 119.9, 120, 7199, 7200, 172799, 172800)] == [
+        "0 s",
+        "0 s",
+        "95 s",
+        "119 s",
+        "2 min",
+        "119 min",
+        "2 h",
+        "47 h",
+        "2 days",
+    ]
+
+
 def test_since_takes_durations_and_times() -> None:
     assert event_reader.parse_since("2h", now=T0) == T0 - timedelta(hours=2)
     assert event_reader.parse_since("2026-11-22T10:00:00", now=T0) == datetime(2026, 11, 22, 10, tzinfo=timezone.utc)

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import defaultdict
 from datetime import date, datetime, timezone
-from typing import Callable
+from typing import Callable, Collection, Sequence
 
 from harness.config import Config
 from harness.errors import ControlsError, DbtError, HeartbeatError, root_cause
@@ -43,7 +43,14 @@ from harness.tick.freshness import freshness_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
 from harness.tick.steps import Step, TickReport
-from harness.tick.triggering import describe_ranges, open_runs, recover_failed_jobs, start_jobs, track_runs
+from harness.tick.triggering import (
+    OpenRun,
+    describe_ranges,
+    open_runs,
+    recover_failed_jobs,
+    start_jobs,
+    track_runs,
+)
 from harness.vocabulary import ControlRow, EventType
 
 log = logging.getLogger("harness.tick.run")
@@ -180,12 +187,29 @@ def run_tick(
     return report
 
 
+def say_removed_jobs(unconfirmed: Sequence[OpenRun], jobs: Collection[str]) -> None:
+    """A start whose outcome is unknown is sent again (with its token: the backend runs it at most once)
+    even when its job's rows left the controls CSV since, as the backend may have started it already:
+    said, since `status` no longer lists the job. `jobs`: the control table's."""
+    for run in unconfirmed:
+        if run.job_id not in jobs:
+            log.warning(
+                "job %s is no longer in the controls CSV, but its start requested at %s is unconfirmed: sent again "
+                "with the same token (at most one run); `python -m harness why --job %s` shows its events",
+                run.job_id,
+                run.requested_at.isoformat(timespec="seconds"),
+                run.job_id,
+            )
+
+
 def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None:
     config = runtime.config
 
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())
-        describe_ranges(runtime.events, [run for run in runs if run.run_id is None])  # re-sent as first sent
+        unconfirmed = [run for run in runs if run.run_id is None]
+        describe_ranges(runtime.events, unconfirmed)  # re-sent as first sent
+        say_removed_jobs(unconfirmed, {r.key.trigger_job_id for r in runtime.tables.control_rows()})
         tracked = track_runs(runs, runtime.backend, config.settings.runs.stuck_after_seconds)
         recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
         runtime.events.append(with_publications(runtime, tracked.events + recovered))

@@ -484,8 +484,11 @@ def render_why(
             f"; did you mean {', '.join(near)}?" if near else ""
         )
         if refused:
-            return "\n".join([line + _in_refused_csv(job_id, refused, refused_jobs)] + controls_refused(refused))
-        return line
+            line = "\n".join([line + _in_refused_csv(job_id, refused, refused_jobs)] + controls_refused(refused))
+        if not events:
+            return line
+        # a job whose rows left the controls CSV: its runs still going are followed to their end
+        return "\n".join([line, *_event_lines(events, since)])
     job, rows, view = found[0]
     verdict = "starts at the next tick" if job["should_start"] else "does not start"
     lines = failed_tick_lines(health)  # the decision below is as the last successful tick left it
@@ -507,10 +510,13 @@ def render_why(
             f"        last new data {when(r.get('latest_event_fetched_timestamp'))}; "
             f"last successful run consumed {describe(r.get('last_success_watermark'))}"
         )
-    lines.append(
+    return "\n".join(lines + _event_lines(events, since))
+
+
+def _event_lines(events: Sequence[dict[str, Any]], since: datetime) -> list[str]:
+    head = (
         f"events since {when(since)} UTC ({len(events)}, newest last):"
         if events
         else f"no events of this job since {when(since)} UTC (widen with --since)"
     )
-    lines.extend("    " + event_line(e, with_job=False) for e in events)
-    return "\n".join(lines)
+    return [head, *("    " + event_line(e, with_job=False) for e in events)]

@@ -861,6 +861,24 @@ def test_a_start_the_last_tick_refused_is_named_even_without_the_snapshots_rows(
     )
 
 
+def test_why_of_a_job_removed_from_the_controls_csv_shows_its_latest_events() -> None:
+    # GIVEN a job whose row left the controls CSV while its start was re-sent, and its events
+    started = {
+        "event_time": "2026-11-22T11:58:00+00:00",
+        "event_type": "RUN_STARTED",
+        "sensor_source": "trigger_file",
+        "sensor_id": "solo",
+        "status": "IN_PROGRESS",
+        "run_id": "1015",
+    }
+    # WHEN why is asked about it, THEN it is not in the control table, and its run is there to see
+    out = status.render_why(snapshot(row("other")), "107", [started], T0).splitlines()
+    assert out[0].startswith("job 107 is not in the control table")
+    assert out[1].startswith("events since ") and "RUN_STARTED" in out[2] and "run 1015" in out[2]
+    # AND a job with no events says only that
+    assert status.render_why(snapshot(row("other")), "107", [], T0).count("\n") == 0
+
+
 def test_why_says_why_the_latest_start_was_refused() -> None:
     r = row(
         "daily",

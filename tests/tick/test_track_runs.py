@@ -47,3 +47,20 @@ def test_a_start_sent_again_and_unconfirmed_alike_is_recorded_once_an_hour() -> 
     assert len(track_runs([unconfirmed(first.message, hours_ago)], backend, 3600).events) == 1
     # AND another failure is recorded at once
     assert len(track_runs([unconfirmed("refused: quota", minute_ago)], backend, 3600).events) == 1
+
+
+def test_an_unconfirmed_start_of_a_job_removed_from_the_controls_csv_is_said_when_sent_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from harness.tick.run import say_removed_jobs
+
+    # GIVEN a start whose outcome is unknown, of a job whose rows left the controls CSV since
+    # WHEN the tick sends it again, THEN its log says so, and where to see the job's events
+    say_removed_jobs([unconfirmed()], {"other"})
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith("job j is no longer in the controls CSV, but its start requested at ")
+    assert "`python -m harness why --job j`" in said
+    # AND nothing is said of a job still in it
+    caplog.clear()
+    say_removed_jobs([unconfirmed()], {"j"})
+    assert caplog.records == []

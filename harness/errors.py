@@ -89,12 +89,17 @@ def _fit(text: str, chars: int) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    """The exception's type and first line; where that line only heads a list (`heartbeat.yml: refused:`,
-    the problems on the lines below), its first problem too, and how many more."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    if not lines:
+    """The exception's type and first line (with its first problem where it heads a list)."""
+    line, more = first_problem(str(exc))
+    if not line:
         return type(exc).__name__
-    if len(lines) == 1 or not lines[0].endswith(":"):
-        return f"{type(exc).__name__}: {lines[0]}"
-    more = f" (and {len(lines) - 2} more)" if len(lines) > 2 else ""
-    return f"{type(exc).__name__}: {lines[0]} {lines[1]}{more}"
+    return f"{type(exc).__name__}: {line}" + (f" (and {more} more)" if more else "")
+
+
+def first_problem(message: str) -> tuple[str, int]:
+    """A message's first line and, where that line only heads a list (`heartbeat.yml: refused:`, the
+    problems on the lines below), its first problem with it; and how many lines of the list are left."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if len(lines) < 2 or not lines[0].endswith(":"):
+        return (lines[0] if lines else ""), 0
+    return f"{lines[0]} {lines[1]}", len(lines) - 2

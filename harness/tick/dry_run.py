@@ -78,4 +78,7 @@ def controls_note(path: Path, held: str | None) -> str | None:
         read_controls(path)
     except ControlsError as exc:
         return f"the controls CSV is refused, so ticks keep the last valid one: {refusal(str(exc))}"
-    return "the controls CSV changed since the control table loaded it: the next tick loads it first, which may change this answer"
+    return (
+        "the controls CSV changed since the control table loaded it: the next tick loads it first, which may "
+        "change this answer"
+    )

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from harness.config import Config
 from harness.controls import MISSING, SEED, file_digest, file_version, read_controls
-from harness.errors import ControlsError
+from harness.errors import ControlsError, first_problem
 from harness.platform import dbt_runner
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
@@ -128,9 +128,10 @@ def still_refused(message: str) -> str:
 
 def refusal(message: str) -> str:
     """The controls CSV's refusal in one line: the file, its first problem, how many more."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    more = f"; and {len(lines) - 2} more problems" if len(lines) > 2 else ""
-    return f"{' '.join(lines[:2])}{more} (`python -m harness validate` lists every problem)"
+    line, more = first_problem(message)
+    return (
+        line + (f"; and {more} more problems" if more else "") + " (`python -m harness validate` lists every problem)"
+    )
 
 
 def views_current(runtime: Runtime) -> bool:

@@ -30,12 +30,13 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def in_words(seconds: float) -> str:
-    """A length of time as a person reads it, in the unit that fits: `95 s`, `12 min`, `5 h`, `3 days`."""
+    """A length of time as a person reads it, in the unit that fits: `95 s`, `12 min`, `5.5 h`, `3.0 days`
+    (hours and days to a tenth: `26.5 h` is past a `26h` expectation, where `26 h` would not say so)."""
     whole = max(0, int(seconds))
     if whole < 120:
         return f"{whole} s"
     if whole < 7200:
         return f"{whole // 60} min"
     if whole < 172800:
-        return f"{whole // 3600} h"
-    return f"{whole // 86400} days"
+        return f"{whole / 3600:.1f} h"
+    return f"{whole / 86400:.1f} days"

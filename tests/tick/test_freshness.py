@@ -107,7 +107,7 @@ def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse
     (event,) = freshness_events([_row("26h", T0)], [], settings, tmp_path, at=T0 + timedelta(hours=27))
     assert event.event_type is EventType.FRESHNESS_MISSED
     assert event.message == (
-        "trigger_file:orders: no new data for 27.0h, expected within 26h (last new data 2026-11-22 06:00:00 UTC)"
+        "trigger_file:orders: no new data for 27.0 h, expected within 26h (new data last detected 2026-11-22 06:00:00 UTC)"
     )
     assert event.details["notification"] == {"webhook": "delivered: HTTP 200"}
     assert (

@@ -30,9 +30,13 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def in_words(seconds: float) -> str:
-    """A length of time as a person reads it, in the unit that fits: `95 s`, `12 min`, `5.5 h`, `3.0 days`
-    (hours and days to a tenth: `26.5 h` is past a `26h` expectation, where `26 h` would not say so)."""
-    whole = max(0, int(seconds))
+    """A length of time as a person reads it, in the unit that fits: `2.5 s`, `95 s`, `12 min`, `5.5 h`,
+    `3.0 days` (hours and days to a tenth: `26.5 h` is past a `26h` expectation, where `26 h` would not
+    say so)."""
+    seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
     if whole < 120:
         return f"{whole} s"
     if whole < 7200:

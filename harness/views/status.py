@@ -271,7 +271,7 @@ def run_line(r: dict[str, Any]) -> str:
     if ended is None:
         going = "still running" if r.get("status") == IN_PROGRESS else "no end recorded yet"
         return f"run {r['latest_run_id']} started {when(started_at)}, {going}"
-    took = f" ({seconds_text((ended - started).total_seconds())})" if started else ""
+    took = f" ({in_words((ended - started).total_seconds())})" if started else ""
     return f"run {r['latest_run_id']} started {when(started_at)}, ended {when(ended_at)}{took}"
 
 
@@ -288,16 +288,6 @@ def run_json(r: dict[str, Any]) -> dict[str, Any] | None:
         "seconds": round((ended - started).total_seconds(), 3) if started and ended else None,
         "going": r.get("status") == IN_PROGRESS,
     }
-
-
-def seconds_text(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:

@@ -94,8 +94,8 @@ def test_a_length_of_time_is_said_in_the_unit_that_fits() -> None:
     from harness.durations import in_words
 
     assert [in_words(s) for s in (-1, 0.4, 95, 119.9, 120, 7199, 7200, 172799, 172800)] == [
-        "0 s",
-        "0 s",
+        "0.0 s",
+        "0.4 s",
         "95 s",
         "119 s",
         "2 min",

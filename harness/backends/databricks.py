@@ -133,7 +133,11 @@ class _BoundedClock(RealClock):
 
 
 class _Unreachable(Exception):
-    """The workspace did not answer within the retry budget (or did within the cooldown)."""
+    """The workspace did not answer within the retry budget (or did within the cooldown: `sent` False)."""
+
+    def __init__(self, message: str, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 def _numeric(value: str, what: str) -> int:
@@ -209,7 +213,7 @@ class DatabricksBackend(JobBackend):
         if time.monotonic() < self._unreachable_until:
             # not sent; said as the call that found the workspace down said it, so a run polled in the
             # cooldown and after it has one failure to record (a poll error is recorded when it changes)
-            raise _Unreachable(self._unreachable)
+            raise _Unreachable(self._unreachable, sent=False)
         client = self.client()
         self._clock.deadline = time.time() + self.settings.retry_timeout_seconds
         try:
@@ -322,7 +326,11 @@ class DatabricksBackend(JobBackend):
 
         try:
             return self._call(find)
-        except _Unreachable as exc:
+        except _Unreachable as exc:  # logged, never recorded: it may say what was not sent
+            if not exc.sent:
+                raise BackendError(
+                    f"Databricks job {job_id}: its runs not listed in databricks.unreachable_cooldown_seconds after: {exc}"
+                ) from None
             raise BackendError(f"Databricks job {job_id}: cannot list its runs: {exc}") from None
         except DatabricksError as exc:
             raise BackendError(f"Databricks job {job_id}: cannot list its runs: {_describe(exc)}") from None

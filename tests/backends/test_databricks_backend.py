@@ -221,6 +221,10 @@ def test_a_run_polled_in_the_cooldown_and_after_it_fails_with_one_message(
     # THEN each poll says the same: the run's failure is one event, not one a tick (the `run` loop's ticks
     # alternated between "no answer" and "not sent", and each was recorded as new)
     assert len(set(messages)) == 1 and "no answer from" in messages[0]
+    # AND a look for a later successful run in the cooldown says it was not sent (only logged, never recorded)
+    with pytest.raises(BackendError) as skipped:
+        b.successful_run_after("123", datetime.now(UTC))
+    assert "its runs not listed in databricks.unreachable_cooldown_seconds after: no answer from" in str(skipped.value)
 
 
 def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

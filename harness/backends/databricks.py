@@ -328,9 +328,7 @@ class DatabricksBackend(JobBackend):
             return self._call(find)
         except _Unreachable as exc:  # logged, never recorded: it may say what was not sent
             if not exc.sent:
-                raise BackendError(
-                    f"Databricks job {job_id}: its runs not listed in databricks.unreachable_cooldown_seconds after: {exc}"
-                ) from None
+                raise BackendError(f"Databricks job {job_id}: its runs not listed (not sent: {exc})") from None
             raise BackendError(f"Databricks job {job_id}: cannot list its runs: {exc}") from None
         except DatabricksError as exc:
             raise BackendError(f"Databricks job {job_id}: cannot list its runs: {_describe(exc)}") from None

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.controls import MISSING, file_version, read_controls
+from harness.controls import MISSING, file_version
 from harness.errors import ControlsError
 from harness.state.tables import Detection, JobDecision, as_detected, detections
-from harness.tick.fold import refusal
+from harness.tick.fold import csv_changed, refusal
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
@@ -69,14 +69,12 @@ def dry_run(runtime: Runtime) -> DryRun:
 def controls_note(path: Path, held: str | None) -> str | None:
     """None when the control table holds the controls CSV at `path` as it is (`held`: the digest of the one
     it holds); else what the next tick does with the file."""
-    version = file_version(path)
-    if version == held:
-        return None
-    if version == MISSING:
-        return f"the controls CSV {path} is missing or unreadable: ticks keep the control table as it is"
     try:
-        read_controls(path)
+        if not csv_changed(path, held):  # what a tick's fold asks of the file
+            return None
     except ControlsError as exc:
+        if file_version(path) == MISSING:
+            return f"the controls CSV {path} is missing or unreadable: ticks keep the control table as it is"
         return f"the controls CSV is refused, so ticks keep the last valid one: {refusal(str(exc))}"
     return (
         "the controls CSV changed since the control table loaded it: the next tick loads it first, which may "

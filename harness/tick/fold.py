@@ -98,9 +98,14 @@ def plan(runtime: Runtime) -> FoldPlan:
 
 def controls_changed(runtime: Runtime) -> bool:
     """True when the CSV differs from what the seed holds and is valid (ControlsError when refused)."""
-    path = runtime.config.controls_csv
+    return csv_changed(runtime.config.controls_csv, runtime.tables.controls_digest())
+
+
+def csv_changed(path: Path, held: str | None) -> bool:
+    """True when the controls CSV at `path` differs from the one whose digest is `held` (the seed's) and
+    is valid; ControlsError naming every bad row when it is refused (a missing file among them)."""
     version = file_version(path)
-    if version != MISSING and runtime.tables.controls_digest() == version:
+    if version != MISSING and held == version:
         return False
     read_controls(path)  # raises ControlsError naming every bad row
     return True

@@ -209,9 +209,10 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
         runs = open_runs(runtime.tables.open_runs())
         unconfirmed = [run for run in runs if run.run_id is None]
         describe_ranges(runtime.events, unconfirmed)  # re-sent as first sent
-        say_removed_jobs(unconfirmed, {r.key.trigger_job_id for r in runtime.tables.control_rows()})
+        rows = runtime.tables.control_rows()
+        say_removed_jobs(unconfirmed, {r.key.trigger_job_id for r in rows})
         tracked = track_runs(runs, runtime.backend, config.settings.runs.stuck_after_seconds)
-        recovered = recover_failed_jobs(runtime.tables.control_rows(), runtime.backend)
+        recovered = recover_failed_jobs(rows, runtime.backend)
         runtime.events.append(with_publications(runtime, tracked.events + recovered))
         report.runs_running, report.runs_succeeded = tracked.running, tracked.succeeded
         report.runs_failed, report.starts_repaired = tracked.failed, tracked.repaired

@@ -136,6 +136,7 @@ class ControlRow:
     max_range: int | None = None  # the most steps one run is handed (None: the whole range)
     range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
     last_error: str | None = None  # the message of the row's latest error event (a failed check, a failed run, ...)
+    run_ended_at: datetime | None = None  # when the latest ended run ended (its backend's time, else when recorded)
 
     @property
     def range_end(self) -> str | None:
@@ -184,4 +185,5 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         max_range=r.get("max_range"),
         range_end_watermark=r.get("range_end_watermark"),
         last_error=r.get("last_error"),
+        run_ended_at=utc(r.get("run_ended_at") or r.get("job_end_timestamp")),
     )

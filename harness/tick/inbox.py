@@ -41,20 +41,7 @@ class Request:
         job_rows = [r for r in rows if r.key.trigger_job_id == self.job_id]
         events = manual_events(job_rows, event_type, f"job {self.job_id}: {says.format(where=where)}")
         namespace = uuid.UUID(hex=self.request_id)
-        return [
-            Event(
-                e.event_type,
-                row=e.row,
-                status=e.status,
-                watermark_before=e.watermark_before,
-                watermark_after=e.watermark_after,
-                run_id=e.run_id,
-                idempotency_token=e.idempotency_token,
-                message=e.message,
-                event_id=uuid.uuid5(namespace, _row_name(e)).hex,
-            )
-            for e in events
-        ]
+        return [replace(e, event_id=uuid.uuid5(namespace, _row_name(e)).hex) for e in events]
 
 
 def _row_name(event: Event) -> str:

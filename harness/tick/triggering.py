@@ -391,7 +391,8 @@ def manual_events(
     job_rows: Sequence[ControlRow], event_type: EventType, message: str, run_id: str | None = None
 ) -> list[Event]:
     """Close a job's latest run by hand: MANUAL_COMPLETE (its range counts as consumed) or
-    RETRY_REQUESTED (its range is handed to the next run). Only rows IN_PROGRESS or FAILED move."""
+    RETRY_REQUESTED (its range is handed to the next run). Only rows IN_PROGRESS or FAILED move. A run
+    that failed keeps the end it had: closing it by hand is not when it ended."""
     status = Status.COMPLETED if event_type is EventType.MANUAL_COMPLETE else Status.NEW_EVENT_AVAILABLE
     return [
         Event(
@@ -403,10 +404,18 @@ def manual_events(
             watermark_before=r.last_success_watermark,
             watermark_after=r.trigger_watermark if event_type is EventType.MANUAL_COMPLETE else None,
             message=message,
+            details=_ended_before(r) if run_id is None else {},
         )
         for r in job_rows
         if r.status in (Status.IN_PROGRESS.value, Status.FAILED.value)
     ]
+
+
+def _ended_before(row: ControlRow) -> dict[str, str]:
+    """The end of the row's latest run, when it ended before it was closed by hand (it failed)."""
+    if row.status != Status.FAILED.value or row.run_ended_at is None:
+        return {}
+    return {"run_ended_at": row.run_ended_at.isoformat()}
 
 
 def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list[Event]:

@@ -39,6 +39,7 @@ def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
 ) -> None:
     # GIVEN a FAILED job
     heartbeat.given_failed_job("j")
+    (failed,) = heartbeat.tables.control_table()
     config_file = heartbeat.write_config_file()
 
     # WHEN `complete` runs while another process holds the state
@@ -52,6 +53,9 @@ def test_complete_while_state_is_held_is_queued_and_applied_by_the_next_tick(
     assert heartbeat.job_status("j") == {"COMPLETED"}
     (event,) = heartbeat.events("MANUAL_COMPLETE")
     assert event["message"].startswith("job j: completed by hand (requested at ")
+    # the run keeps the end it failed at: closing it by hand is not when it ended
+    (completed,) = heartbeat.tables.control_table()
+    assert failed["run_ended_at"] is not None and completed["run_ended_at"] == failed["run_ended_at"]
 
 
 def test_a_jobs_last_task_completes_it_before_the_tick_that_started_it_wrote_its_snapshot(

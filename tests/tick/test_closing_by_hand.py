@@ -63,4 +63,6 @@ def test_a_queued_complete_keeps_the_failed_runs_end_and_its_ids_are_the_request
     first, again = request.events(rows, "requested at 03:20"), request.events(rows, "requested at 03:20")
 
     assert first[0].details == {"run_ended_at": FAILED_AT.isoformat()}
-    assert first[0].event_id == again[0].event_id and first[0].message == "job j: completed by hand (requested at 03:20)"
+    assert (
+        first[0].event_id == again[0].event_id and first[0].message == "job j: completed by hand (requested at 03:20)"
+    )

@@ -32,6 +32,7 @@ SOURCE_SCHEMAS = {
     "none_events": "event_id int, kind string",
     "custom_stock": "warehouse string, item string, quantity int",
     "key_amounts": "id int, amount int, price decimal(5,2)",
+    "key_logins": "user_id int, last_login timestamp",
     "bad_params": "id int, updated_at timestamp",
 }
 BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate")
@@ -77,9 +78,10 @@ def environment(**values: str | None) -> Iterator[None]:
 
 
 def plain(value: Any) -> Any:
-    """Spark values as comparable plain values (timestamps as text, decimals as floats)."""
+    """Spark values as comparable plain values (timestamps as text, to the microsecond when they have
+    one; decimals as floats)."""
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        return value.isoformat(sep=" ")
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):

@@ -41,17 +41,39 @@
   {%- endif -%}
 {%- endmacro %}
 
-{#- s_hash: a hash of the given columns' values, independent of their order in the model. -#}
-{% macro heartbeat_refresh_hash(columns) -%}
-  {{ return(adapter.dispatch('heartbeat_refresh_hash', 'heartbeat')(columns)) }}
+{#- s_hash: a hash of the given columns' values, independent of their order in the model (`types`: the
+    columns' types, as r.types holds them). -#}
+{% macro heartbeat_refresh_hash(columns, types) -%}
+  {{ return(adapter.dispatch('heartbeat_refresh_hash', 'heartbeat')(columns, types)) }}
 {%- endmacro %}
 
-{% macro default__heartbeat_refresh_hash(columns) -%}
+{% macro default__heartbeat_refresh_hash(columns, types) -%}
   md5({% for column in columns | sort %}coalesce(cast({{ adapter.quote(column) }} as {{ dbt.type_string() }}), '\x00'){{ " || '\x1f' || " if not loop.last }}{% else %}''{% endfor %})
 {%- endmacro %}
 
-{% macro spark__heartbeat_refresh_hash(columns) -%}
-  md5({% if columns %}to_json(named_struct({% for column in columns | sort(case_sensitive=false) %}'{{ column | lower }}', {{ adapter.quote(column) }}{{ ', ' if not loop.last }}{% endfor %})){% else %}''{% endif %})
+{#- Spark: md5 of the values as JSON. to_json writes a timestamp to the millisecond, so where the
+    columns hold a timestamp (nested ones too) a record whose timestamps have digits below the
+    millisecond is hashed with them (to the microsecond); any other keeps the hash it always had, so
+    hashes kept from earlier batches still compare. -#}
+{% macro spark__heartbeat_refresh_hash(columns, types) -%}
+  {%- if not columns -%}{{ return("md5('')") }}{%- endif -%}
+  {%- set record -%}
+    named_struct({% for column in columns | sort(case_sensitive=false) %}'{{ column | lower }}', {{ adapter.quote(column) }}{{ ', ' if not loop.last }}{% endfor %})
+  {%- endset -%}
+  {%- set timed = [] -%}
+  {%- for column in columns if 'timestamp' in (types[column | lower] | default('timestamp') | lower) -%}{%- do timed.append(column) -%}{%- endfor -%}
+  {%- if not timed -%}{{ return('md5(to_json(' ~ record ~ '))') }}{%- endif -%}
+  {%- set micro = heartbeat.heartbeat_refresh_json_times("'HH:mm:ss.SSSSSS'") -%}
+  {%- set milli = heartbeat.heartbeat_refresh_json_times("'HH:mm:ss.SSS', chr(39), '000', chr(39)") -%}
+  case when to_json({{ record }}, {{ micro }}) = to_json({{ record }}, {{ milli }}) then md5(to_json({{ record }}))
+       else md5(to_json({{ record }}, {{ micro }})) end
+{%- endmacro %}
+
+{#- to_json's options writing timestamps as `yyyy-MM-dd'T'` then `time` (pieces of a concat: the quotes
+    are chr(39), which needs no escaping in any SQL dialect's string literal). -#}
+{% macro heartbeat_refresh_json_times(time) -%}
+  {%- set pattern = "concat('yyyy-MM-dd', chr(39), 'T', chr(39), " ~ time ~ ")" -%}
+  map('timestampFormat', concat({{ pattern }}, 'XXX'), 'timestampNTZFormat', {{ pattern }})
 {%- endmacro %}
 
 {#- The status code of a record against the latest earlier record of its key (`baseline`: a struct of
@@ -130,7 +152,7 @@ with typed as (
   select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }}
 ),
 input as (
-  select *, {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r)) }} as s_hash,
+  select *, {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r), r.types) }} as s_hash,
          {{ heartbeat.heartbeat_refresh_update_timestamp(r, received) }} as s_update_timestamp
   from typed
 ),
@@ -159,7 +181,7 @@ select {{ heartbeat.heartbeat_refresh_list(r.columns, 'o') }}, {{ heartbeat.hear
 from ordered o join baselines b on {{ heartbeat.heartbeat_refresh_keys_match(keys, 'o', 'b') }} and o.s_ord = b.s_ord
   {%- else %}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, {{ heartbeat.heartbeat_refresh_literal(r.batch_id) }} as s_batch_id,
-       {{ received }} as s_received_at, {{ heartbeat.heartbeat_refresh_hash(r.columns) }} as s_hash, {{ received }} as s_update_timestamp,
+       {{ received }} as s_received_at, {{ heartbeat.heartbeat_refresh_hash(r.columns, r.types) }} as s_hash, {{ received }} as s_update_timestamp,
        cast(null as string) as s_record_status_code, {{ heartbeat.heartbeat_refresh_range_columns(r) }}{{ seq_column }}
 from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }}) as input
   {%- endif %}
@@ -184,7 +206,7 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- set tie -%}
       select 'two different rows of one key with the same date' as problem, {{ named }} as detail
       from (select {{ heartbeat.heartbeat_refresh_list(keys) }}, {{ heartbeat.heartbeat_refresh_update_timestamp(r, received) }} as s_update_timestamp,
-                   {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r)) }} as s_hash
+                   {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r), r.types) }} as s_hash
             from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }}) typed) t
       group by {{ heartbeat.heartbeat_refresh_list(keys) }}, s_update_timestamp having count(distinct s_hash) > 1
     {%- endset -%}
@@ -296,7 +318,7 @@ where status = 'applied' and batch_id <> {{ heartbeat.heartbeat_refresh_literal(
     {%- set keys = r.params.key_columns -%}
 with input as (
   select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_received_at,
-         {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r)) }} as s_hash,
+         {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r), r.types) }} as s_hash,
          {{ heartbeat.heartbeat_refresh_update_timestamp(r, 's_received_at') }} as s_update_timestamp, s_batch_seq
   from {{ r.batches }} where {{ kept }}
 ),
@@ -314,7 +336,7 @@ select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_received
        cast(null as timestamp) as s_timestamp, cast(null as decimal(38,9)) as s_sequence, cast(null as boolean) as s_appended, s_batch_seq
 from coded
   {%- else -%}
-select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_received_at, {{ heartbeat.heartbeat_refresh_hash(r.columns) }} as s_hash,
+select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_received_at, {{ heartbeat.heartbeat_refresh_hash(r.columns, r.types) }} as s_hash,
        s_received_at as s_update_timestamp, cast(null as string) as s_record_status_code, {{ heartbeat.heartbeat_refresh_range_columns(r) }}, s_batch_seq
 from {{ r.batches }} as input where {{ kept }}
   {%- endif -%}

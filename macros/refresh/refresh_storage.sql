@@ -428,7 +428,7 @@ when matched then delete
   {%- set system = heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
   {%- set outer = [] -%}
   {%- for column in system -%}
-    {%- do outer.append((heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r)) ~ ' as s_hash') if column == 's_hash' else column) -%}
+    {%- do outer.append((heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r), r.types) ~ ' as s_hash') if column == 's_hash' else column) -%}
   {%- endfor -%}
   {{ return('(select ' ~ heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ outer | join(', ') ~ ' from (select '
             ~ heartbeat.heartbeat_refresh_typed_columns(r) ~ ', ' ~ system | join(', ') ~ ' from ' ~ r.this ~ ') retyped)') }}

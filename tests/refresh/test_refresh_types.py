@@ -9,6 +9,7 @@ expected tables:
   b5       two different rows of one key with the same date: refused in phase 1
   unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
   reset    new parameters refuse the next batch until `python -m harness refresh reset` applies them
+  logins   key_logins: a timestamp moved by microseconds within its millisecond is C
   types    key_amounts: b2 widens an int to double and a decimal to a longer one, b3 is int again, b5's
            text amount is refused; a reset reads the widened batches
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
@@ -43,6 +44,10 @@ def day(d: int, month: int = 1) -> datetime:
     return datetime(2026, month, d)
 
 
+LOGIN = datetime(2026, 1, 1, 12, 0, 0, 123_456)
+LOGIN_TEXT = {us: LOGIN.replace(microsecond=us).isoformat(sep=" ") for us in (123_456, 123_999, 500_000)}
+
+
 D0 = datetime(2025, 12, 31)
 T = {n: f"2026-01-01 0{n}:00:00" for n in range(5)}
 BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
@@ -59,6 +64,7 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "none_events": [(1, "x"), (2, "y")],
         "custom_stock": [("A", "apple", 5), ("B", "pear", 3)],
         "key_amounts": [(1, 10, Decimal("1.50")), (2, 20, Decimal("2.00"))],
+        "key_logins": [(1, LOGIN), (2, LOGIN.replace(microsecond=500_000))],
     },
     "b2": {
         # 1 changed (C), 2 the same with a newer date (S), 3 new (N); two records of order 4: the later
@@ -79,6 +85,8 @@ BATCHES: dict[str, dict[str, list[tuple[Any, ...]]]] = {
         "custom_stock": [("A", "apple", 7), ("A", "fig", 0)],  # warehouse A replaced; fig filtered out
         # a double amount and a longer decimal (SCHEMAS): the columns widen; 10 -> 10.5 is C, 20 -> 20.0 the same
         "key_amounts": [(1, 10.5, Decimal("1.2345")), (2, 20.0, Decimal("2.0000"))],
+        # user 1's login moved by 543 microseconds (within the same millisecond): C; user 2's is the same (S)
+        "key_logins": [(1, LOGIN.replace(microsecond=123_999)), (2, LOGIN.replace(microsecond=500_000))],
     },
     "b3": {
         # order 1 dated before what the dataset holds (O), then changed again (C); 3 and 2 unchanged and
@@ -171,6 +179,10 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         "key_amounts": ["id", "amount", "price", "s_batch_id"],
         "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"],
     }
+    logins = {
+        "key_logins": ["user_id", "last_login", "s_hash"],
+        "key_logins__batches": ["s_batch_id", "user_id", "last_login", "s_record_status_code"],
+    }
     t.snapshot(
         "in order",
         "key_orders__history",
@@ -185,8 +197,13 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         "seq_ledger__dataset_metrics",
         **key_tables,
         **amounts,
+        **logins,
         metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"),
     )
+    # what a record's hash was before timestamps were hashed to the microsecond
+    t.points["in order"]["millisecond hash"] = project.spark.sql(
+        f"select md5(to_json(named_struct('last_login', timestamp'{LOGIN.replace(microsecond=500_000)}'))) h"
+    ).collect()[0]["h"]
     t.points["in order"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
 
     project.load({"key_orders": [(9, "other", 1.0, day(9))], "none_events": [(7, "other")]}, batch="b2")
@@ -404,6 +421,21 @@ def test_key_without_date_column_dates_records_by_batch_and_ignores_excluded_col
         ("FR", 1, "Marcel", "b2"),
     ]
     assert timeline.metric("in order", "key_customers", "b2", "records_n", "records_c", "records_s") == (1, 1, 1)
+
+
+def test_key_a_timestamp_moved_below_the_millisecond_is_a_change(timeline: Timeline) -> None:
+    # GIVEN b1's last logins, then b2's: user 1's moved by 543 µs within its millisecond, user 2's the same
+    assert timeline.rows("in order", "key_logins__batches") == [
+        ("b1", 1, LOGIN_TEXT[123_456], "N"),
+        ("b1", 2, LOGIN_TEXT[500_000], "N"),
+        ("b2", 1, LOGIN_TEXT[123_999], "C"),
+        ("b2", 2, LOGIN_TEXT[500_000], "S"),
+    ]
+    # THEN the dataset holds the new value; a timestamp with nothing below the millisecond keeps the hash
+    # it had before timestamps were hashed to the microsecond, so the hashes kept since still compare
+    (one, two) = timeline.rows("in order", "key_logins")
+    assert one[:2] == (1, LOGIN_TEXT[123_999]) and two[:2] == (2, LOGIN_TEXT[500_000])
+    assert two[2] == timeline.points["in order"]["millisecond hash"] and one[2] != two[2]
 
 
 # --- timestamp and sequence ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ A check is two steps, so that an upstream read by many rows is read once per tic
      sensor's own position type (a folder listing, a topic's offsets, a table's version and commits);
   2. `detect(upstream, position, since)`: for one row's watermark, either `NewData` (the watermark
      after, and what changed) or `NothingNew` (why). A pure comparison: no I/O, no context.
-`new_data_frame` exposes the rows beyond a watermark as a DataFrame, for `preprocess_query`.
+`new_data_frame` exposes the rows beyond a watermark as a DataFrame, for `preprocess_query`, which runs
+over `new_data_pages` (one page unless the source's new data is read into memory in bounded pages).
 
 A sensor is built once, from its own section of heartbeat.yml (see `harness.sensors.build_registry`),
 and holds nothing else: what a check needs beyond its settings (Spark, the deadline) is in its
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Generator, Generic, Mapping, Protocol, Sequence, TypeVar
 
 from pyspark.sql import DataFrame
 
@@ -89,3 +90,10 @@ class Sensor(ABC, Generic[P]):
         """The data beyond `since` up to `position` as a DataFrame on `context.spark` (the view
         `sensor_new_data` of preprocess_query)."""
         raise SensorError(f"{upstream.label}: preprocess_query is not supported for {upstream.kind.value}")
+
+    def new_data_pages(
+        self, context: CheckContext, upstream: Upstream, position: P, since: Watermark | None
+    ) -> Generator[DataFrame, None, None]:
+        """The data beyond `since` in pages, oldest first: preprocess_query runs over each until one returns
+        a row, so no new data goes unread. One page (new_data_frame) unless the sensor reads it into memory."""
+        yield self.new_data_frame(context, upstream, position, since)

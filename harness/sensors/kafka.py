@@ -7,8 +7,9 @@ librdkafka configuration checked by librdkafka itself, so a bad section stops th
 The check is two ListOffsets requests (earliest and latest) through the admin client: no consumer
 group, no commit, no message read; each request may take the time left until the check's deadline, at
 most `timeout_seconds`. The watermark is the end offset of every partition; the event carries
-per-partition offset ranges. For preprocess_query the new messages, at most `kafka.max_messages`,
-become the view `sensor_new_data` (key, value, topic, partition, offset, timestamp).
+per-partition offset ranges. For preprocess_query the new messages become the view `sensor_new_data`
+(key, value, topic, partition, offset, timestamp) in pages of at most `kafka.max_messages`, oldest
+first, until the query returns a row or the messages end.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Generator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -236,41 +238,50 @@ class KafkaSensor(Sensor[TopicOffsets]):
     def new_data_frame(
         self, context: CheckContext, upstream: Upstream, position: TopicOffsets, since: Watermark | None
     ) -> DataFrame:
-        product, _ = parse_sensor_id(upstream)
-        messages = self._consume(context, upstream, product, position.topic, self.ranges(position, since))
-        return context.session(upstream.label).createDataFrame(messages, MESSAGE_SCHEMA)
+        """The first `max_messages` new messages (a job's range reads them all: read_range)."""
+        with closing(self.new_data_pages(context, upstream, position, since)) as pages:
+            return next(pages)
 
-    def _consume(
-        self,
-        context: CheckContext,
-        upstream: Upstream,
-        product: str | None,
-        topic: str,
-        ranges: list[dict[str, int | bool]],
-    ) -> list[tuple[Any, ...]]:
-        """Read the messages in `ranges` (at most `max_messages`), without a consumer group commit."""
+    def new_data_pages(
+        self, context: CheckContext, upstream: Upstream, position: TopicOffsets, since: Watermark | None
+    ) -> Generator[DataFrame, None, None]:
+        """The new messages, `max_messages` a page, read on by one consumer without a group commit. The
+        first page is there even when empty; the pages end with the messages (or the check's deadline)."""
+        product, _ = parse_sensor_id(upstream)
         client = self.client(product)
         conf = client.config_for(upstream, product) | {
             "group.id": "heartbeat-sensor",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
         }
+        ranges = self.ranges(position, since)
         wanted = {int(r["partition"]): (int(max(r["from"], r.get("expired_before", 0))), int(r["to"])) for r in ranges}
+        open_partitions = {p for p, (start, end) in wanted.items() if start < end}
+        session = context.session(upstream.label)
         consumer = Consumer(conf)
         try:
-            consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in wanted.items()])
-            return self._poll(context, consumer, upstream, wanted, client.max_messages)
+            consumer.assign([TopicPartition(position.topic, p, start) for p, (start, _) in wanted.items()])
+            while True:
+                messages = self._poll(context, consumer, upstream, wanted, client.max_messages, open_partitions)
+                yield session.createDataFrame(messages, MESSAGE_SCHEMA)
+                if not open_partitions:
+                    return
         finally:
             consumer.close()
 
     @staticmethod
     def _poll(
-        context: CheckContext, consumer: Consumer, upstream: Upstream, wanted: dict[int, tuple[int, int]], limit: int
+        context: CheckContext,
+        consumer: Consumer,
+        upstream: Upstream,
+        wanted: dict[int, tuple[int, int]],
+        limit: int,
+        open_partitions: set[int],
     ) -> list[tuple[Any, ...]]:
-        """Consume until every wanted partition reached its end offset, `limit` messages were read, or the
-        check's deadline came (CheckTimedOut)."""
+        """Consume until every open partition reached its end offset (each is taken out of
+        `open_partitions` when it does), `limit` messages were read, or the check's deadline came
+        (CheckTimedOut)."""
         rows: list[tuple[Any, ...]] = []
-        open_partitions = {p for p, (start, end) in wanted.items() if start < end}
         while open_partitions and len(rows) < limit:
             wait = context.time_left(upstream.label, 1.0)
             for message in consumer.consume(min(500, limit - len(rows)), timeout=wait):

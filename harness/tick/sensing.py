@@ -16,12 +16,13 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from queue import Empty, SimpleQueue
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
@@ -31,6 +32,7 @@ from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
+from harness.sensors.spark_sql import spark_error_text
 from harness.state.event_log import Event, now
 from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
 
@@ -169,24 +171,28 @@ class UpstreamCheck:
         query = render(row.preprocess_query or "", row.upstream_key)
         if context.expired:
             raise context.timed_out(self.upstream.label)
-        frame = self.sensor.new_data_frame(context, self.upstream, position, since)
-        # Checks run concurrently on one session (Spark Connect has no newSession): the new data gets a
-        # view of its own, named `sensor_new_data` for the query by a CTE around it.
+        with closing(self.sensor.new_data_pages(context, self.upstream, position, since)) as pages:
+            if any(self._matches(context, named, query, page) for page in pages):
+                return detection
+        return NothingNew("new data found, but preprocess_query returned no row")
+
+    def _matches(self, context: CheckContext, named: str, query: str, frame: DataFrame) -> bool:
+        """Whether the query returns a row over `frame`. Checks run concurrently on one session (Spark
+        Connect has no newSession): the new data gets a view of its own, named `sensor_new_data` for the
+        query by a CTE around it."""
+        assert context.spark is not None  # _preprocess asked
         view = f"sensor_new_data_{uuid.uuid4().hex}"
         frame.createOrReplaceTempView(view)
         try:
             with context.spark_until_deadline(self.upstream.label) as session:
-                matched = session.sql(over_view(query, view)).limit(1).count()
+                return session.sql(over_view(query, view)).limit(1).count() > 0
         except Exception as exc:  # noqa: BLE001 - Spark analysis errors carry the user's mistake
             if context.expired:
                 raise context.timed_out(self.upstream.label) from exc
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SensorError(f"{named} failed: {as_written(first)}") from exc
+            # the Java exception when there is one: a source that stopped answering mid-read is named as such
+            raise SensorError(f"{named} failed: {as_written(spark_error_text(exc))}") from exc
         finally:
             context.spark.catalog.dropTempView(view)
-        if matched == 0:
-            return NothingNew("new data found, but preprocess_query returned no row")
-        return detection
 
 
 def sense(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -10,11 +11,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.errors import ConfigError, SensorError
+from harness.sensors import build_registry
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.kafka import KafkaSensor, TopicOffsets
-from harness.vocabulary import SensorSource
-from tests.fixtures_sources import check_context, sensor_config
+from harness.tick.sensing import sense
+from harness.vocabulary import EventType, SensorSource
+from tests.fixtures_sources import check_context, sensed_row, sensor_config
 from tests.kafka_mock import MOCK_PARTITIONS, MockKafka
 from tests.postgres import free_port
 
@@ -97,6 +100,29 @@ def test_kafka_new_data_frame_holds_the_new_messages_bounded_by_max_messages(
         (b"m3", 3, 1),
     ]
     assert bytes(rows[0]["key"]) == b"k" and rows[0]["timestamp"] is not None
+
+
+def test_kafka_preprocess_query_reads_the_new_messages_page_by_page_until_one_matches(
+    spark: SparkSession, kafka: MockKafka, tmp_path: Path
+) -> None:
+    # GIVEN max_messages 2, and 4 new messages on one partition of which only the last is a batch's end
+    kafka.produce("orders.marker", "small1", "small2", "small3", "big1", partition=0)
+    config = sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers, "max_messages": 2})
+    since = json.dumps({"offsets": {str(p): 0 for p in range(MOCK_PARTITIONS)}})
+    query = "SELECT 1 FROM sensor_new_data WHERE CAST(value AS STRING) LIKE 'big%'"
+    marker = sensed_row("kafka", "orders.marker", "job_m", preprocess_query=query, watermark=since)
+    never = sensed_row(
+        "kafka", "orders.marker", "job_n", preprocess_query=query.replace("big", "huge"), watermark=since
+    )
+
+    # WHEN the rows are sensed
+    outcome = sense([marker, never], build_registry(config), spark, config)
+
+    # THEN the match in the second page is new data; a query matching no message read every page to say so
+    assert [(e.row.trigger_job_id, e.event_type) for e in outcome.events if e.row] == [
+        ("job_m", EventType.DATA_CHANGED)
+    ]
+    assert outcome.nothing_new[never.key.ref] == "new data found, but preprocess_query returned no row"
 
 
 def test_kafka_unreachable_broker_is_a_sensor_error_naming_the_upstream(tmp_path: Path) -> None:

@@ -221,13 +221,9 @@
   {%- do heartbeat.heartbeat_refresh_input_view(r, sql) -%}
   {%- set given = adapter.get_columns_in_relation(r.input) -%}
   {%- if r.batches_exist -%}
-    {%- set kept = r.columns | map('lower') | list | sort -%}
-    {%- set now = given | map(attribute='name') | map('lower') | list | sort -%}
-    {%- if kept != now -%}
-      {{ exceptions.raise_compiler_error(
-          r.model ~ ": the model's columns changed (kept batches: " ~ kept | join(', ') ~ "; this batch: " ~ now | join(', ')
-          ~ "). Keep the columns, or unload the kept batches first (python -m harness refresh unload)") }}
-    {%- endif -%}
+    {%- do heartbeat.heartbeat_refresh_renew_columns(r, state, given) -%}
+  {%- endif -%}
+  {%- if r.batches_exist -%}
     {%- set columns = [] -%}
     {%- for column in given -%}{%- do columns.append(column.name) -%}{%- endfor -%}
     {%- do r.update({'columns': columns}) -%}
@@ -271,6 +267,30 @@
   {#- phase 2: apply -#}
   {%- do heartbeat.heartbeat_refresh_apply(r, seq, capture_seconds) -%}
   {%- do heartbeat.heartbeat_refresh_fold(r) -%}
+{% endmacro %}
+
+{#- The model's columns differ from those <model>__batches keeps: refused while a batch is kept (its rows
+    have the old columns); once every batch is unloaded, the model's tables go (the views first, the
+    dataset, then <model>__batches: a run killed in between finds the same state and goes on) and this
+    batch loads as a first one. The metrics keep every batch's record. -#}
+{% macro heartbeat_refresh_renew_columns(r, state, given) %}
+  {%- set kept = r.columns | map('lower') | list | sort -%}
+  {%- set now = given | map(attribute='name') | map('lower') | list | sort -%}
+  {%- if kept == now -%}{{ return(none) }}{%- endif -%}
+  {%- set held = state.applied | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list + state.folded -%}
+  {%- if held or state.baseline -%}
+    {{ exceptions.raise_compiler_error(
+        r.model ~ ": the model's columns changed (kept batches: " ~ kept | join(', ') ~ "; this batch: " ~ now | join(', ')
+        ~ "). Keep the columns, or unload every kept batch first ("
+        ~ ("python -m harness refresh unload --model " ~ r.model ~ " --batch B, for B in " ~ held | join(', ')
+           if held and not state.baseline else "some are folded into the baseline, which cannot be unloaded: drop the model's tables")
+        ~ "), then load this batch again") }}
+  {%- endif -%}
+  {{ log(r.model ~ ': no batch is kept, so the columns change (' ~ kept | join(', ') ~ ' -> ' ~ now | join(', ') ~ ')', info=true) }}
+  {%- for relation in [r.history, r.dataset_metrics, r.this.incorporate(type='table'), r.batches.incorporate(type='table')] -%}
+    {%- if heartbeat.heartbeat_refresh_exists(relation) -%}{%- do adapter.drop_relation(relation) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- do r.update({'dataset_exists': false, 'batches_exist': false}) -%}
 {% endmacro %}
 
 {#- Phase 2 of the batch `seq`: the dataset from its precomputed rows, then its metrics row ('applied'). -#}

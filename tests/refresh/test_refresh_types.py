@@ -9,7 +9,8 @@ expected tables:
   b5       two different rows of one key with the same date: refused in phase 1
   unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
   reset    new parameters refuse the next batch until `python -m harness refresh reset` applies them
-  logins   key_logins: a timestamp moved by microseconds within its millisecond is C
+  logins   key_logins: a timestamp moved by microseconds within its millisecond is C; a new column is
+           refused while batches are kept, and loads once they are unloaded
   types    key_amounts: b2 widens an int to double and a decimal to a longer one, b3 is int again, b5's
            text amount is refused; a reset reads the widened batches
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
@@ -354,6 +355,25 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
     t.snapshot("kept batch unloaded", metrics=("seq_ledger",), **ledger)
     project.load({"seq_ledger": BATCHES["b3"]["seq_ledger"]}, batch="b3", **keep)
     t.snapshot("kept batch reloaded", metrics=("seq_ledger",), **ledger)
+
+    # key_logins' extract gains a column: refused while b1 and b2 are kept; loaded once they are unloaded
+    with_device = {"key_logins": "user_id int, last_login timestamp, device string"}
+    try:
+        project.load({"key_logins": [(1, LOGIN, "phone")]}, batch="c1", schemas=with_device)
+    except DbtError as exc:
+        t.errors["columns"] = str(exc)
+    for unloaded in ("b1", "b2"):
+        assert (
+            cli(config_file, "unload", "--model", "key_logins", "--batch", unloaded, "--project-dir", str(EXAMPLES_DIR))
+            == 0
+        )
+    project.load({"key_logins": [(1, LOGIN, "phone")]}, batch="c1", schemas=with_device)
+    t.snapshot(
+        "columns renewed",
+        "key_logins__history",
+        key_logins=["user_id", "last_login", "device", "s_batch_id"],
+        metrics=("key_logins",),
+    )
     yield t
 
 
@@ -436,6 +456,25 @@ def test_key_a_timestamp_moved_below_the_millisecond_is_a_change(timeline: Timel
     (one, two) = timeline.rows("in order", "key_logins")
     assert one[:2] == (1, LOGIN_TEXT[123_999]) and two[:2] == (2, LOGIN_TEXT[500_000])
     assert two[2] == timeline.points["in order"]["millisecond hash"] and one[2] != two[2]
+
+
+def test_the_columns_change_once_every_kept_batch_is_unloaded(timeline: Timeline) -> None:
+    # GIVEN b1 and b2 kept, a batch whose extract has a new column is refused, naming what to unload
+    assert (
+        "the model's columns changed (kept batches: last_login, user_id; this batch: device, last_login, user_id)"
+        in (timeline.errors["columns"])
+    )
+    assert (
+        "refresh unload --model key_logins --batch B, for B in b1, b2), then load this batch again"
+        in (timeline.errors["columns"])
+    )
+    # WHEN both are unloaded, THEN the batch loads as a first one, with its columns
+    assert timeline.rows("columns renewed", "key_logins") == [(1, LOGIN_TEXT[123_456], "phone", "c1")]
+    assert [row[:3] for row in timeline.rows("columns renewed", "key_logins__history")] == [
+        (1, LOGIN_TEXT[123_456], "phone")
+    ]
+    assert timeline.metric("columns renewed", "key_logins", "c1", "status", "records_n") == ("applied", 1)
+    assert timeline.metric("columns renewed", "key_logins", "b2", "status") == ("unloaded",)
 
 
 # --- timestamp and sequence ----------------------------------------------------------------------------

@@ -206,7 +206,7 @@ class PathTables:
     def _key_filter(upstream: Upstream, state: TableState, since: Watermark | None) -> pc.Expression:
         key = pc.field(str(upstream.upstream_key))
         bound = key <= state.key_max
-        previous = since.get("max") if since else None
+        previous = key_values.stored_max(since, upstream.upstream_key)
         return bound if previous is None else (key > key_values.decode(previous)) & bound
 
     @staticmethod
@@ -265,7 +265,7 @@ class NamedTables:
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         if upstream.upstream_key:
             key = quote_identifier(upstream.upstream_key)
-            previous = since.get("max") if since else None
+            previous = key_values.stored_max(since, upstream.upstream_key)
             query = f"SELECT * FROM {name} WHERE {key} <= :upper"
             args: dict[str, Any] = {"upper": state.key_max}
             if previous is not None:
@@ -322,7 +322,7 @@ class DeltaSensor(Sensor[TableState]):
 
     @staticmethod
     def _detect_key(upstream: Upstream, position: TableState, since: Watermark | None) -> Detection:
-        previous = since.get("max") if since else None
+        previous = key_values.stored_max(since, upstream.upstream_key)
         if position.key_max is None:
             return NothingNew(f"no {upstream.upstream_key} value yet (table empty)")
         if not key_values.is_beyond(position.key_max, previous):

@@ -208,7 +208,7 @@ class JdbcSensor(Sensor[KeyMax]):
         return KeyMax(str(upstream.upstream_key), rows[0]["max_value"] if rows else None)
 
     def detect(self, upstream: Upstream, position: KeyMax, since: Watermark | None) -> Detection:
-        previous = since.get("max") if since else None
+        previous = key_values.stored_max(since, upstream.upstream_key)
         if position.value is None:
             return NothingNew(f"table is empty (no {upstream.upstream_key} value)")
         if not key_values.is_beyond(position.value, previous):
@@ -226,7 +226,7 @@ class JdbcSensor(Sensor[KeyMax]):
         connection, table, key = self._target(upstream)
         if position.value is None:
             raise SensorError(f"{upstream.label}: the table is empty: there are no new rows to read")
-        previous = since.get("max") if since else None
+        previous = key_values.stored_max(since, upstream.upstream_key)
         bounds = [f"{key} <= {connection.literal(position.value)}"]
         if previous is not None:
             bounds.insert(0, f"{key} > {connection.literal(key_values.decode(previous))}")

@@ -50,6 +50,15 @@ def decode(stored: Mapping[str, Any]) -> KeyValue:
     return decoders[kind](value)  # type: ignore[operator]
 
 
+def stored_max(since: Mapping[str, Any] | None, key: str | None) -> Mapping[str, Any] | None:
+    """The max a row's watermark holds for its key column `key`. A watermark of another column (the
+    row's upstream_key was edited in the CSV) holds none: the row starts over from the new column, as a
+    new row would (its values are not comparable with the other column's)."""
+    if not since or since.get("key") != key:
+        return None
+    return since.get("max")
+
+
 def is_beyond(current: KeyValue, stored: Mapping[str, Any] | None) -> bool:
     """True when `current` is beyond the stored max (no stored max: any value is beyond).
 

@@ -91,6 +91,27 @@ def test_jdbc_new_data_frame_is_pushed_down_to_rows_beyond_the_watermark(
     assert sorted(r["id"] for r in rows) == [4, 5]
 
 
+def test_jdbc_row_whose_upstream_key_was_edited_starts_over_from_the_new_column(
+    spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
+) -> None:
+    # GIVEN a row that ran to max(amount) = 7.50 (ids 1..5), whose upstream_key is then edited to id
+    orders_table(postgres, "orders_rekeyed", range(1, 6))
+    sensor = jdbc_sensor(tmp_path, postgres)
+    by_amount = Upstream(SensorSource.JDBC, "public.orders_rekeyed", "amount")
+    seen = read(sensor, by_amount, spark).watermark
+    by_id = Upstream(SensorSource.JDBC, "public.orders_rekeyed", "id")
+
+    # WHEN it is checked with the new column
+    position = read(sensor, by_id, spark)
+    detection = sensor.detect(by_id, position, seen)
+
+    # THEN the amount's max is not compared with the ids: the row starts over, as a new row would, and
+    # its range reads every row up to max(id) (the amount's bound would not be the id's)
+    assert isinstance(detection, NewData) and (detection.changes["key_from"], detection.changes["key_to"]) == (None, 5)
+    rows = sensor.new_data_frame(check_context(spark), by_id, position, seen).collect()
+    assert sorted(r["id"] for r in rows) == [1, 2, 3, 4, 5]
+
+
 def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(
     spark: SparkSession, postgres: PostgresServer, pg_password: str, tmp_path: Path
 ) -> None:

@@ -7,7 +7,14 @@ from decimal import Decimal
 
 import pytest
 
-from harness.sensors.key_values import encode, is_beyond, sql_literal
+from harness.sensors.key_values import encode, is_beyond, sql_literal, stored_max
+
+
+def test_a_watermark_of_another_key_column_holds_no_max_for_this_one() -> None:
+    # a row's upstream_key edited from amount to id: the amount's max is not a bound of the ids
+    since = {"key": "amount", "max": encode(Decimal("500.00"))}
+    assert stored_max(since, "amount") == encode(Decimal("500.00"))
+    assert stored_max(since, "id") is None and stored_max(None, "id") is None
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,7 @@ for _column in OPTIONAL_COLUMNS:
 # The sources whose rows may wait for partitions, and those whose changes carry tags (harness.vocabulary.KINDS).
 PARTITIONED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.partitions)
 TAGGED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.tags)
+PREPROCESS_SOURCES = tuple(source for source, kind in KINDS.items() if kind.preprocess)
 _UNTAGGED_PARTITIONED = {s.value for s in PARTITIONED_SOURCES} - {s.value for s in TAGGED_SOURCES}
 # Maintained by the harness; accepted in a CSV (an export of the control table) and ignored.
 HARNESS_COLUMNS = (
@@ -175,6 +176,7 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     flag = _dependency_flag(row)
     if flag and flag not in ("TRUE", "FALSE"):
         problems.append(f"unknown dependency_flag {row.get('dependency_flag')!r}; expected TRUE (hard) or FALSE (soft)")
+    kind = KINDS.get(SensorSource(source)) if source in {s.value for s in SensorSource} else None
     query = row.get("preprocess_query", "").strip()
     if query:
         problem = check_query(query)
@@ -182,6 +184,16 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             problems.append(problem)
         elif PLACEHOLDER in query and not row.get("upstream_key", "").strip():
             problems.append("preprocess_query uses ?upstream_key but upstream_key is empty")
+        if kind and not kind.preprocess:
+            problems.append(
+                f"preprocess_query is not supported for {source}: its new data is not read as rows "
+                f"(it is for {_choices_of(PREPROCESS_SOURCES)}); remove it"
+            )
+    if kind and kind.needs_key and not row.get("upstream_key", "").strip():
+        problems.append(
+            f"upstream_key is empty: {source} rows need one, the column whose max is the watermark "
+            "(e.g. an id or an updated_at column)"
+        )
     partition_filter, tags = row.get("partition_filter", "").strip(), row.get("tags", "").strip()
     problems.extend(check_partition_filter(partition_filter, tags))
     if partition_filter and source and source not in {s.value for s in PARTITIONED_SOURCES}:

@@ -33,6 +33,8 @@ class SourceKind:
     module: str  # harness/sensors/<module>.py
     partitions: bool = False  # its positions list partitions and change events: rows may wait for partitions
     tags: bool = False  # its change events carry tags: a row's `tags` can be matched
+    preprocess: bool = True  # its new data can be read as a DataFrame: rows may have a preprocess_query
+    needs_key: bool = False  # its watermark is the max of the row's upstream_key: rows must name one
 
 
 # Every source kind: one line each (tests/sensors/test_source_kinds.py checks the dbt project and the docs list them).
@@ -40,14 +42,14 @@ KINDS: dict[SensorSource, SourceKind] = {
     SensorSource.DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
     SensorSource.LMU_DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
     SensorSource.KAFKA: SourceKind("kafka"),
-    SensorSource.TRIGGER_FILE: SourceKind("trigger_file"),
+    SensorSource.TRIGGER_FILE: SourceKind("trigger_file", preprocess=False),
     SensorSource.SAP_BW: SourceKind("sap"),
     SensorSource.SAP_B4: SourceKind("sap"),
-    SensorSource.JDBC: SourceKind("jdbc"),
+    SensorSource.JDBC: SourceKind("jdbc", needs_key=True),
     SensorSource.UPSTREAM_SENSOR_TABLE: SourceKind("upstream_sensor_table"),
-    SensorSource.ICEBERG_TABLE: SourceKind("iceberg", partitions=True, tags=True),
-    SensorSource.HIVE_TABLE: SourceKind("hive_table", partitions=True),
-    SensorSource.PUBLISHED: SourceKind("published"),
+    SensorSource.ICEBERG_TABLE: SourceKind("iceberg", partitions=True, tags=True, preprocess=False),
+    SensorSource.HIVE_TABLE: SourceKind("hive_table", partitions=True, preprocess=False),
+    SensorSource.PUBLISHED: SourceKind("published", preprocess=False),
 }
 
 

@@ -77,6 +77,15 @@ def test_free_text_may_end_in_a_line_break(tmp_path: Path) -> None:
         ({"preprocess_query": "DROP TABLE sensor_new_data"}, "preprocess_query must be a SELECT, found DROP"),
         ({"preprocess_query": "SELECT 1; SELECT 2"}, "exactly one SELECT statement, found 2"),
         ({"preprocess_query": "SELECT * FROM sensor_new_data WHERE ?upstream_key > 1"}, "upstream_key is empty"),
+        # what a check of the row would fail on at every tick
+        (
+            {"sensor_source": "jdbc", "sensor_id": "public.t2"},
+            "line 3 (jdbc 'public.t2' -> job j): upstream_key is empty: jdbc rows need one, the column whose max",
+        ),
+        (
+            {"sensor_source": "iceberg_table", "preprocess_query": "SELECT * FROM sensor_new_data"},
+            "preprocess_query is not supported for iceberg_table: its new data is not read as rows (it is for ",
+        ),
     ],
 )
 def test_bad_value_is_refused_naming_the_line_and_problem(

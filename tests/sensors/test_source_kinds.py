@@ -117,6 +117,16 @@ def test_a_registry_of_some_kinds_imports_only_their_sensor_modules(
     assert sorted(imported) == ["harness.sensors.sap", "harness.sensors.trigger_file"]
 
 
+def test_the_kinds_that_take_a_preprocess_query_are_those_whose_sensor_reads_new_data_as_rows(tmp_path: Path) -> None:
+    # KINDS says which (the controls CSV's check reads it without importing the sensors): as the sensors do
+    registry = build_registry(config_from_mapping({}, base=tmp_path))
+    for kind, sensor in registry.items():
+        reads = type(sensor).new_data_frame is not Sensor.new_data_frame
+        assert KINDS[kind].preprocess is reads, (
+            f"harness/vocabulary.py KINDS[{kind.value}].preprocess should be {reads}"
+        )
+
+
 def test_the_kinds_with_a_range_reader_are_those_docs_list_as_readable() -> None:
     readable = {k.value for k in SensorSource if declaration_of(k).read_range is not None}
     section = (PROJECT_DIR / "docs" / "sources.md").read_text().split("## Reading the range in a job", 1)[1]

@@ -110,6 +110,15 @@ def _error_events(rows: Sequence[ControlRow], message: str) -> list[Event]:
     return [Event(EventType.CHECK_FAILED, row=row.key, watermark_before=row.watermark, message=message) for row in rows]
 
 
+def _row_error(row: ControlRow, message: str) -> str:
+    """A failure of one row's comparison (its partition_filter, its preprocess_query), named by its job as
+    well: the upstream itself was read, and its other rows go on."""
+    upstream = f"{row.label}: "
+    if message.startswith(upstream):
+        return f"{row.label} -> job {row.key.trigger_job_id}: {message[len(upstream) :]}"
+    return message
+
+
 class UpstreamCheck:
     """Reads one upstream once and compares it with each of its rows' watermarks (a partition trigger's
     row: with the partitions its filter names at the tick's time `at`)."""
@@ -131,8 +140,8 @@ class UpstreamCheck:
                 )
                 if isinstance(detection, NewData) and row.preprocess_query:
                     detection = self._preprocess(context, row, position, since, detection)
-            except HeartbeatError as exc:
-                events.extend(_error_events([row], str(exc)))
+            except HeartbeatError as exc:  # this row's own: its upstream was read, other rows of it go on
+                events.extend(_error_events([row], _row_error(row, str(exc))))
                 continue
             if isinstance(detection, NothingNew):
                 reasons[row.key.ref] = detection.reason

@@ -275,3 +275,28 @@ def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_
         rows[0].key.ref: "waiting for partition ds=2026-01-05 (no data yet)",
         rows[1].key.ref: "waiting for partition ds=2026-01-06 (no data yet)",
     }
+
+
+def test_a_rows_wrong_partition_column_is_its_own_failure_named_by_its_job(tmp_path: Path) -> None:
+    from harness.tick.sensing import sense
+    from tests.fixtures_sources import sensor_config
+
+    # GIVEN a table partitioned by ds, read by a row without a filter and one whose filter names dt
+    table = DailyTable(tmp_path / "orders")
+    table.write("2026-01-05", 1)
+    rows = [
+        sensed_row("delta_table", table.path, "plain"),
+        sensed_row("delta_table", table.path, "typo", partition_filter="dt={{ yesterday }}"),
+    ]
+    config = sensor_config(tmp_path)
+
+    # WHEN they are sensed in one check of the table
+    outcome = sense(rows, {SensorSource.DELTA_TABLE: table.sensor}, None, config, at=at_day(6))
+
+    # THEN the plain row has new data; the other's failure names its job, as the row's and not the table's
+    events = {e.row.trigger_job_id: e for e in outcome.events if e.row is not None}
+    assert events["plain"].event_type.value == "DATA_CHANGED"
+    assert events["typo"].event_type.value == "CHECK_FAILED"
+    assert (events["typo"].message or "").startswith(
+        f"{rows[1].label} -> job typo: partition_filter 'dt={{{{ yesterday }}}}' names dt, but the table is partitioned by ds"
+    )

@@ -23,12 +23,16 @@ def run(config: Config, command: list[str], **variables: Any) -> dbt_runner.DbtO
         if not details:
             raise
         raise DbtError(
-            f"dbt {command[0]} failed: " + "; ".join(f"{name}: {message}" for name, message in details)
+            f"dbt {command[0]} failed: "
+            + "; ".join(
+                message if message.startswith(f"{name}: ") else f"{name}: {message}" for name, message in details
+            )
         ) from exc
 
 
 def failed_nodes(config: Config) -> list[tuple[str, str]]:
-    """(node name, whole message without dbt's header line) of each failed node of the last command."""
+    """(node name, whole message without dbt's header line and its macro stack) of each failed node of the
+    last command (a refusal names its model itself)."""
     path = config.dbt_target_path / "run_results.json"
     if not path.exists():
         return []
@@ -38,6 +42,7 @@ def failed_nodes(config: Config) -> list[tuple[str, str]]:
             continue
         name = str(result.get("unique_id", "?")).rsplit(".", 1)[-1]
         lines = [line.strip() for line in str(result.get("message") or "").splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith(("> in macro ", "> called by "))]
         if len(lines) > 1 and lines[0].endswith(")") and " in " in lines[0]:
             lines = lines[1:]  # "Compilation Error in model x (models/x.sql)"
         out.append((name, " ".join(lines)))

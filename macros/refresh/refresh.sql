@@ -269,28 +269,45 @@
   {%- do heartbeat.heartbeat_refresh_fold(r) -%}
 {% endmacro %}
 
-{#- The model's columns differ from those <model>__batches keeps: refused while a batch is kept (its rows
-    have the old columns); once every batch is unloaded, the model's tables go (the views first, the
-    dataset, then <model>__batches: a run killed in between finds the same state and goes on) and this
-    batch loads as a first one. The metrics keep every batch's record. -#}
+{#- The model's columns, or their types, differ from those <model>__batches keeps. While a batch is kept,
+    other column names are refused (its rows have the old ones) and other types are for
+    heartbeat_refresh_check_types (widened, or refused). Once every batch is unloaded, the model's tables
+    go (the views first, the dataset, then <model>__batches: a run killed in between finds the same state
+    and goes on) and this batch loads as a first one, with its columns and types. The metrics keep every
+    batch's record. -#}
 {% macro heartbeat_refresh_renew_columns(r, state, given) %}
   {%- set kept = r.columns | map('lower') | list | sort -%}
   {%- set now = given | map(attribute='name') | map('lower') | list | sort -%}
-  {%- if kept == now -%}{{ return(none) }}{%- endif -%}
+  {%- set retyped = [] -%}
+  {%- for column in given if column.name | lower in r.types -%}
+    {%- if heartbeat.heartbeat_refresh_type_name(r.types[column.name | lower]) != heartbeat.heartbeat_refresh_type_name(column.dtype) -%}
+      {%- do retyped.append(column.name) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if kept == now and not retyped -%}{{ return(none) }}{%- endif -%}
   {%- set held = state.applied | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list + state.folded -%}
-  {%- if held or state.baseline -%}
+  {%- if not held and not state.baseline -%}
+    {{ log(r.model ~ ": no batch is kept, so its columns are this batch's (" ~ kept | join(', ') ~ ' -> ' ~ now | join(', ')
+           ~ (', other types: ' ~ retyped | join(', ') if retyped else '') ~ ')', info=true) }}
+    {%- for relation in [r.history, r.dataset_metrics, r.this.incorporate(type='table'), r.batches.incorporate(type='table')] -%}
+      {%- if heartbeat.heartbeat_refresh_exists(relation) -%}{%- do adapter.drop_relation(relation) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- do r.update({'dataset_exists': false, 'batches_exist': false}) -%}
+  {%- elif kept != now -%}
     {{ exceptions.raise_compiler_error(
         r.model ~ ": the model's columns changed (kept batches: " ~ kept | join(', ') ~ "; this batch: " ~ now | join(', ')
-        ~ "). Keep the columns, or unload every kept batch first ("
-        ~ ("python -m harness refresh unload --model " ~ r.model ~ " --batch B, for B in " ~ held | join(', ')
-           if held and not state.baseline else "some are folded into the baseline, which cannot be unloaded: drop the model's tables")
-        ~ "), then load this batch again") }}
+        ~ "). Keep the columns, or " ~ heartbeat.heartbeat_refresh_unload_all(r, state) ~ ", then load this batch again") }}
   {%- endif -%}
-  {{ log(r.model ~ ': no batch is kept, so the columns change (' ~ kept | join(', ') ~ ' -> ' ~ now | join(', ') ~ ')', info=true) }}
-  {%- for relation in [r.history, r.dataset_metrics, r.this.incorporate(type='table'), r.batches.incorporate(type='table')] -%}
-    {%- if heartbeat.heartbeat_refresh_exists(relation) -%}{%- do adapter.drop_relation(relation) -%}{%- endif -%}
-  {%- endfor -%}
-  {%- do r.update({'dataset_exists': false, 'batches_exist': false}) -%}
+{% endmacro %}
+
+{#- What to run to unload every kept batch (a baseline cannot be: then the model's tables are dropped). -#}
+{% macro heartbeat_refresh_unload_all(r, state) %}
+  {%- if state.baseline -%}
+    {{ return("drop the model's tables: some batches are folded into the baseline, which cannot be unloaded") }}
+  {%- endif -%}
+  {%- set held = state.applied | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list -%}
+  {{ return("unload every kept batch first (python -m harness refresh unload --model " ~ r.model ~ " --batch B, for B in "
+            ~ held | join(', ') ~ ")") }}
 {% endmacro %}
 
 {#- Phase 2 of the batch `seq`: the dataset from its precomputed rows, then its metrics row ('applied'). -#}

@@ -222,8 +222,9 @@
             r.model ~ ": batch " ~ r.batch_id ~ " refused in phase 1 (change capture), nothing was changed: the column " ~ column.name
             ~ " is " ~ kept ~ " in the kept batches and " ~ column.dtype ~ " in this batch; a " ~ column.dtype ~ " does not fit in "
             ~ kept ~ " without loss, and no type holds both. Cast " ~ column.name ~ " in the model to " ~ kept
-            ~ ", or, to change its type, unload the kept batches (python -m harness refresh unload --model " ~ r.model
-            ~ " --batch ...) and load them again") }}
+            ~ " if its values fit there (one that does not fails the cast or becomes null: check them first), or, to"
+            ~ " change its type, unload every kept batch (python -m harness refresh unload --model " ~ r.model
+            ~ " --batch B, for each batch `refresh status` lists as applied): then this batch loads with its own types") }}
       {%- endif -%}
       {%- if heartbeat.heartbeat_refresh_type_name(common) != heartbeat.heartbeat_refresh_type_name(kept) -%}
         {%- do widened.update({name: common}) -%}

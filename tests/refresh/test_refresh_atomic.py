@@ -188,7 +188,8 @@ def test_wrong_parameters_are_compilation_errors_naming_the_model_and_the_parame
             "bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate", batch="x"
         )
     message = str(raised.value)
-    assert "bad_missing_parameter: bad_missing_parameter: refresh parameter 'key_columns' is missing" in message
+    assert "bad_missing_parameter: refresh parameter 'key_columns' is missing" in message
+    assert "bad_missing_parameter: bad_missing_parameter" not in message and "> in macro" not in message
     assert "bad_unknown_parameter: refresh parameter 'sequence_column' is unknown for type key" in message
     assert (
         "bad_unknown_column: refresh parameter 'key_columns' names the column ident, which the model does not "

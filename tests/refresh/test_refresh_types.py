@@ -10,7 +10,7 @@ expected tables:
   unload   b2 unloaded (`python -m harness refresh unload`), then loaded again, out of order
   reset    new parameters refuse the next batch until `python -m harness refresh reset` applies them
   logins   key_logins: a timestamp moved by microseconds within its millisecond is C; a new column is
-           refused while batches are kept, and loads once they are unloaded
+           refused while batches are kept, and loads once they are unloaded; so do other types
   types    key_amounts: b2 widens an int to double and a decimal to a longer one, b3 is int again, b5's
            text amount is refused; a reset reads the widened batches
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
@@ -374,6 +374,12 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         key_logins=["user_id", "last_login", "device", "s_batch_id"],
         metrics=("key_logins",),
     )
+    # then its types change (no type holds a timestamp and a text): loaded once c1 is unloaded
+    assert cli(config_file, "unload", "--model", "key_logins", "--batch", "c1", "--project-dir", str(EXAMPLES_DIR)) == 0
+    as_text = {"key_logins": "user_id bigint, last_login string, device string"}
+    project.load({"key_logins": [(2, "yesterday", "tablet")]}, batch="c2", schemas=as_text)
+    t.snapshot("types renewed", key_logins=["user_id", "last_login", "device", "s_batch_id"], metrics=("key_logins",))
+    t.points["types renewed"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_logins").dtypes)
     yield t
 
 
@@ -475,6 +481,10 @@ def test_the_columns_change_once_every_kept_batch_is_unloaded(timeline: Timeline
     ]
     assert timeline.metric("columns renewed", "key_logins", "c1", "status", "records_n") == ("applied", 1)
     assert timeline.metric("columns renewed", "key_logins", "b2", "status") == ("unloaded",)
+    # AND once that batch is unloaded too, a batch with other types loads with its own
+    assert timeline.rows("types renewed", "key_logins") == [(2, "yesterday", "tablet", "c2")]
+    types = timeline.points["types renewed"]["types"]
+    assert (types["user_id"], types["last_login"]) == ("bigint", "string")
 
 
 # --- timestamp and sequence ----------------------------------------------------------------------------

@@ -75,7 +75,10 @@ def run_action(
 
     outcome = run(config, ["run", "--select", model], **(variables or {}), heartbeat_refresh=request)
     if outcome.nodes == 0:
-        raise RefreshError(f"no model {model} in the dbt project {config.project_dir}")
+        raise RefreshError(
+            f"no model {model} in the dbt project {config.project_dir}; a model of another project (one that "
+            "installs Heartbeat as a package) needs --project-dir <that project>"
+        )
     from harness.platform.spark import get_spark
 
     if not get_spark(config).catalog.tableExists(config.table(model + METRICS_SUFFIX)):

@@ -188,7 +188,8 @@
   {%- if state.applied and (state.applied | last).refresh_params != r.params_json -%}
     {{ exceptions.raise_compiler_error(
         r.model ~ ": the refresh parameters changed since the last batch (" ~ (state.applied | last).refresh_params ~ " -> "
-        ~ r.params_json ~ "); recompute the dataset from the kept batches first: python -m harness refresh reset --model " ~ r.model) }}
+        ~ r.params_json ~ "); recompute the dataset from the kept batches first: python -m harness refresh reset --model " ~ r.model
+        ~ (" --project-dir <this project>" if project_name != 'heartbeat' else '') ~ " (with --vars, when this run sets vars)") }}
   {%- endif -%}
 {% endmacro %}
 

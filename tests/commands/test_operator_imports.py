@@ -131,7 +131,7 @@ def test_a_cron_tick_loads_the_sql_parser_only_to_check_a_preprocess_query(tmp_p
     with csv_path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
         writer.writeheader()
-        writer.writerow(control_row("trigger_file", "landed", "job", preprocess_query="select * from sensor_new_data"))
+        writer.writerow(control_row("kafka", "orders", "job", preprocess_query="select * from sensor_new_data"))
     script = (
         "import sys\n"
         "from pathlib import Path\n"

@@ -220,10 +220,14 @@ def test_validate_command_exits_non_zero_on_a_bad_file_and_touches_nothing(tmp_p
 
 BAD_FILES = {
     "?upstream_key without an upstream_key": control_row(
-        "trigger_file", "in", "j", preprocess_query=("SELECT * FROM sensor_new_data WHERE ?upstream_key > 0")
+        "kafka", "in", "j", preprocess_query=("SELECT * FROM sensor_new_data WHERE ?upstream_key > 0")
     ),
-    "two statements": control_row("trigger_file", "in", "j", preprocess_query="SELECT 1; DROP TABLE x"),
-    "not a query": control_row("trigger_file", "in", "j", preprocess_query="DELETE FROM sensor_new_data"),
+    "two statements": control_row("kafka", "in", "j", preprocess_query="SELECT 1; DROP TABLE x"),
+    "not a query": control_row("kafka", "in", "j", preprocess_query="DELETE FROM sensor_new_data"),
+    "a preprocess_query on a kind that takes none": control_row(
+        "trigger_file", "in", "j", preprocess_query="SELECT * FROM sensor_new_data"
+    ),
+    "a jdbc row without its upstream_key": control_row("jdbc", "sales.orders", "j"),
     "an unknown source": control_row("trigger_fil", "in", "j"),
     "a duplicate key": control_row("trigger_file", "ok", "j"),
 }

@@ -295,20 +295,13 @@
     {%- endfor -%}
     {%- do r.update({'dataset_exists': false, 'batches_exist': false}) -%}
   {%- elif kept != now -%}
+    {%- set unload = "drop the model's tables: some batches are folded into the baseline, which cannot be unloaded"
+          if state.baseline else "unload every kept batch first (python -m harness refresh unload --model " ~ r.model
+          ~ " --batch B, for B in " ~ held | join(', ') ~ ")" -%}
     {{ exceptions.raise_compiler_error(
         r.model ~ ": the model's columns changed (kept batches: " ~ kept | join(', ') ~ "; this batch: " ~ now | join(', ')
-        ~ "). Keep the columns, or " ~ heartbeat.heartbeat_refresh_unload_all(r, state) ~ ", then load this batch again") }}
+        ~ "). Keep the columns, or " ~ unload ~ ", then load this batch again") }}
   {%- endif -%}
-{% endmacro %}
-
-{#- What to run to unload every kept batch (a baseline cannot be: then the model's tables are dropped). -#}
-{% macro heartbeat_refresh_unload_all(r, state) %}
-  {%- if state.baseline -%}
-    {{ return("drop the model's tables: some batches are folded into the baseline, which cannot be unloaded") }}
-  {%- endif -%}
-  {%- set held = state.applied | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list -%}
-  {{ return("unload every kept batch first (python -m harness refresh unload --model " ~ r.model ~ " --batch B, for B in "
-            ~ held | join(', ') ~ ")") }}
 {% endmacro %}
 
 {#- Phase 2 of the batch `seq`: the dataset from its precomputed rows, then its metrics row ('applied'). -#}

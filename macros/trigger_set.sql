@@ -226,11 +226,7 @@ decided as (
             when n_in_progress > 0 then 'a run is in progress'
             when n_failed > 0 then concat(
                 'last run failed', coalesce(concat(': ', nullif(failure_messages, '')), ''),
-                '; resumes after a successful run or `python -m harness complete --job-id ',
-                -- the id shell-quoted when it holds more than [A-Za-z0-9_.-] (chr(39): a quote, chr(92): a backslash)
-                case when trigger_job_id rlike '^[A-Za-z0-9_.-]+$' then trigger_job_id
-                    else concat(chr(39), replace(trigger_job_id, chr(39), concat(chr(39), chr(92), chr(39), chr(39))), chr(39)) end,
-                '`')
+                '; resumes after a successful run, ', {{ heartbeat_failed_job_commands('trigger_job_id') }})
             when n_hard_paused > 0 then concat('hard dependency PAUSED: ', hard_paused_labels)
             when is_start_refused and {{ now }} < retry_start_after then concat(
                 'start refused at ', {{ refused_at }}, ': ', last_start_refusal,

@@ -213,10 +213,11 @@ def failed_check_lines(last: dict[str, Any]) -> list[str]:
     """The last tick's failed upstream checks, each in its own words (the upstream, the cause, what to
     check); a health record written before they were kept gives their count."""
     messages = list(last.get("failed_checks") or [])
-    where = "`events --type CHECK_FAILED --since 1h` has each"
-    if not messages:
+    if not messages:  # a failure is recorded when it begins, however long ago: look back a month
         count = int(last.get("check_errors") or 0)
+        where = "`events --type CHECK_FAILED --since 30d` has each"
         return [f"WARNING: {count} upstream check(s) failed in the last tick ({where})"] if count else []
+    where = "`status --json` lists each, in health.last_tick.failed_checks"
     count = int(last.get("failed_check_count") or len(messages))
     checks = f"{count} upstream checks" if count > 1 else "1 upstream check"
     lines = [f"WARNING: {checks} failed in the last tick (their rows see no new data until a check succeeds):"]

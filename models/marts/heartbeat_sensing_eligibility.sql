@@ -50,11 +50,7 @@ evaluated as (
             when sensor_source not in ({{ "'" ~ var('heartbeat_source_kinds') | join("', '") ~ "'" }})
                 then concat('no sensor for source ', sensor_source)
             when is_job_failed
-                then concat('job ', trigger_job_id, ' FAILED: waiting for a successful run or `python -m harness complete --job-id ',
-                    -- the id shell-quoted when it holds more than [A-Za-z0-9_.-] (chr(39): a quote, chr(92): a backslash)
-                    case when trigger_job_id rlike '^[A-Za-z0-9_.-]+$' then trigger_job_id
-                        else concat(chr(39), replace(trigger_job_id, chr(39), concat(chr(39), chr(92), chr(39), chr(39))), chr(39)) end,
-                    '`')
+                then concat('job ', trigger_job_id, ' FAILED: waiting for a successful run, ', {{ heartbeat_failed_job_commands('trigger_job_id') }})
             when status = 'NEW_EVENT_AVAILABLE' and has_time_condition
                 then 'new data detected: sensed on while the job waits for its time conditions'
             when status = 'NEW_EVENT_AVAILABLE' then 'new data already detected: waiting for the job to start'

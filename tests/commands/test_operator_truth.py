@@ -819,10 +819,24 @@ def test_the_failed_checks_of_the_last_tick_are_in_the_top_lines_in_their_own_wo
     ]
 
 
+def test_more_failed_checks_than_the_top_lines_show_are_each_in_status_json(tmp_path: Path) -> None:
+    # GIVEN a tick whose checks of more upstreams failed than the top lines list (outages of any age)
+    down = [f"jdbc:sales.t{i}: cannot query default: Connection to 127.0.0.1:1 refused." for i in range(8)]
+    health = ticked(tmp_path, TickReport("t1", check_errors=8, failed_checks=down))
+    # WHEN status renders as text and as JSON
+    text = status.render(snapshot(row("j")), health, None, now=T0)
+    body = json.loads(status.render_json(snapshot(row("j")), health, None, now=T0))
+    # THEN the text names where the rest are, and that place has every one
+    more = "    ... and 3 more (`status --json` lists each, in health.last_tick.failed_checks)"
+    assert more in text.splitlines() and down[5] not in text
+    assert body["health"]["last_tick"]["failed_checks"] == down
+
+
 def test_a_health_record_without_the_checks_messages_gives_their_count(tmp_path: Path) -> None:
     health = {"last_tick": {"check_errors": 2}, "failures_in_a_row": 0}
-    assert "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED" in status.render(
-        snapshot(row("j")), health, None, now=T0
+    assert (
+        "WARNING: 2 upstream check(s) failed in the last tick (`events --type CHECK_FAILED --since 30d`"
+        in status.render(snapshot(row("j")), health, None, now=T0)
     )
 
 

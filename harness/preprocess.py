@@ -25,6 +25,31 @@ _FORBIDDEN = (
 )
 
 
+# Functions whose value is not the new data's alone (the time, randomness, the session, the file read):
+# sqlglot's expression classes, and the names it leaves as anonymous functions.
+_NOT_OF_THE_DATA = (
+    "CurrentDate",
+    "CurrentTimestamp",
+    "CurrentTime",
+    "CurrentDatetime",
+    "CurrentTimezone",
+    "CurrentUser",
+    "CurrentSchema",
+    "CurrentCatalog",
+    "Localtimestamp",
+    "Localtime",
+    "Rand",
+    "Randn",
+    "Uuid",
+    "Shuffle",
+)
+_ANONYMOUS_NOT_OF_THE_DATA = re.compile(
+    r"^(now|curdate|curtime|current_\w*|localtime\w*|unix_timestamp|rand\w*|uuid|shuffle|"
+    r"monotonically_increasing_id|spark_partition_id|input_file_\w*|session_user|user)$",
+    re.IGNORECASE,
+)
+
+
 def quote_identifier(name: str) -> str:
     """Quote a column name for Spark SQL: backticks, with embedded backticks doubled."""
     return "`" + name.replace("`", "``") + "`"
@@ -81,3 +106,31 @@ def as_written(message: str) -> str:
     return _POSITION.sub(
         lambda m: f"line {int(m.group(1)) - 1} pos {m.group(2)}" if int(m.group(1)) > 1 else m.group(0), message
     )
+
+
+def of_new_data_alone(query: str) -> bool:
+    """Whether the query's result is a function of `sensor_new_data` alone: it reads no other table and
+    calls no function of the time, of chance or of the session. Such a query that returned no row over
+    some new data returns none over the same data again, so a tick need not run it again (sensing keeps
+    what it ran it over); any other query, or one sqlglot cannot read, is run at every tick."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    try:
+        statement = sqlglot.parse_one(query.replace(PLACEHOLDER, "`__upstream_key__`"), read="spark")
+    except ParseError:
+        return False
+    named = {cte.alias_or_name.lower() for cte in statement.find_all(exp.CTE)} | {"sensor_new_data"}
+    for table in statement.find_all(exp.Table):
+        if table.args.get("db") or table.args.get("catalog") or table.name.lower() not in named:
+            return False
+    if any(statement.find_all(exp.TableSample)):
+        return False
+    banned = tuple(getattr(exp, name) for name in _NOT_OF_THE_DATA if hasattr(exp, name))
+    for node in statement.find_all(exp.Func):
+        if isinstance(node, banned):
+            return False
+        if isinstance(node, exp.Anonymous) and _ANONYMOUS_NOT_OF_THE_DATA.match(node.name):
+            return False
+    return True

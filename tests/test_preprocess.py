@@ -6,7 +6,7 @@ import pytest
 import sqlglot
 
 from harness.errors import PreprocessQueryError
-from harness.preprocess import as_written, check_query, over_view, render
+from harness.preprocess import as_written, check_query, of_new_data_alone, over_view, render
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,40 @@ def test_spark_positions_are_counted_in_the_query_as_written() -> None:
     message = "[UNRESOLVED_COLUMN] `no_such_col` cannot be resolved. SQLSTATE: 42703; line 3 pos 27;"
     assert as_written(message).endswith("; line 2 pos 27;")
     assert as_written("line 1 pos 5") == "line 1 pos 5"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM sensor_new_data WHERE cast(value AS string) LIKE '%done%'",
+        "SELECT 1 FROM sensor_new_data WHERE ?upstream_key > 5",
+        "WITH marked AS (SELECT * FROM sensor_new_data WHERE flag) SELECT * FROM marked",
+        "SELECT * FROM sensor_new_data WHERE get_json_object(cast(value AS string), '$.state') = 'done'",
+        "SELECT * FROM sensor_new_data WHERE to_date(timestamp) = DATE'2026-01-01'",
+    ],
+)
+def test_a_query_of_the_new_data_alone_is_known_as_such(query: str) -> None:
+    # a query that returned no row over some new data returns none over it again: not run twice
+    assert of_new_data_alone(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM sensor_new_data WHERE to_date(timestamp) = current_date()",
+        "SELECT * FROM sensor_new_data WHERE timestamp > now() - INTERVAL 1 HOUR",
+        "SELECT * FROM sensor_new_data WHERE unix_timestamp() - unix_timestamp(timestamp) < 60",
+        "SELECT * FROM sensor_new_data WHERE ts > date_sub(curdate(), 1)",
+        "SELECT * FROM sensor_new_data WHERE rand() < 0.1",
+        "SELECT * FROM sensor_new_data TABLESAMPLE (10 PERCENT)",
+        "SELECT monotonically_increasing_id() AS n FROM sensor_new_data",
+        "SELECT * FROM sensor_new_data WHERE current_user() = 'etl'",
+        "SELECT * FROM sensor_new_data n JOIN sales.calendar c ON n.day = c.day",
+        "SELECT * FROM sensor_new_data WHERE id IN (SELECT id FROM approved)",
+        "SELECT * FROM default.sensor_new_data",
+        "SELECT * FROM (",
+    ],
+)
+def test_a_query_of_the_time_chance_or_another_table_is_not_of_the_new_data_alone(query: str) -> None:
+    # its result may change while the new data does not: every tick runs it again
+    assert not of_new_data_alone(query)

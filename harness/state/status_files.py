@@ -93,13 +93,12 @@ def read_json(path: Path) -> dict[str, Any] | None:
         ) from None
 
 
-def record_waiting(state_dir: Path, reasons: dict[str, str]) -> None:
+def record_waiting(state_dir: Path, reasons: dict[str, str], filtered: dict[str, str] | None = None) -> None:
     """Why each row sensed this tick has nothing new (`waiting for partition ds=... (no data yet)`), by row
-    (RowKey.ref): two rows of one table each keep their own reason."""
-    write_atomic(
-        StateLayout(state_dir).waiting,
-        json.dumps({"sensed_at": datetime.now(timezone.utc).isoformat(), "rows": reasons}),
-    )
+    (RowKey.ref): two rows of one table each keep their own reason. `filtered`: the new data each row's
+    preprocess_query returned no row over (harness.tick.sensing.filtered_key), for the next tick."""
+    body = {"sensed_at": datetime.now(timezone.utc).isoformat(), "rows": reasons, "filtered": filtered or {}}
+    write_atomic(StateLayout(state_dir).waiting, json.dumps(body))
 
 
 def read_json_or_none(path: Path) -> dict[str, Any] | None:
@@ -112,6 +111,12 @@ def read_json_or_none(path: Path) -> dict[str, Any] | None:
 
 def waiting_reasons(state_dir: Path) -> dict[str, str]:
     return ((read_json_or_none(StateLayout(state_dir).waiting) or {}).get("rows")) or {}
+
+
+def filtered_before(state_dir: Path) -> dict[str, str]:
+    """What the last tick's preprocess_queries returned no row over, by row (record_waiting): a cache, so a
+    file missing or cut short only makes the next tick run the queries again."""
+    return ((read_json_or_none(StateLayout(state_dir).waiting) or {}).get("filtered")) or {}
 
 
 @dataclass(frozen=True)

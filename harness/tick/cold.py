@@ -29,7 +29,13 @@ from harness.errors import ControlsError
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.state.event_log import now
-from harness.state.status_files import last_failed_checks, read_json, record_waiting, write_snapshot_body
+from harness.state.status_files import (
+    filtered_before,
+    last_failed_checks,
+    read_json,
+    record_waiting,
+    write_snapshot_body,
+)
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id, still_refused
@@ -129,7 +135,14 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
         at = now()
-        outcome = sense(sensed, build_registry(config, kinds), None, config, at=at)
+        outcome = sense(
+            sensed,
+            build_registry(config, kinds),
+            None,
+            config,
+            at=at,
+            filtered_before=filtered_before(config.state_dir),
+        )
         look = FirstLook({r.key: r for r in sensed}, outcome, at)
         recorded = to_record(outcome, sensed, last_failed_checks(config.state_dir))
         if recorded:
@@ -138,7 +151,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
                 f"{outcome.new_data} rows with new data, {failed} checks to record or to read through Spark",
                 look=look,
             )
-        record_waiting(config.state_dir, outcome.nothing_new)
+        record_waiting(config.state_dir, outcome.nothing_new, outcome.filtered)
         report.upstreams_checked, report.check_errors = outcome.upstreams, outcome.errors
         report.failed_checks = outcome.failed_checks  # failing as in the last tick, and recorded then
         for message in report.failed_checks:

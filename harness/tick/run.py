@@ -36,7 +36,7 @@ from harness.faults import crash_point, tick_started
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
-from harness.state.status_files import last_failed_checks, record_tick, record_waiting, write_snapshot
+from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, publications, retention
 from harness.tick.freshness import freshness_events
@@ -244,10 +244,12 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
 
     with Step(report, "sense") as step:
         rows = runtime.tables.sensed_rows()
-        sensed, looked = sense_once(rows, look, runtime.sensors, runtime.spark, config)
+        sensed, looked = sense_once(
+            rows, look, runtime.sensors, runtime.spark, config, filtered_before(config.state_dir)
+        )
         recorded = to_record(sensed, rows, last_failed_checks(config.state_dir))
         runtime.events.append(recorded)
-        record_waiting(config.state_dir, sensed.nothing_new)
+        record_waiting(config.state_dir, sensed.nothing_new, sensed.filtered)
         crash_point("tick:sensed")
         report.upstreams_checked, report.new_data, report.check_errors = (
             sensed.upstreams,

@@ -9,6 +9,7 @@ is ignored.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -27,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from harness.config import Config, SensingSettings
 from harness.errors import HeartbeatError, SensorError
 from harness.partition_filter import parse_filter, parse_tags
-from harness.preprocess import as_written, over_view, render
+from harness.preprocess import as_written, of_new_data_alone, over_view, render
 from harness.redact import redact
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
@@ -46,6 +47,8 @@ class SensingOutcome:
     new_data: int = 0
     errors: int = 0
     nothing_new: dict[str, str] = field(default_factory=dict)  # row (RowKey.ref) -> why it waits
+    # row (RowKey.ref) -> the new data its preprocess_query returned no row over (`filtered_key`)
+    filtered: dict[str, str] = field(default_factory=dict)
 
     def count(self) -> SensingOutcome:
         """`new_data` and `errors` counted from the events (rows, not upstreams)."""
@@ -119,14 +122,34 @@ def _row_error(row: ControlRow, message: str) -> str:
     return message
 
 
+CheckResult = tuple[list[Event], dict[str, str], dict[str, str]]  # events, nothing-new reasons, filtered
+
+
+def filtered_key(row: ControlRow, query: str, detection: NewData) -> str:
+    """The new data a row's preprocess_query runs over, and the query: the row's watermark, the position
+    found and the rendered query, as one digest."""
+    text = json.dumps([row.watermark, dumps(detection.watermark), query])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class UpstreamCheck:
     """Reads one upstream once and compares it with each of its rows' watermarks (a partition trigger's
-    row: with the partitions its filter names at the tick's time `at`)."""
+    row: with the partitions its filter names at the tick's time `at`). `filtered_before`: the new data
+    each row's preprocess_query returned no row over in the last tick (`filtered_key`)."""
 
-    def __init__(self, sensor: Sensor[Any], upstream: Upstream, rows: Sequence[ControlRow], at: datetime):
+    def __init__(
+        self,
+        sensor: Sensor[Any],
+        upstream: Upstream,
+        rows: Sequence[ControlRow],
+        at: datetime,
+        filtered_before: Mapping[str, str] | None = None,
+    ):
         self.sensor, self.upstream, self.rows, self.at = sensor, upstream, rows, at
+        self.filtered_before = filtered_before or {}
+        self.filtered: dict[str, str] = {}
 
-    def run(self, context: CheckContext) -> tuple[list[Event], dict[str, str]]:
+    def run(self, context: CheckContext) -> CheckResult:
         position = self.sensor.read_position(context, self.upstream)
         events: list[Event] = []
         reasons: dict[str, str] = {}
@@ -160,7 +183,7 @@ class UpstreamCheck:
                     details=details,
                 )
             )
-        return events, reasons
+        return events, reasons, self.filtered
 
     def _partition_trigger(self, row: ControlRow, position: Position, since: Watermark | None) -> Detection:
         if not isinstance(position, PartitionedPosition):
@@ -175,14 +198,20 @@ class UpstreamCheck:
         self, context: CheckContext, row: ControlRow, position: Position, since: Watermark | None, detection: NewData
     ) -> Detection:
         named = f"{row.label} -> job {row.key.trigger_job_id}: preprocess_query"  # the row's, not its upstream's
+        query = render(row.preprocess_query or "", row.upstream_key)
+        over = filtered_key(row, query, detection) if of_new_data_alone(query) else None
+        if over is not None and self.filtered_before.get(row.key.ref) == over:
+            self.filtered[row.key.ref] = over
+            return NothingNew("new data found, but preprocess_query returned no row (the same data as the last tick's)")
         if context.spark is None:
             raise SensorError(f"{named} needs Spark")
-        query = render(row.preprocess_query or "", row.upstream_key)
         if context.expired:
             raise context.timed_out(self.upstream.label)
         with closing(self.sensor.new_data_pages(context, self.upstream, position, since)) as pages:
             if any(self._matches(context, named, query, page) for page in pages):
                 return detection
+        if over is not None:
+            self.filtered[row.key.ref] = over
         return NothingNew("new data found, but preprocess_query returned no row")
 
     def _matches(self, context: CheckContext, named: str, query: str, frame: DataFrame) -> bool:
@@ -211,10 +240,13 @@ def sense(
     config: Config,
     clock: Callable[[], float] = time.monotonic,
     at: datetime | None = None,
+    filtered_before: Mapping[str, str] | None = None,
 ) -> SensingOutcome:
     """Check every distinct upstream of `rows` once; return the events to append. Only `config.settings.sensing`
     is read: each sensor has its own settings since the registry was built. `at` is the tick's time,
-    which partition filters are relative to (default: now)."""
+    which partition filters are relative to (default: now). `filtered_before`: the new data each row's
+    preprocess_query returned no row over in the last tick (status_files.filtered_before); such a query
+    of the new data alone is not run again over the same data."""
     outcome = SensingOutcome()
     at = at or now()  # one time for every row of the tick
     groups: dict[Upstream, list[ControlRow]] = defaultdict(list)
@@ -230,14 +262,15 @@ def sense(
         if sensor is None:
             outcome.events.extend(_error_events(group, f"{upstream.label}: no sensor for {upstream.kind.value}"))
             continue
-        checks.append(UpstreamCheck(sensor, upstream, group, at))
+        checks.append(UpstreamCheck(sensor, upstream, group, at, filtered_before))
     for check, result in _run_bounded(checks, spark, config.settings.sensing, clock):
         if isinstance(result, BaseException):
             outcome.events.extend(_error_events(check.rows, _describe(check.upstream, result)))
             continue
-        events, reasons = result
+        events, reasons, filtered = result
         outcome.events.extend(events)
         outcome.nothing_new.update(reasons)
+        outcome.filtered.update(filtered)
     return outcome.count()
 
 
@@ -271,20 +304,24 @@ def sense_once(
     registry: Mapping[SensorSource, Sensor[Any]],
     spark: SparkSession | None,
     config: Config,
+    filtered_before: Mapping[str, str] | None = None,
 ) -> tuple[SensingOutcome, int]:
     """`sense`, in a tick that goes on from a cold tick's first look: the look's checks of the rows it
     left as they were are taken, the other rows are checked, at the look's time. So a busy cron tick
     checks each upstream once, as a warm tick does. Returns the outcome and how many rows' checks were
     the look's."""
     if look is None:
-        return sense(rows, registry, spark, config), 0
+        return sense(rows, registry, spark, config, filtered_before=filtered_before), 0
     kept = look.still_holds(rows)
-    rest = sense([r for r in rows if r.key not in kept], registry, spark, config, at=look.at)
+    rest = sense(
+        [r for r in rows if r.key not in kept], registry, spark, config, at=look.at, filtered_before=filtered_before
+    )
     refs = {key.ref for key in kept}
     outcome = SensingOutcome(
         events=[e for e in look.outcome.events if e.row in kept] + rest.events,
         upstreams=len(_upstreams(rows)),
         nothing_new={ref: why for ref, why in look.outcome.nothing_new.items() if ref in refs} | rest.nothing_new,
+        filtered={ref: over for ref, over in look.outcome.filtered.items() if ref in refs} | rest.filtered,
     )
     return outcome.count(), len(kept)
 
@@ -294,9 +331,6 @@ def _describe(upstream: Upstream, exc: BaseException) -> str:
         return str(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{upstream.label}: {type(exc).__name__}: {text}".rstrip(": ")
-
-
-CheckResult = tuple[list[Event], dict[str, str]]
 
 
 def _run_bounded(

@@ -33,7 +33,8 @@ from harness.tick.run import run_cold_tick
 from harness.tick.sensing import sense_once
 from harness.tick.steps import TickReport
 from harness.vocabulary import RowKey, SensorSource, dumps
-from tests.support import SESSION_SEEDS, HeartbeatHarness, LogCounters, spy_on_reads
+from tests.kafka_mock import MockKafka
+from tests.support import SESSION_SEEDS, HeartbeatHarness, LogCounters, control_row, spy_on_reads
 
 CSV_HEADER = (
     "sensor_source,sensor_id,sensor_read_type,asset_description,upstream_key,preprocess_query,"
@@ -460,6 +461,48 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     assert run_cold_tick(heartbeat.config, open_runtime).runs_succeeded == 1
     assert heartbeat.job_status("j") == {"COMPLETED"}
     assert run_cold_tick(heartbeat.config, open_runtime).error is None and opened == ["spark", "spark"]
+
+
+@pytest.mark.scenario
+def test_a_preprocess_query_that_kept_nothing_is_not_run_again_over_the_same_data(
+    heartbeat: HeartbeatHarness, kafka: MockKafka
+) -> None:
+    # GIVEN a topic whose messages a row's preprocess_query drops (it waits for the marker `done`), and a
+    # first tick that ran the query over them
+    kafka.produce("cold_marker", "row 1", "row 2")
+    heartbeat.with_sections(kafka={"bootstrap_servers": kafka.bootstrap_servers})
+    marker = "SELECT * FROM sensor_new_data WHERE cast(value AS string) = 'done'"
+    heartbeat.write_controls([control_row("kafka", "cold_marker", "j", preprocess_query=marker)])
+    heartbeat.define_jobs("j")
+    assert heartbeat.tick().new_data == 0
+    opened: list[str] = []
+
+    def open_runtime() -> Any:
+        opened.append("spark")
+        return heartbeat.runtime()
+
+    def cold_tick() -> TickReport:
+        report = run_cold_tick(heartbeat.config, open_runtime)
+        assert report.error is None, report.error
+        return report
+
+    # WHEN cron ticks with no new message, THEN the tick stays cold: the query is not run again
+    cold_tick()
+    assert opened == []
+    # WHEN a message the query drops lands, THEN a tick runs it over the new data, and the next is cold again
+    kafka.produce("cold_marker", "row 3")
+    assert cold_tick().started == [] and opened == ["spark"]
+    cold_tick()
+    assert opened == ["spark"]
+    # WHEN the marker lands, THEN the job starts, and after its run the ticks are cold again
+    kafka.produce("cold_marker", "done")
+    assert cold_tick().started == ["j"]
+    heartbeat.wait_for_runs()
+    assert cold_tick().runs_succeeded == 1 and len(opened) == 3
+    kafka.produce("cold_marker", "row 4")
+    cold_tick()
+    cold_tick()
+    assert len(opened) == 4 and heartbeat.job_status("j") == {"COMPLETED"}
 
 
 @pytest.mark.scenario

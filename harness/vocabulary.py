@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, Mapping
 
 
 class SensorSource(str, Enum):
@@ -187,5 +187,11 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         max_range=r.get("max_range"),
         range_end_watermark=r.get("range_end_watermark"),
         last_error=r.get("last_error"),
-        run_ended_at=utc(r.get("run_ended_at") or r.get("job_end_timestamp")),
+        run_ended_at=utc(latest_run_end(r)),
     )
+
+
+def latest_run_end(r: Mapping[str, Any]) -> Any:
+    """When a row's latest ended run ended, as the row holds it: the backend's time (run_ended_at), else the
+    time a tick recorded the end (job_end_timestamp)."""
+    return r.get("run_ended_at") or r.get("job_end_timestamp")

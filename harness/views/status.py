@@ -12,7 +12,7 @@ from typing import Any, Collection, Sequence
 
 from harness.durations import in_words
 from harness.views.watermarks import describe, fit, when
-from harness.vocabulary import JobState, RowKey, Status, upstream_label
+from harness.vocabulary import JobState, RowKey, Status, latest_run_end, upstream_label
 
 LABEL_WIDTH = 48
 # The statuses as the snapshot writes them (an enum member's `.value` is looked up anew at each use: 10,000
@@ -251,7 +251,7 @@ def _run_bounds(r: dict[str, Any]) -> tuple[Any, Any]:
     backend says it ended (run_ended_at; the time a tick recorded the end only when the backend did not say)."""
     return (
         r.get("run_started_timestamp") or r.get("job_start_timestamp"),
-        r.get("run_ended_at") or r.get("job_end_timestamp"),
+        latest_run_end(r),
     )
 
 

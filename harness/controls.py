@@ -102,6 +102,11 @@ class ControlSpec:
     max_range: int | None = None  # the most steps (files, versions, detections) one run is handed
 
 
+def row_name(line: int, sensor_source: str, sensor_id: str, trigger_job_id: str) -> str:
+    """How a message names a row of the file: `line 3 (jdbc 'sales: public.orders' -> job daily)`."""
+    return f"line {line} ({sensor_source or '?'} {sensor_id!r} -> job {trigger_job_id or '?'})"
+
+
 def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -320,8 +325,7 @@ def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
             )
         seen.setdefault(key, line)
         if problems:
-            where = f"{key[0] or '?'} {key[1]!r} -> job {key[2] or '?'}"
-            errors.extend(f"line {line} ({where}): {p}" for p in problems)
+            errors.extend(f"{row_name(line, *key)}: {p}" for p in problems)
             continue
         specs.append(
             ControlSpec(

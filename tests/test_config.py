@@ -140,7 +140,10 @@ def test_validate_checks_the_configuration_as_well_as_the_controls_csv(
     bad = write_config(tmp_path / "heartbeat.yml", "sensing:\n  check_timeout_secnds: 5\n")
     assert cli.main(["--config", str(bad), "validate"]) == 2
     assert "did you mean 'check_timeout_seconds'?" in capsys.readouterr().err
-    good = write_config(tmp_path / "heartbeat.yml", "sensing:\n  check_timeout_seconds: 5\n")
+    # (the project's CSV has unpaused trigger_file rows: without a trigger root every check of them fails)
+    good = write_config(
+        tmp_path / "heartbeat.yml", f"sensing:\n  check_timeout_seconds: 5\ntrigger_file:\n  root: {tmp_path}\n"
+    )
     assert cli.main(["--config", str(good), "validate"]) == 0
     out = capsys.readouterr().out
     assert f"{good}: OK" in out and "heartbeat_controls.csv: OK" in out
@@ -158,7 +161,9 @@ def test_validate_refuses_a_second_controls_csv_in_the_seed_folder_which_would_s
         "trigger_job_id,trigger_job_name,job_state,dependency_flag\ntrigger_file,a,batch,,,,j,,UNPAUSED,TRUE\n"
     )
     (seeds / "backup" / "heartbeat_controls.csv").write_text(csv.read_text())
-    config = write_config(tmp_path / "heartbeat.yml", f"project_dir: {tmp_path}\ncontrols_csv: {csv}\n")
+    config = write_config(
+        tmp_path / "heartbeat.yml", f"project_dir: {tmp_path}\ncontrols_csv: {csv}\ntrigger_file:\n  root: {tmp_path}\n"
+    )
     # WHEN validate runs, THEN it fails naming the copy and what to do (dbt would see two seeds of one name)
     assert cli.main(["--config", str(config), "validate"]) == 2
     err = capsys.readouterr().err

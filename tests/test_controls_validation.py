@@ -207,7 +207,7 @@ def test_validate_command_exits_non_zero_on_a_bad_file_and_touches_nothing(tmp_p
     assert result.returncode == 2
     assert "line 2" in result.stderr and "unknown job_state '?'" in result.stderr
     assert not state.exists()
-    good = write(tmp_path / "g.csv", [control_row("kafka", "t", "j")])
+    good = write(tmp_path / "g.csv", [control_row("published", "t", "j")])  # a kind that needs no heartbeat.yml
     ok = subprocess.run(
         [sys.executable, "-m", "harness", "validate", str(good)],
         capture_output=True,

@@ -9,7 +9,7 @@ report     write the timeline page (HTML) into the state folder
 complete   mark a job's latest run successful (the "update status" step a job can run last)
 retry      hand a FAILED job's range to its next run (no manual backfill)
 publish    register a change of a table (rows with sensor_source `published` trigger on it)
-validate   check the controls CSV without touching any table
+validate   check heartbeat.yml, the controls CSV and its rows against heartbeat.yml, touching no table
 seed       load the controls CSV now (a running heartbeat applies it at its next tick)
 docs       generate the dbt docs site (the rules, in words) into the state folder
 """
@@ -287,17 +287,37 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
-    """The configuration (already parsed by main) and the controls CSV, touching nothing."""
-    from harness.controls import read_controls, second_seed
+    """The configuration (already parsed by main), the controls CSV, and the CSV's rows against the
+    configuration (a connection or catalog it does not define), touching nothing."""
+    from harness.controls import read_controls, row_name, second_seed
     from harness.errors import ControlsError
-    from harness.sensors import build_registry
+    from harness.sensors import build_registry, unserved_rows
+    from harness.vocabulary import JobState
 
-    build_registry(config)  # source settings are checked when the sensors are built
+    registry = build_registry(config)  # source settings are checked when the sensors are built
     path = Path(args.csv) if args.csv else config.controls_csv
     specs = read_controls(path)
     copy = second_seed(config.controls_csv) if path == config.controls_csv else None
     if copy:
         raise ControlsError(copy)
+    # A tick loads such a file (the rows are right, heartbeat.yml lacks what they name, or the other way
+    # round); each check of its rows fails until one is changed. A paused row is not checked until unpaused.
+    unserved = unserved_rows(registry, specs)
+    for spec, problem in unserved:
+        if spec.job_state == JobState.PAUSED.value:
+            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
+            print(f"note: {where}: paused; once unpaused, each check of it fails: {problem}")
+    failing = [
+        f"{row_name(s.line, s.sensor_source, s.sensor_id, s.trigger_job_id)}: {problem}"
+        for s, problem in unserved
+        if s.job_state != JobState.PAUSED.value
+    ]
+    if failing:
+        raise ControlsError(
+            f"{path}: {len(failing)} row{'s' if len(failing) > 1 else ''} that "
+            f"{config.config_path or 'the configuration (defaults)'} cannot serve: a tick loads the file, "
+            "and each check of such a row fails until the row or heartbeat.yml is changed:\n  " + "\n  ".join(failing)
+        )
     jobs = {s.trigger_job_id for s in specs}
     print(f"{config.config_path or 'configuration (defaults)'}: OK")
     print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")

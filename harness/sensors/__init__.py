@@ -15,8 +15,9 @@ import importlib
 from typing import Any, Iterable
 
 from harness.config import Config
-from harness.errors import ConfigError
-from harness.sensors.base import Sensor
+from harness.controls import ControlSpec
+from harness.errors import ConfigError, SensorError
+from harness.sensors.base import Sensor, Upstream
 from harness.sensors.declaration import SensorDeclaration
 from harness.vocabulary import KINDS, SensorSource
 
@@ -45,3 +46,17 @@ def build_registry(config: Config, kinds: Iterable[SensorSource] | None = None) 
         where = str(config.config_path or "heartbeat.yml")
         raise ConfigError(f"{where}: refused:\n  " + "\n  ".join(problems))
     return registry
+
+
+def unserved_rows(registry: Registry, specs: Iterable[ControlSpec]) -> list[tuple[ControlSpec, str]]:
+    """The rows whose every check would fail with this configuration, each with its sensor's reason
+    (`Sensor.check_upstream`: no network, no Spark, no file read), without the upstream's label (the
+    row's name holds it). `registry` holds a sensor for every kind of `specs`."""
+    unserved = []
+    for spec in specs:
+        upstream = Upstream(SensorSource(spec.sensor_source), spec.sensor_id, spec.upstream_key or None)
+        try:
+            registry[upstream.kind].check_upstream(upstream)
+        except SensorError as exc:
+            unserved.append((spec, str(exc).removeprefix(f"{upstream.label}: ")))
+    return unserved

@@ -8,6 +8,9 @@ A check is two steps, so that an upstream read by many rows is read once per tic
 `new_data_frame` exposes the rows beyond a watermark as a DataFrame, for `preprocess_query`, which runs
 over `new_data_pages` (one page unless the source's new data is read into memory in bounded pages).
 
+`check_upstream(upstream)` is what `read_position` finds wrong before it reads anything (a sensor_id its
+kind cannot read, a connection heartbeat.yml does not define): `validate` asks it of every row.
+
 A sensor is built once, from its own section of heartbeat.yml (see `harness.sensors.build_registry`),
 and holds nothing else: what a check needs beyond its settings (Spark, the deadline) is in its
 `CheckContext`.
@@ -75,6 +78,13 @@ P = TypeVar("P", bound=Position)
 class Sensor(ABC, Generic[P]):
     """A sensor for one or more source kinds, with its position type `P`. Instances hold their parsed
     settings only, no state: checks of different upstreams run concurrently on one instance."""
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        """Raise SensorError, naming the upstream and what to change, when no check of it can succeed with
+        this sensor's settings: a sensor_id its kind cannot read, a connection, catalog or section
+        heartbeat.yml does not define. Reads nothing (no network, no Spark, no file): it is the first part
+        of `read_position`, which meets the same error with the same message, and `python -m harness
+        validate` asks it of every row. Here: nothing to check."""
 
     @abstractmethod
     def read_position(self, context: CheckContext, upstream: Upstream) -> P:

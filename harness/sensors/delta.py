@@ -229,14 +229,19 @@ class NamedTables:
     def __init__(self, delta_on_spark: bool) -> None:
         self.delta_on_spark = delta_on_spark
 
-    def position(self, context: CheckContext, upstream: Upstream) -> TableState:
+    def name(self, upstream: Upstream) -> str:
+        """The table's name quoted for Spark SQL; SensorError when this heartbeat's Spark cannot read it."""
         if not self.delta_on_spark:
             raise SensorError(
                 f"{upstream.label}: a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on "
-                "Spark's classpath (not found in this session); give the table's path or URI as sensor_id "
-                "instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)"
+                "Spark's classpath (this heartbeat's Spark has none: no delta-spark jar in HEARTBEAT_DELTA_JARS "
+                "or $SPARK_HOME/jars, and its dbt target is not databricks); give the table's path or URI as "
+                "sensor_id instead (e.g. /lake/sales/orders or s3://bucket/sales/orders)"
             )
-        name = quoted_table_name(upstream.label, upstream.sensor_id)
+        return quoted_table_name(upstream.label, upstream.sensor_id)
+
+    def position(self, context: CheckContext, upstream: Upstream) -> TableState:
+        name = self.name(upstream)
         key = quote_identifier(upstream.upstream_key) if upstream.upstream_key else None
         try:
             with context.spark_until_deadline(upstream.label) as spark:
@@ -292,6 +297,11 @@ class DeltaSensor(Sensor[TableState]):
         for key, variable in settings.storage_options_env.items():
             options[key] = env_secret(variable, f"delta.storage_options_env.{key}") or ""
         return cls(options, delta_on_spark)
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        """A named table only: whether a path holds a table is known by reading it."""
+        if not is_path(upstream.sensor_id):
+            self.names.name(upstream)
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> TableState:
         if is_path(upstream.sensor_id):

@@ -171,6 +171,9 @@ def _path_part(uri: str) -> str:
 
 
 class HiveTableSensor(Sensor[HiveState]):
+    def check_upstream(self, upstream: Upstream) -> None:
+        quoted_table_name(upstream.label, upstream.sensor_id)
+
     def read_position(self, context: CheckContext, upstream: Upstream) -> HiveState:
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         try:

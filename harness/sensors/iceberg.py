@@ -201,16 +201,28 @@ class IcebergSensor(Sensor[IcebergState]):
             catalogs[name] = properties
         return cls(catalogs)
 
-    def _catalog(self, upstream: Upstream) -> tuple[Catalog, str]:
+    def _table(self, upstream: Upstream) -> tuple[str, str]:
+        """(the catalog's name, `namespace.table`) of a sensor_id `[catalog:] namespace.table`."""
         name, _, table = upstream.sensor_id.rpartition(":")
         name, table = name.strip() or DEFAULT_CATALOG, table.strip()
         if name not in self.catalogs:
             known = ", ".join(self.catalogs) or "none"
+            instead = (
+                f", or name a configured one in sensor_id ('{min(self.catalogs)}: {table}')" if self.catalogs else ""
+            )
             raise SensorError(
-                f"{upstream.label}: no Iceberg catalog {name!r} in heartbeat.yml (iceberg.catalogs: {known})"
+                f"{upstream.label}: no Iceberg catalog {name!r} in heartbeat.yml (iceberg.catalogs: {known}); "
+                f"add iceberg.catalogs.{name} with its pyiceberg properties (type, uri, warehouse){instead}"
             )
         if "." not in table:
             raise SensorError(f"{upstream.label}: expected namespace.table after the catalog, e.g. sales.orders")
+        return name, table
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        self._table(upstream)
+
+    def _catalog(self, upstream: Upstream) -> tuple[Catalog, str]:
+        name, table = self._table(upstream)
         from pyiceberg.catalog import load_catalog
 
         try:

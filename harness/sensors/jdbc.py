@@ -115,10 +115,25 @@ def split_connection(upstream: Upstream) -> tuple[str, str]:
 
 
 def unknown_connection(upstream: Upstream, name: str, section_name: str, known: Mapping[str, object]) -> SensorError:
-    configured = ", ".join(sorted(known)) or "none"
+    """A sensor_id naming a connection the kind's own section of heartbeat.yml does not define: what to add
+    there, or which configured connection to name in sensor_id instead."""
+    if not known:
+        where = (
+            f"a {section_name}: section with url, driver, user, password_env (one connection given directly "
+            "is the connection `default`)"
+            if name == DEFAULT_CONNECTION
+            else f"{section_name}.connections.{name} with url, driver, user, password_env"
+        )
+        return SensorError(
+            f"{upstream.label}: heartbeat.yml defines no {section_name} connection (a {section_name} row reads "
+            f"only those of the {section_name}: section); add {where}"
+        )
+    configured = ", ".join(sorted(known))
+    _, rest = split_connection(upstream)
     return SensorError(
         f"{upstream.label}: no connection {name!r} in the {section_name}: section of heartbeat.yml "
-        f"(configured: {configured}); add {section_name}.connections.{name} with url, driver, user, password_env"
+        f"(configured: {configured}); add {section_name}.connections.{name} with url, driver, user, password_env, "
+        f"or name a configured one in sensor_id ('{min(known)}: {rest}')"
     )
 
 
@@ -200,6 +215,9 @@ class JdbcSensor(Sensor[KeyMax]):
         connection = self.connections[name]
         table = connection.quote_path(table_parts(upstream, rest))
         return connection, table, connection.quote(upstream.upstream_key)
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        self._target(upstream)
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> KeyMax:
         connection, table, key = self._target(upstream)

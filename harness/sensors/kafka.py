@@ -170,10 +170,18 @@ class KafkaSensor(Sensor[TopicOffsets]):
         """The product's own settings when it has some, else the `kafka:` section."""
         return self.products.get(product, self.default) if product is not None else self.default
 
-    def read_position(self, context: CheckContext, upstream: Upstream) -> TopicOffsets:
+    def _target(self, upstream: Upstream) -> tuple[KafkaClient, dict[str, Any], str]:
+        """(the client's settings, its configuration for a check of `upstream`, the topic)."""
         product, topic = parse_sensor_id(upstream)
         client = self.client(product)
-        admin = AdminClient(client.config_for(upstream, product))
+        return client, client.config_for(upstream, product), topic
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        self._target(upstream)
+
+    def read_position(self, context: CheckContext, upstream: Upstream) -> TopicOffsets:
+        client, conf, topic = self._target(upstream)
+        admin = AdminClient(conf)
 
         def timeout() -> float:  # each request: the time left, at most the client's own timeout
             return context.time_left(upstream.label, client.timeout_seconds)

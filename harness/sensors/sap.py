@@ -91,6 +91,9 @@ class SapChainSensor(Sensor[GreenLogs]):
             raise unknown_connection(upstream, name, upstream.kind.value, self.logs)
         return self.logs[name], chain_id
 
+    def check_upstream(self, upstream: Upstream) -> None:
+        self._target(upstream)
+
     def read_position(self, context: CheckContext, upstream: Upstream) -> GreenLogs:
         log, chain_id = self._target(upstream)
         green, sap_time = log.green_logs(chain_id)

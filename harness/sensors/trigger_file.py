@@ -89,14 +89,21 @@ class TriggerFileSensor(Sensor[FolderListing]):
     def __init__(self, root: Path | None) -> None:
         self.root = root  # trigger_file.root (or HEARTBEAT_TRIGGER_ROOT); may be created after the start
 
-    def folder(self, upstream: Upstream) -> Path:
-        """The upstream's trigger folder, a folder inside the trigger root once symbolic links are followed."""
-        root = self.root
-        if root is None:
+    def _root(self, upstream: Upstream) -> Path:
+        if self.root is None:
             raise SensorError(
                 f"{upstream.label}: no trigger root configured; set trigger_file.root in heartbeat.yml "
                 "or the HEARTBEAT_TRIGGER_ROOT environment variable"
             )
+        return self.root
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        """The root only: the folder may be created after the row (a check says when it is missing)."""
+        self._root(upstream)
+
+    def folder(self, upstream: Upstream) -> Path:
+        """The upstream's trigger folder, a folder inside the trigger root once symbolic links are followed."""
+        root = self._root(upstream)
         plain = root / upstream.sensor_id
         if _is_plain_folder(plain, upstream.sensor_id):
             return plain  # resolving it changes nothing inside the root, and would cost a check most of its time

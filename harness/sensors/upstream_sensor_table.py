@@ -77,9 +77,17 @@ class UpstreamSensorTableSensor(Sensor[CompletedLoads]):
             )
         if table in self.aliases:
             return self.aliases[table], upstream_id
-        return SensorTable(
-            quoted_table_name(upstream.label, table), quote_identifier(DEFAULT_MATCH_COLUMN)
-        ), upstream_id
+        try:
+            quoted = quoted_table_name(upstream.label, table)
+        except SensorError as exc:
+            aliases = ", ".join(sorted(self.aliases)) or "none"
+            raise SensorError(
+                f"{exc}, nor an alias of upstream_sensor_table.tables in heartbeat.yml (configured: {aliases})"
+            ) from None
+        return SensorTable(quoted, quote_identifier(DEFAULT_MATCH_COLUMN)), upstream_id
+
+    def check_upstream(self, upstream: Upstream) -> None:
+        self._target(upstream)
 
     def _completed(self, upstream: Upstream) -> tuple[str, dict[str, Any]]:
         """FROM ... WHERE for the upstream's completed loads, and its parameters."""

@@ -1,0 +1,262 @@
+"""`validate` checks the controls CSV's rows against heartbeat.yml: a row naming a connection, a catalog or a
+section the file does not define, or a sensor_id its kind cannot read, is one whose every check would fail
+at every tick. Each sensor says why (`Sensor.check_upstream`, the first step of its own check, so a tick's
+failed check says the same), and `validate` names the row and what to change."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.commands import cli
+from harness.config import DELTA_JARS_ENV
+from harness.controls import USER_COLUMNS
+from harness.errors import SensorError
+from harness.sensors import build_registry
+from harness.sensors.base import Upstream
+from harness.vocabulary import SensorSource
+from tests.fixtures_sources import check_context, sensor_config
+from tests.support import control_row
+
+CONNECTION = {"url": "jdbc:postgresql://127.0.0.1:5432/lake", "driver": "org.postgresql.Driver", "user": "hb"}
+CATALOG = {"properties": {"type": "sql", "uri": "sqlite:////nowhere/catalog.db", "warehouse": "file:///nowhere"}}
+
+
+@pytest.fixture(autouse=True)
+def no_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the configuration alone says: no trigger root or Delta jars from the environment."""
+    for variable in ("HEARTBEAT_TRIGGER_ROOT", DELTA_JARS_ENV, "SPARK_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+def project(tmp_path: Path, sections: dict[str, Any], rows: list[dict[str, str]]) -> Path:
+    """A project of its own: heartbeat.yml with `sections`, and a controls CSV of `rows` (line 2 on)."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    with (seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    config = tmp_path / "heartbeat.yml"
+    body = {"project_dir": str(tmp_path), "controls_csv": str(seeds / "heartbeat_controls.csv"), **sections}
+    config.write_text(json.dumps(body))  # JSON is YAML
+    return config
+
+
+def validate(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(["--config", str(config), "validate"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# (heartbeat.yml sections, the row, what validate says of it after its name)
+UNSERVED = {
+    "a jdbc connection not defined": (
+        {"jdbc": {"connections": {"sales": CONNECTION}}},
+        control_row("jdbc", "crm: public.orders", "j", upstream_key="id"),
+        "no connection 'crm' in the jdbc: section of heartbeat.yml (configured: sales); add "
+        "jdbc.connections.crm with url, driver, user, password_env, or name a configured one in sensor_id "
+        "('sales: public.orders')",
+    ),
+    "a jdbc row without a jdbc section": (
+        {},
+        control_row("jdbc", "public.orders", "j", upstream_key="id"),
+        "heartbeat.yml defines no jdbc connection (a jdbc row reads only those of the jdbc: section); add a "
+        "jdbc: section with url, driver, user, password_env (one connection given directly is the connection "
+        "`default`)",
+    ),
+    "a jdbc table name of four parts": (
+        {"jdbc": CONNECTION},
+        control_row("jdbc", "a.b.c.d", "j", upstream_key="id"),
+        "expected a table as [catalog.][schema.]table, got 'a.b.c.d'",
+    ),
+    "a sap_bw connection not defined": (
+        {"sap_bw": CONNECTION},
+        control_row("sap_bw", "bw_prod: ZPC_SALES", "j"),
+        "no connection 'bw_prod' in the sap_bw: section of heartbeat.yml (configured: default); add "
+        "sap_bw.connections.bw_prod with url, driver, user, password_env, or name a configured one in "
+        "sensor_id ('default: ZPC_SALES')",
+    ),
+    "a sap_b4 row where only sap_bw is configured": (
+        {"sap_bw": CONNECTION},
+        control_row("sap_b4", "ZPC_SALES", "j"),
+        "heartbeat.yml defines no sap_b4 connection (a sap_b4 row reads only those of the sap_b4: section); "
+        "add a sap_b4: section with url, driver, user, password_env",
+    ),
+    "a sap_b4 connection named where the section has none": (
+        {"sap_b4": {"schema": "SAPABAP1"}},
+        control_row("sap_b4", "b4: ZPC_SALES", "j"),
+        "heartbeat.yml defines no sap_b4 connection (a sap_b4 row reads only those of the sap_b4: section); "
+        "add sap_b4.connections.b4 with url, driver, user, password_env",
+    ),
+    "an iceberg catalog not configured": (
+        {"iceberg": {"catalogs": {"lake": CATALOG}}},
+        control_row("iceberg_table", "warehouse: sales.orders", "j"),
+        "no Iceberg catalog 'warehouse' in heartbeat.yml (iceberg.catalogs: lake); add "
+        "iceberg.catalogs.warehouse with its pyiceberg properties (type, uri, warehouse), or name a "
+        "configured one in sensor_id ('lake: sales.orders')",
+    ),
+    "an iceberg table without its catalog's default": (
+        {},
+        control_row("iceberg_table", "sales.orders", "j"),
+        "no Iceberg catalog 'default' in heartbeat.yml (iceberg.catalogs: none); add iceberg.catalogs.default "
+        "with its pyiceberg properties (type, uri, warehouse)",
+    ),
+    "an iceberg table without its namespace": (
+        {"iceberg": {"catalogs": {"lake": CATALOG}}},
+        control_row("iceberg_table", "lake: orders", "j"),
+        "expected namespace.table after the catalog, e.g. sales.orders",
+    ),
+    "an upstream sensor table without the upstream id": (
+        {},
+        control_row("upstream_sensor_table", "other_product.heartbeat_control_table", "j"),
+        "sensor_id must look like '<table>: <upstream sensor_id>', e.g. "
+        "'main.sales_prod.heartbeat_control_table: orders'",
+    ),
+    "an upstream sensor table neither a table name nor an alias": (
+        {"upstream_sensor_table": {"tables": {"sales": {"table": "sales_prod.heartbeat_control_table"}}}},
+        control_row("upstream_sensor_table", "a.b.c.d: orders", "j"),
+        "a table name is [catalog.]schema.table, got 'a.b.c.d', nor an alias of upstream_sensor_table.tables "
+        "in heartbeat.yml (configured: sales)",
+    ),
+    "a kafka topic without brokers": (
+        {},
+        control_row("kafka", "shop: orders", "j"),
+        "no Kafka brokers configured; set kafka.bootstrap_servers (or kafka.products.shop.bootstrap_servers) "
+        "in heartbeat.yml",
+    ),
+    "a kafka topic name Kafka refuses": (
+        {"kafka": {"bootstrap_servers": "broker:9092"}},
+        control_row("kafka", "shop: new orders", "j"),
+        "'new orders' is not a Kafka topic name (letters, digits, '.', '_', '-'); sensor_id is "
+        "'product: topic' or 'topic'",
+    ),
+    "a named delta table without Delta on Spark": (
+        {},
+        control_row("delta_table", "sales.orders", "j"),
+        "a named table is read with Spark's DESCRIBE HISTORY, which needs Delta on Spark's classpath (this "
+        "heartbeat's Spark has none: no delta-spark jar in HEARTBEAT_DELTA_JARS or $SPARK_HOME/jars, and its "
+        "dbt target is not databricks); give the table's path or URI as sensor_id instead",
+    ),
+    "a hive table name of four parts": (
+        {},
+        control_row("hive_table", "a.b.c.d", "j"),
+        "a table name is [catalog.]schema.table, got 'a.b.c.d'",
+    ),
+    "a trigger file without a trigger root": (
+        {},
+        control_row("trigger_file", "orders_landed", "j"),
+        "no trigger root configured; set trigger_file.root in heartbeat.yml or the HEARTBEAT_TRIGGER_ROOT "
+        "environment variable",
+    ),
+}
+
+
+@pytest.mark.parametrize("sections, row, problem", UNSERVED.values(), ids=UNSERVED.keys())
+def test_validate_refuses_a_row_heartbeat_yml_cannot_serve_naming_the_row_and_what_to_change(
+    sections: dict[str, Any], row: dict[str, str], problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a controls CSV valid on its own, whose row names what heartbeat.yml does not define
+    config = project(tmp_path, sections, [row])
+    # WHEN validate runs
+    code, out, err = validate(config, capsys)
+    # THEN it exits non-zero, naming the row as the CSV's own check names rows, and what to change
+    assert code == 2
+    assert f"1 row that {config} cannot serve" in err
+    name = f"line 2 ({row['sensor_source']} {row['sensor_id']!r} -> job j)"
+    assert f"{name}: {problem}" in err, err
+    assert "OK" not in out
+
+
+@pytest.mark.parametrize("sections, row, problem", UNSERVED.values(), ids=UNSERVED.keys())
+def test_a_ticks_check_of_an_unserved_row_fails_with_what_validate_says(
+    sections: dict[str, Any], row: dict[str, str], problem: str, tmp_path: Path
+) -> None:
+    # GIVEN the sensor of the row's kind, built from that heartbeat.yml
+    kind = SensorSource(row["sensor_source"])
+    sensor = build_registry(sensor_config(tmp_path, **sections), [kind])[kind]
+    upstream = Upstream(kind, row["sensor_id"], row["upstream_key"] or None)
+    # WHEN validate's question is asked and a tick's check reads the upstream
+    with pytest.raises(SensorError) as asked:
+        sensor.check_upstream(upstream)
+    with pytest.raises(SensorError) as checked:
+        sensor.read_position(check_context(), upstream)
+    # THEN both fail with the one message, naming the upstream, before anything is read
+    assert str(asked.value) == str(checked.value)
+    assert str(asked.value).startswith(f"{upstream.label}: {problem}")
+
+
+def test_validate_passes_rows_of_every_kind_that_heartbeat_yml_serves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a heartbeat.yml defining what each row names (Delta on Spark: its jars named), and the rows
+    monkeypatch.setenv(DELTA_JARS_ENV, str(tmp_path / "delta-spark.jar"))
+    sections = {
+        "trigger_file": {"root": str(tmp_path / "triggers")},  # not there yet: created before the files land
+        "jdbc": {"connections": {"default": CONNECTION, "crm": CONNECTION}},
+        "sap_bw": CONNECTION,
+        "sap_b4": {"connections": {"b4": CONNECTION}},
+        "iceberg": {"catalogs": {"default": CATALOG, "lake": CATALOG}},
+        "upstream_sensor_table": {"tables": {"sales": {"table": "sales_prod.heartbeat_control_table"}}},
+        "kafka": {"bootstrap_servers": "broker:9092", "products": {"shop": {"bootstrap_servers": "shop:9092"}}},
+    }
+    rows = [
+        control_row("trigger_file", "orders_landed", "j"),
+        control_row("jdbc", "public.orders", "j", upstream_key="id"),
+        control_row("jdbc", "crm: public.customers", "j", upstream_key="id"),
+        control_row("sap_bw", "ZPC_SALES", "j"),
+        control_row("sap_b4", "b4: ZPC_SALES", "j"),
+        control_row("iceberg_table", "sales.orders", "j"),
+        control_row("iceberg_table", "lake: sales.orders", "j"),
+        control_row("upstream_sensor_table", "sales: orders", "j"),
+        control_row("upstream_sensor_table", "main.other.heartbeat_control_table: orders", "j"),
+        control_row("kafka", "shop: orders", "j"),
+        control_row("kafka", "billing: invoices", "j"),  # a product without its own settings: the kafka: section's
+        control_row("kafka", "orders", "j"),
+        control_row("delta_table", "/lake/sales/orders", "j"),
+        control_row("lmu_delta_table", "sales.uploads", "j"),
+        control_row("hive_table", "sales.orders", "j"),
+        control_row("published", "sales.orders", "j"),
+    ]
+    config = project(tmp_path, sections, rows)
+    # WHEN validate runs, THEN it passes and notes nothing
+    code, out, err = validate(config, capsys)
+    assert (code, err) == (0, "")
+    assert f"OK, {len(rows)} rows, 1 jobs" in out and "note: line" not in out
+
+
+def test_validate_lists_every_unserved_row_at_once_each_by_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two jobs reading one undefined connection's table, beside a row heartbeat.yml serves
+    rows = [
+        control_row("jdbc", "crm: public.orders", "daily", upstream_key="id"),
+        control_row("jdbc", "public.orders", "daily", upstream_key="id"),
+        control_row("jdbc", "crm: public.orders", "hourly", upstream_key="id"),
+    ]
+    config = project(tmp_path, {"jdbc": CONNECTION}, rows)
+    # WHEN validate runs, THEN both rows are named, the served one is not
+    code, _, err = validate(config, capsys)
+    assert code == 2 and f"2 rows that {config} cannot serve" in err
+    assert "line 2 (jdbc 'crm: public.orders' -> job daily): no connection 'crm'" in err
+    assert "line 4 (jdbc 'crm: public.orders' -> job hourly): no connection 'crm'" in err
+    assert "line 3" not in err
+
+
+def test_validate_notes_a_paused_row_heartbeat_yml_cannot_serve_and_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a paused row naming a SAP system heartbeat.yml does not define yet (a paused row is not checked)
+    config = project(tmp_path, {}, [control_row("sap_b4", "ZPC_SALES", "j", paused=True)])
+    # WHEN validate runs, THEN it passes, noting what its checks will say once the row is unpaused
+    code, out, _ = validate(config, capsys)
+    assert code == 0
+    assert (
+        "note: line 2 (sap_b4 'ZPC_SALES' -> job j): paused; once unpaused, each check of it fails: heartbeat.yml "
+        "defines no sap_b4 connection"
+    ) in out
+    assert "OK, 1 rows, 1 jobs" in out

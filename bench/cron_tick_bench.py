@@ -11,10 +11,15 @@ processes of lake.orders, each followed by the tick that applies it (and starts 
 one that records that run's end, then `complete` processes. Prints the median, minimum and maximum
 seconds of each, and for the ticks that find work the median of each step (from the tick's log lines).
 `--source DIR` runs the harness of another checkout (for a before/after on the same machine).
+With --preprocess the state has one more row: a Delta table by path (written with delta-rs) whose
+preprocess_query keeps only rows marked `done`; after the first tick (which runs the query over the
+table's rows: none kept), --ticks cold ticks with nothing new, then ticks after a commit of rows the
+query drops (the first runs it over them, the next ones have nothing new).
 
     .venv/bin/python bench/cron_tick_bench.py --ticks 5
     .venv/bin/python bench/cron_tick_bench.py --ticks 5 --source ../older-checkout
     .venv/bin/python bench/cron_tick_bench.py --ticks 3 --rows 10000
+    .venv/bin/python bench/cron_tick_bench.py --ticks 3 --preprocess
 """
 
 from __future__ import annotations
@@ -39,13 +44,16 @@ trigger_file,customers_landed,batch,customers,,,customers_job,customers,UNPAUSED
 """
 PUBLISHED = "lake.orders"  # a table producers publish, feeding a job of its own
 PUBLISHED_ROW = f"published,{PUBLISHED},batch,published orders,,,lake_orders_job,lake orders,UNPAUSED,TRUE\n"
+MARKED = "SELECT * FROM sensor_new_data WHERE state = 'done'"  # --preprocess: the row's query
 
 
 class Heartbeat:
     """A state folder ticked by cron processes: the demo's two rows, or with `rows` the 10,000-row
     benchmark's control table (`rows` rows over `upstreams` trigger folders, four rows a job)."""
 
-    def __init__(self, source: Path, base: Path, rows: int = 0, upstreams: int = 2000) -> None:
+    def __init__(
+        self, source: Path, base: Path, rows: int = 0, upstreams: int = 2000, preprocess: bool = False
+    ) -> None:
         self.source, self.base = source, base
         self.upstreams = min(upstreams, rows) if rows else 0
         shutil.rmtree(base, ignore_errors=True)
@@ -60,12 +68,19 @@ class Heartbeat:
         else:
             names, job_ids = ["orders_landed", "customers_landed"], ["orders_job", "customers_job"]
             controls.write_text(CONTROLS)
+        self.marked = base / "marked_orders"  # --preprocess: the Delta table
         with controls.open("a") as csv:
             csv.write(PUBLISHED_ROW)
+            if preprocess:
+                self.commit("pending")
+                csv.write(
+                    f'delta_table,{self.marked},batch,marked orders,,"{MARKED}",marked_job,marked,UNPAUSED,TRUE\n'
+                )
         for upstream in names:
             (self.triggers / upstream).mkdir(parents=True)
         self.job_id = job_ids[0]
-        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in [*job_ids, "lake_orders_job"]}
+        listed = [*job_ids, "lake_orders_job", *(["marked_job"] if preprocess else [])]
+        jobs = {job: {"name": job.removesuffix("_job"), "command": "true"} for job in listed}
         self.config = base / "heartbeat.yml"
         self.config.write_text(
             yaml.safe_dump(
@@ -107,6 +122,14 @@ class Heartbeat:
         else:
             (self.triggers / "orders_landed" / f"batch-{i}.done").write_text(str(i))
 
+    def commit(self, state: str) -> None:
+        """A commit of two rows in `state` to the --preprocess Delta table (its first: the table)."""
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        rows = pa.table({"order_id": [1, 2], "state": [state, state]})
+        write_deltalake(str(self.marked), rows, mode="append")
+
     def wait_for_runs(self) -> None:
         wait_for_runs(self.base / "state" / "runs")
 
@@ -134,8 +157,15 @@ def main() -> None:
     parser.add_argument("--state", default="/tmp/heartbeat-cron-bench")
     parser.add_argument("--rows", type=int, default=0, help="the 10,000-row benchmark's controls (0: the demo's)")
     parser.add_argument("--upstreams", type=int, default=2000, help="with --rows")
+    parser.add_argument("--preprocess", action="store_true", help="only the preprocess_query row's ticks")
     args = parser.parse_args()
-    hb = Heartbeat(Path(args.source).resolve(), Path(args.state), args.rows, args.upstreams)
+    hb = Heartbeat(Path(args.source).resolve(), Path(args.state), args.rows, args.upstreams, args.preprocess)
+    if args.preprocess:
+        try:
+            preprocess_ticks(hb, args.ticks)
+        finally:
+            hb.cleanup()
+        return
     try:
         first = hb.seconds("tick")
         idle = [hb.seconds("tick") for _ in range(args.ticks)]
@@ -165,6 +195,24 @@ def main() -> None:
     print(line("tick, a publication applied (starts its job)", [s for s, _ in applied]))
     print(step_medians(applied))
     print(line("complete --job-id J", complete))
+
+
+def preprocess_ticks(hb: Heartbeat, ticks: int) -> None:
+    """A row whose preprocess_query keeps nothing: the cold ticks while the table stays as it is, and after
+    a commit of rows the query drops."""
+    first = hb.seconds("tick")
+    idle = [hb.seconds("tick") for _ in range(ticks)]
+    dropped, after = [], []
+    for _ in range(ticks):
+        hb.commit("pending")
+        dropped.append(hb.timed("tick"))
+        after.append(hb.seconds("tick"))
+    print(f"harness from {hb.source}, the demo's rows and a Delta table whose preprocess_query keeps nothing")
+    print(f"{'first tick (builds the models, runs the query)':<44} {first:6.2f} s")
+    print(line("tick, nothing new (the query kept nothing)", idle))
+    print(line("tick, a commit the query drops", [s for s, _ in dropped]))
+    print(step_medians(dropped))
+    print(line("tick, nothing new after it", after))
 
 
 if __name__ == "__main__":

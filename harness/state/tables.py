@@ -171,22 +171,26 @@ class Tables:
         sensed: set[RowKey],
         open_runs: list[dict[str, Any]],
         controls_digest: str | None,
+        trigger_set: list[dict[str, Any]],
+        decisions_until: datetime,
     ) -> None:
         """Readings taken elsewhere (a current status snapshot: harness.tick.cold), kept as if read now:
-        the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest."""
+        the control table's records, the keys of the rows sensed, the open runs' records, the seed's digest,
+        and the trigger set's decisions until `decisions_until` (when the clock alone changes them)."""
         if self._log is None:
             return
         folds, run_events = self._log.folds, self._log.run_events
         rows = [control_row(r) for r in control_table]
-        for key, value, counter in (
-            (CONTROL_TABLE, control_table, folds),
-            (f"{CONTROL_TABLE}:rows", rows, folds),
-            (SENSED_KEYS, sensed, folds),
-            (ELIGIBILITY, [r for r in rows if r.key in sensed], folds),
-            (OPEN_RUNS, open_runs, run_events),
-            (SEED, controls_digest, folds),
+        for key, value, counter, until in (
+            (CONTROL_TABLE, control_table, folds, FOREVER),
+            (f"{CONTROL_TABLE}:rows", rows, folds, FOREVER),
+            (SENSED_KEYS, sensed, folds, FOREVER),
+            (ELIGIBILITY, [r for r in rows if r.key in sensed], folds, FOREVER),
+            (OPEN_RUNS, open_runs, run_events, FOREVER),
+            (SEED, controls_digest, folds, FOREVER),
+            (TRIGGER_SET, (trigger_set, decisions_until), folds, decisions_until),
         ):
-            self._kept[key] = (counter, FOREVER, value)
+            self._kept[key] = (counter, until, value)
 
     def exists(self, name: str) -> bool:
         return bool(self.spark.catalog.tableExists(self.config.table(name)))

@@ -77,12 +77,25 @@ class Handover:
 
 def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
     """The full tick takes what a current snapshot holds as its readings of the tables (they change only
-    at a fold, and none happened since): it reads none of them again before its first fold."""
+    at a fold, and none happened since; the decisions also with the clock, at `decisions_until`): it reads
+    none of them again before its first fold, so a tick that records nothing reads no table."""
+    decisions = [
+        {
+            "trigger_job_id": job["job_id"],
+            "trigger_job_name": job["job_name"],
+            "should_start": job["should_start"],
+            "reason": job["reason"],
+            "earliest_start_at": job.get("earliest_start_at"),
+        }
+        for job in snapshot["jobs"]
+    ]
     runtime.tables.keep(
         snapshot["rows"],
         {RowKey(*key) for key in snapshot["sensed"]},
         snapshot["open_runs"],
         snapshot["controls_sha256"],
+        decisions,
+        decisions_until(snapshot),
     )
 
 
@@ -178,6 +191,11 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
     return None
 
 
+def decisions_until(snapshot: dict[str, Any]) -> datetime:
+    """Until when the snapshot's decisions hold without a new event (the clock alone changes them then)."""
+    return utc(snapshot["decisions_valid_until"] or FOREVER.isoformat())
+
+
 def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | None:
     """Why the snapshot does not show the state as it is now (None: it does)."""
     if snapshot is None or "fold_id" not in snapshot:
@@ -189,7 +207,7 @@ def _snapshot_stale(config: Config, snapshot: dict[str, Any] | None) -> str | No
     recorded = config.layout.models_digest
     if not recorded.exists() or recorded.read_text().strip() != project_digest(config):
         return "the dbt project or its vars changed since the models were built (a controls CSV gone or back is a var)"
-    if datetime.now(timezone.utc) >= utc(snapshot["decisions_valid_until"] or FOREVER.isoformat()):
+    if datetime.now(timezone.utc) >= decisions_until(snapshot):
         return "a waiting job may start now (a refused start retried, or its time condition met)"
     if retention.due(config, datetime.now(timezone.utc).date()):
         return "retention is due"

@@ -11,9 +11,11 @@ import json
 import logging
 import os
 import shutil
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -267,13 +269,10 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
     # THEN the full tick's tables answer from the snapshot, with no Spark query, until the next fold
     events = LogCounters()
     tables = Tables(NoSpark(), left.config, events)  # type: ignore[arg-type]
-    tables.keep(
-        handover.snapshot["rows"],
-        {RowKey("trigger_file", "in", "j")},
-        handover.snapshot["open_runs"],
-        handover.snapshot["controls_sha256"],
-    )
+    runtime = SimpleNamespace(tables=tables)
+    cold.keep_readings(runtime, handover.snapshot)  # type: ignore[arg-type]
     assert [r.key for r in tables.control_rows()] == [RowKey("trigger_file", "in", "j")]
+    assert [(d.job_id, d.should_start, d.reason) for d in tables.job_decisions()] == [("j", False, "waiting")]
     assert [r.watermark for r in tables.sensed_rows()] == [left.row()["watermark"]]
     assert tables.open_runs() == [] and tables.controls_digest() == left.snapshot["controls_sha256"]
     events.run_events += 1  # a run's events appended: the open runs (a view over them) are read again, the rest not
@@ -283,6 +282,20 @@ def test_a_hand_over_from_a_current_snapshot_gives_the_full_tick_its_readings_wi
     events.folds += 1  # a fold: everything is read again
     with pytest.raises(AssertionError, match="no Spark"):
         tables.control_rows()
+
+
+@pytest.mark.unit
+def test_the_snapshots_decisions_are_read_again_once_the_clock_alone_changes_them(left: LeftState) -> None:
+    # GIVEN decisions that hold until a job waiting for time may start, kept from the snapshot
+    tables = Tables(NoSpark(), left.config, LogCounters())  # type: ignore[arg-type]
+    soon = datetime.now(timezone.utc) + timedelta(seconds=0.2)
+    left.snapshot["decisions_valid_until"] = soon.isoformat()
+    cold.keep_readings(SimpleNamespace(tables=tables), left.snapshot)  # type: ignore[arg-type]
+    assert [d.should_start for d in tables.job_decisions()] == [False]
+    # WHEN that time passes, THEN the trigger set is read again (its view says what the clock changed)
+    time.sleep(0.3)
+    with pytest.raises(AssertionError, match="no Spark"):
+        tables.job_decisions()
 
 
 @pytest.mark.unit

@@ -260,3 +260,20 @@ def test_validate_notes_a_paused_row_heartbeat_yml_cannot_serve_and_passes(
         "defines no sap_b4 connection"
     ) in out
     assert "OK, 1 rows, 1 jobs" in out
+
+
+def test_validate_notes_a_preprocess_query_every_check_runs_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a query of the time and one of the new data alone, on a topic heartbeat.yml serves
+    of_the_time = "SELECT * FROM sensor_new_data WHERE timestamp > current_timestamp() - INTERVAL 1 HOUR"
+    rows = [
+        control_row("kafka", "orders", "recent", preprocess_query=of_the_time),
+        control_row("kafka", "orders", "marked", preprocess_query="SELECT * FROM sensor_new_data WHERE key = 'done'"),
+    ]
+    config = project(tmp_path, {"kafka": {"bootstrap_servers": "broker:9092"}}, rows)
+    # WHEN validate runs, THEN it passes, noting the row whose query a cron tick runs at every tick
+    code, out, _ = validate(config, capsys)
+    assert code == 0 and "OK, 2 rows, 2 jobs" in out
+    assert "note: line 2 (kafka 'orders' -> job recent): its preprocess_query reads the time, chance" in out
+    assert "line 3" not in out

@@ -291,6 +291,7 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     configuration (a connection or catalog it does not define), touching nothing."""
     from harness.controls import read_controls, row_name, second_seed
     from harness.errors import ControlsError
+    from harness.preprocess import of_new_data_alone
     from harness.sensors import build_registry, unserved_rows
     from harness.vocabulary import JobState
 
@@ -325,6 +326,14 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
         undefined = sorted(jobs - set(config.local_jobs))
         if undefined:
             print(f"note: jobs not defined in local_runner.jobs (their starts will be refused): {', '.join(undefined)}")
+    for spec in specs:
+        if spec.preprocess_query and not of_new_data_alone(spec.preprocess_query):
+            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
+            print(
+                f"note: {where}: its preprocess_query reads the time, chance or another table than "
+                "sensor_new_data, so every check runs it again over data it dropped (a cron tick opens Spark "
+                "for it at each tick until a row it keeps lands; docs/sources.md)"
+            )
     return 0
 
 

@@ -244,7 +244,7 @@
   {%- if unloaded and state.baseline and (unloaded[0].received_at or '') < (state.baseline.received_at or '') -%}
     {#- first received before batches now folded into the baseline: it cannot take its place among them -#}
     {{ log(r.model ~ ': batch ' ~ r.batch_id ~ ' was first received before the batches folded into the baseline: loaded as received now', info=true) }}
-  {%- elif unloaded -%}
+  {%- elif unloaded and unloaded[0].received_at -%}
     {#- a batch loaded again keeps the time it was first received -#}
     {%- do r.update({'received_at': unloaded[0].received_at}) -%}
   {%- endif -%}
@@ -325,12 +325,13 @@
   {%- do heartbeat.heartbeat_refresh_ensure_history(r, false) -%}
   {%- set row = {
       'model': r.model, 'batch_id': r.batch_id, 'batch_seq': seq, 'status': 'applied', 'refresh_type': r.type,
-      'refresh_params': r.params_json, 'received_at': facts.received_at or r.received_at,
+      'refresh_params': r.params_json,
       'applied_at': heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f'),
       'dataset_record_count': none, 'capture_seconds': capture_seconds,
       'dataset_version': heartbeat.heartbeat_refresh_dataset_version(r)} -%}
   {%- do row.update(facts) -%}
-  {%- do row.update({'apply_seconds': heartbeat.heartbeat_refresh_seconds(started)}) -%}
+  {#- a batch without rows has no received time among its rows: the batch's own is kept -#}
+  {%- do row.update({'received_at': facts.received_at or r.received_at, 'apply_seconds': heartbeat.heartbeat_refresh_seconds(started)}) -%}
   {%- set rows_sql = 'select * from ' ~ r.metrics ~ ' where batch_id <> ' ~ heartbeat.heartbeat_refresh_literal(r.batch_id)
                      ~ '\nunion all\n' ~ heartbeat.heartbeat_refresh_metrics_row_sql(row) -%}
   {%- do heartbeat.heartbeat_refresh_write_metrics(r, heartbeat.heartbeat_refresh_metrics_sql(r, rows_sql)) -%}
@@ -492,11 +493,12 @@
     {%- set pending = (state.pending | selectattr('seq', 'equalto', seq) | list + [none]) | first -%}
     {%- set row = {'model': r.model, 'batch_id': old.batch_id if old else pending.batch_id, 'batch_seq': seq,
                    'status': 'baseline' if old and old.status == 'baseline' else 'applied',
-                   'refresh_type': r.type, 'refresh_params': r.params_json,
-                   'received_at': facts[seq].received_at or (old.received_at if old else now), 'applied_at': now,
+                   'refresh_type': r.type, 'refresh_params': r.params_json, 'applied_at': now,
                    'capture_seconds': old.capture_seconds if old else none, 'apply_seconds': old.apply_seconds if old else none,
                    'dataset_record_count': none, 'dataset_version': version} -%}
     {%- do row.update(facts[seq]) -%}
+    {#- a batch without rows: the time its metrics row kept -#}
+    {%- do row.update({'received_at': facts[seq].received_at or (old.received_at if old else none) or now}) -%}
     {%- do rows.append(row) -%}
   {%- endfor -%}
   {%- set literal_rows = [] -%}
@@ -554,11 +556,11 @@
   {%- do heartbeat.heartbeat_refresh_fault('refresh:baseline-written') -%}
   {%- set facts = heartbeat.heartbeat_refresh_batch_facts(r, [seq])[seq] -%}
   {%- set row = {'model': r.model, 'batch_id': '(baseline)', 'batch_seq': seq, 'status': 'baseline', 'refresh_type': r.type,
-                 'refresh_params': r.params_json, 'received_at': facts.received_at or (folding | last).received_at,
+                 'refresh_params': r.params_json,
                  'applied_at': heartbeat.heartbeat_refresh_now().strftime('%Y-%m-%d %H:%M:%S.%f'),
                  'dataset_record_count': none, 'dataset_version': heartbeat.heartbeat_refresh_dataset_version(r)} -%}
   {%- do row.update(facts) -%}
-  {%- do row.update({'range_from': none, 'range_to': none}) -%}
+  {%- do row.update({'received_at': facts.received_at or (folding | last).received_at, 'range_from': none, 'range_to': none}) -%}
   {%- set kept = [] -%}
   {%- for name, type in heartbeat.heartbeat_refresh_metrics_columns() -%}
     {%- do kept.append("case when status = 'folding' then 'folded' else status end as status" if name == 'status' else name) -%}

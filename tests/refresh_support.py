@@ -33,6 +33,7 @@ SOURCE_SCHEMAS = {
     "custom_stock": "warehouse string, item string, quantity int",
     "key_amounts": "id int, amount int, price decimal(5,2)",
     "key_logins": "user_id int, last_login timestamp",
+    "key_dates": "id int, status string, updated_at string",
     "bad_params": "id int, updated_at timestamp",
 }
 BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate")

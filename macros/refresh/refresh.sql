@@ -239,6 +239,7 @@
     {%- do r.update({'columns': columns, 'types': types}) -%}
   {%- endif -%}
   {%- do heartbeat.heartbeat_refresh_check_columns(r) -%}
+  {%- do heartbeat.heartbeat_refresh_check_date_column(r, state) -%}
   {%- do heartbeat.heartbeat_refresh_refuse(r, 'phase 1 (change capture)', heartbeat.heartbeat_refresh_check_sql(r, r.input)) -%}
   {%- set unloaded = state.rows | selectattr('batch_id', 'equalto', r.batch_id) | selectattr('status', 'equalto', 'unloaded') | list -%}
   {%- if unloaded and state.baseline and (unloaded[0].received_at or '') < (state.baseline.received_at or '') -%}

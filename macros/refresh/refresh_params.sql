@@ -120,6 +120,51 @@
 {% endmacro %}
 
 {#-
+  key: the date column dates each record. A date (its midnight) or a timestamp is taken as it is; text is
+  read when it is in ISO 8601 form (each value checked in phase 1: heartbeat_refresh_check_sql). Any other
+  type has no one reading as a date (an int: seconds since 1970, milliseconds, a yyyyMMdd number?) and
+  refuses the batch, saying how to cast it in the model. Checked when a batch is captured, not when the
+  kept batches are recomputed: an unload stays possible, and it is the way out for batches kept with
+  another type.
+-#}
+{% macro heartbeat_refresh_date_kind(dtype) %}
+  {%- set name = heartbeat.heartbeat_refresh_type_name(dtype) -%}
+  {%- if name in ('date', 'timestamp', 'timestamp_ntz', 'timestamp_ltz') -%}{{ return('date') }}{%- endif -%}
+  {%- if modules.re.match('^(string|varchar|char)\\b', name) -%}{{ return('text') }}{%- endif -%}
+  {%- if modules.re.match('^(tinyint|smallint|int|bigint|float|double|decimal)\\b', name) -%}{{ return('number') }}{%- endif -%}
+  {{ return('other') }}
+{% endmacro %}
+
+{#- The form of a date column's text that is read (ISO 8601, to the microsecond), as a Spark regular expression. -#}
+{% macro heartbeat_refresh_iso_date_pattern() %}
+  {{ return('^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$') }}
+{% endmacro %}
+
+{#- `state`: the kept batches (their column has the type too: the refusal says how to replace them). -#}
+{% macro heartbeat_refresh_check_date_column(r, state) %}
+  {%- if r.type != 'key' or not r.params.date_column -%}{{ return(none) }}{%- endif -%}
+  {%- set column = r.params.date_column -%}
+  {%- set dtype = r.types[column | lower] -%}
+  {%- set kind = heartbeat.heartbeat_refresh_date_kind(dtype) -%}
+  {%- if kind in ('date', 'text') -%}{{ return(none) }}{%- endif -%}
+  {%- set how = ("a number has no one reading as a date. Cast it in the model: timestamp_seconds(" ~ column ~ ") for seconds since 1970, "
+        ~ "timestamp_millis(" ~ column ~ ") for milliseconds, to_date(cast(" ~ column ~ " as string), 'yyyyMMdd') for a yyyyMMdd number")
+        if kind == 'number' else ("a " ~ dtype ~ " is none of these. Cast it in the model to a date or a timestamp") -%}
+  {%- set held = state.applied | map(attribute='batch_id') | list + state.pending | map(attribute='batch_id') | list -%}
+  {%- set replace = '' -%}
+  {%- if state.baseline -%}
+    {%- set replace = ". The kept batches hold it as " ~ dtype ~ " too, some folded into the baseline: once the model casts it, drop the model's tables and load its batches again" -%}
+  {%- elif held -%}
+    {%- set replace = ". The kept batches hold it as " ~ dtype ~ " too: once the model casts it, unload them (python -m harness refresh unload --model "
+          ~ r.model ~ " --batch B, for B in " ~ held | join(', ') ~ "), then this batch loads with the new type" -%}
+  {%- endif -%}
+  {{ exceptions.raise_compiler_error(
+      r.model ~ ": batch " ~ r.batch_id ~ " refused in phase 1 (change capture), nothing was changed: refresh parameter 'date_column' names "
+      ~ column ~ ", which is " ~ dtype ~ "; a record's date must be a date, a timestamp, or text in ISO 8601 form (2026-01-31,"
+      ~ " 2026-01-31 12:00:00.123456, 2026-01-31T12:00:00+01:00), and " ~ how ~ replace) }}
+{% endmacro %}
+
+{#-
   The expressions of a custom model, checked before anything is written (at capture, and before a reset
   or a pending batch is applied): every `this.<column>` and `input.<column>` names a column of the model
   or a system column, append_filter reads only `input`, and the delete runs through Spark's analysis as

@@ -199,8 +199,17 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- do checks.append("select 'a key column is null' as problem, " ~ named ~ " as detail from " ~ source
                          ~ " where " ~ null_keys | join(' or ')) -%}
     {%- if r.params.date_column -%}
+      {%- set date = adapter.quote(r.params.date_column) -%}
       {%- do checks.append("select 'the date column " ~ r.params.date_column ~ " is null' as problem, " ~ named ~ " as detail from "
-                           ~ source ~ " where cast(" ~ adapter.quote(r.params.date_column) ~ " as timestamp) is null") -%}
+                           ~ source ~ " where " ~ date ~ " is null") -%}
+      {%- if heartbeat.heartbeat_refresh_date_kind(r.types[r.params.date_column | lower]) == 'text' -%}
+        {#- text is read only in ISO 8601 form, to the microsecond (heartbeat_refresh_check_date_column) -#}
+        {%- do checks.append("select 'the date column " ~ r.params.date_column ~ " is text not in ISO 8601 form (2026-01-31, 2026-01-31 12:00:00.123456,"
+                             ~ " 2026-01-31T12:00:00+01:00); read it in the model with to_timestamp(" ~ r.params.date_column ~ ", <its pattern>)' as problem, "
+                             ~ "concat(" ~ named ~ ", ': ', " ~ date ~ ") as detail from " ~ source ~ " where " ~ date ~ " is not null and not ("
+                             ~ date ~ " rlike " ~ heartbeat.heartbeat_refresh_literal(heartbeat.heartbeat_refresh_iso_date_pattern())
+                             ~ " and try_cast(" ~ date ~ " as timestamp) is not null)") -%}
+      {%- endif -%}
     {%- endif -%}
     {%- set received = 'cast(' ~ heartbeat.heartbeat_refresh_literal(r.received_at) ~ ' as timestamp)' -%}
     {%- set tie -%}

@@ -1,6 +1,7 @@
-"""What a refresh model is given, and what it records of it: every batch records when it was received, one
-without rows too. Each test runs a few batches of demo/refresh_examples in a schema of its own, on the
-session's SparkSession.
+"""What a refresh model is given, taken as it is meant or refused out loud: a key model's date column that
+is not a date (a number, text not in ISO 8601 form) is refused before anything is written, naming the model
+and what to change; every batch records when it was received, one without rows too. Each test runs a few
+batches of demo/refresh_examples in a schema of its own, on the session's SparkSession.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.commands.refresh import run_action
+from harness.errors import DbtError
 from harness.refresh import metrics
 from tests.refresh_support import RefreshProject, examples_config, install_package
 
 SCHEMA = "rf_inputs"
+DATES = ["id", "updated_at", "s_update_timestamp"]
 
 
 @pytest.fixture
@@ -24,6 +27,67 @@ def project(spark: SparkSession, session_state: Path) -> RefreshProject:
     spark.sql(f"drop database if exists {SCHEMA} cascade")
     spark.sql(f"create database {SCHEMA}")
     return RefreshProject(spark, examples_config(session_state, SCHEMA, session_state / "refresh_target"))
+
+
+def test_a_date_column_of_numbers_is_refused_naming_the_column_its_type_and_the_casts(
+    project: RefreshProject,
+) -> None:
+    # GIVEN a key model whose date column comes as a number (seconds? milliseconds? yyyyMMdd?)
+    project.write_batch(
+        "key_dates", [(1, "new", 1767225600), (2, "new", 1767225600123)], "id int, status string, updated_at bigint"
+    )
+    # WHEN its batch is loaded
+    with pytest.raises(DbtError) as raised:
+        project.run("key_dates", batch="n1")
+    # THEN it is refused, naming the model, the column, its type and the casts to write in the model
+    message = str(raised.value)
+    assert (
+        "key_dates: batch n1 refused in phase 1 (change capture), nothing was changed: refresh parameter "
+        "'date_column' names updated_at, which is bigint" in message
+    )
+    assert "timestamp_seconds(updated_at) for seconds since 1970" in message
+    assert "timestamp_millis(updated_at) for milliseconds" in message
+    # and nothing is written
+    assert not project.exists("key_dates__batches") and not project.exists("key_dates")
+
+
+def test_a_date_column_of_text_is_read_in_iso_form_only_and_other_text_is_refused_naming_keys_and_values(
+    project: RefreshProject,
+) -> None:
+    iso = [
+        (1, "new", "2026-01-02"),
+        (2, "new", "2026-01-02 10:30"),
+        (3, "new", "2026-01-02T10:00:00.123456Z"),
+        (4, "new", "2026-01-02T10:00:00+01:00"),
+    ]
+    # GIVEN a batch whose date text is partly in another form: a year alone, a day first, a day that does
+    # not exist, more digits than microseconds (each read by a plain cast as some date, or as null)
+    other = [
+        (5, "new", "2026"),
+        (6, "new", "31/01/2026"),
+        (7, "new", "2026-02-30"),
+        (8, "new", "2026-01-02 10:00:00.1234567"),
+    ]
+    project.write_batch("key_dates", iso + other)
+    with pytest.raises(DbtError) as raised:
+        project.run("key_dates", batch="t1")
+    # THEN it is refused, naming each such key with its value, and what to write in the model
+    message = str(raised.value)
+    assert "key_dates: batch t1 refused in phase 1 (change capture), nothing was changed" in message
+    assert "the date column updated_at is text not in ISO 8601 form" in message
+    assert "read it in the model with to_timestamp(updated_at, <its pattern>)" in message
+    for key, value in [(5, "2026"), (6, "31/01/2026"), (7, "2026-02-30"), (8, "2026-01-02 10:00:00.1234567")]:
+        assert f"id={key}: {value}" in message
+    assert not [f"id={key}:" for key, _, _ in iso if f"id={key}:" in message]
+    assert not project.exists("key_dates__batches")
+    # WHEN the batch comes with ISO text only THEN each record is dated by its text (UTC without an offset)
+    project.load({"key_dates": iso}, batch="t1")
+    assert project.rows("key_dates", DATES) == [
+        (1, "2026-01-02", "2026-01-02 00:00:00"),
+        (2, "2026-01-02 10:30", "2026-01-02 10:30:00"),
+        (3, "2026-01-02T10:00:00.123456Z", "2026-01-02 10:00:00.123456"),
+        (4, "2026-01-02T10:00:00+01:00", "2026-01-02 09:00:00"),
+    ]
 
 
 def test_every_batch_shows_when_it_was_received_one_without_rows_too(project: RefreshProject) -> None:

@@ -36,7 +36,14 @@ SOURCE_SCHEMAS = {
     "key_dates": "id int, status string, updated_at string",
     "bad_params": "id int, updated_at timestamp",
 }
-BAD_MODELS = ("bad_missing_parameter", "bad_unknown_parameter", "bad_unknown_column", "bad_custom_predicate")
+BAD_MODELS = (
+    "bad_missing_parameter",
+    "bad_unknown_parameter",
+    "bad_unknown_column",
+    "bad_custom_predicate",
+    "bad_unique_key",
+    "bad_unique_key_range",
+)
 
 
 def install_package() -> None:

@@ -71,6 +71,7 @@
 {% macro heartbeat_refresh_context() %}
   {%- set raw = (config.get('meta') or {}).get('refresh') -%}
   {%- set params = heartbeat.heartbeat_refresh_params(model.name, raw) -%}
+  {%- do heartbeat.heartbeat_refresh_check_unique_key(model.name, params, config.get('unique_key')) -%}
   {%- set dataset = this.incorporate(type='table') -%}
   {%- set name = this.identifier -%}
   {{ return({

@@ -75,6 +75,28 @@
   {{ return(params) }}
 {% endmacro %}
 
+{#- dbt's `unique_key` (an incremental model's key) is not a refresh parameter: a key refresh names its key in
+    meta.refresh.key_columns, and the other types have none. Set beside meta.refresh it would be read by
+    nothing, so it is refused, unless it names a key refresh's own key_columns (the same fact, said twice). -#}
+{% macro heartbeat_refresh_check_unique_key(model_name, params, unique_key) %}
+  {%- if unique_key is none or unique_key == '' or unique_key == [] -%}{{ return(none) }}{%- endif -%}
+  {%- set given = [unique_key | string] if unique_key is string else unique_key | map('string') | list -%}
+  {%- set keys = params.get('key_columns') or [] -%}
+  {%- if params.type == 'key' and given | map('lower') | sort | list == keys | map('lower') | sort | list -%}{{ return(none) }}{%- endif -%}
+  {%- set said = model_name ~ ": config unique_key (" ~ given | join(', ') ~ ") is not read by materialized='refresh'" -%}
+  {%- if params.type == 'key' -%}
+    {{ exceptions.raise_compiler_error(
+        said ~ ": a key refresh's key is its refresh parameter key_columns (here: " ~ keys | join(', ') ~ "). Name the key once,"
+        ~ " in meta.refresh.key_columns, and remove unique_key from the model's config (or make it the same columns)") }}
+  {%- endif -%}
+  {%- set custom = (" (or keep the custom refresh and say which dataset rows a batch replaces in its delete_predicate, e.g. this."
+        ~ given[0] ~ " = input." ~ given[0] ~ ")") if params.type == 'custom' else '' -%}
+  {{ exceptions.raise_compiler_error(
+      said ~ ", and the refresh type " ~ params.type ~ " has no key (" ~ heartbeat.heartbeat_refresh_types()[params.type].about ~ ")."
+      ~ " Remove unique_key from the model's config; for records identified by a key, use the type key: meta={'refresh': {'type': 'key', 'key_columns': ['"
+      ~ given | join("', '") ~ "']}}" ~ custom) }}
+{% endmacro %}
+
 {#- refresh.keep_batches (meta.refresh of the model, else the var heartbeat_refresh_keep_batches): how many
     applied batches <model>__batches keeps one by one; older ones are folded into the model's baseline
     (docs/refresh.md, Retention). None: every batch is kept. It is not one of the parameters compared from

@@ -1,7 +1,8 @@
 """What a refresh model is given, taken as it is meant or refused out loud: a key model's date column that
-is not a date (a number, text not in ISO 8601 form) is refused before anything is written, naming the model
-and what to change; every batch records when it was received, one without rows too. Each test runs a few
-batches of demo/refresh_examples in a schema of its own, on the session's SparkSession.
+is not a date (a number, text not in ISO 8601 form) and dbt's `unique_key` beside the refresh parameters
+are refused before anything is written, naming the model and what to change; every batch records when it
+was received, one without rows too. Each test runs a few batches of demo/refresh_examples in a schema of
+its own, on the session's SparkSession.
 """
 
 from __future__ import annotations
@@ -88,6 +89,29 @@ def test_a_date_column_of_text_is_read_in_iso_form_only_and_other_text_is_refuse
         (3, "2026-01-02T10:00:00.123456Z", "2026-01-02 10:00:00.123456"),
         (4, "2026-01-02T10:00:00+01:00", "2026-01-02 09:00:00"),
     ]
+
+
+def test_unique_key_beside_the_refresh_parameters_is_refused_naming_the_setting_to_use(
+    project: RefreshProject,
+) -> None:
+    # GIVEN dbt's unique_key on a key model (other columns than its key_columns) and on a sequence model
+    project.write_batch("bad_unique_key", [])
+    # WHEN they run
+    with pytest.raises(DbtError) as raised:
+        project.run("bad_unique_key", "bad_unique_key_range", batch="u1")
+    # THEN each is refused, saying where a refresh model's key is said (or that its type has none)
+    message = str(raised.value)
+    assert (
+        "bad_unique_key: config unique_key (updated_at) is not read by materialized='refresh': a key refresh's key "
+        "is its refresh parameter key_columns (here: id). Name the key once, in meta.refresh.key_columns, and "
+        "remove unique_key from the model's config" in message
+    )
+    assert (
+        "bad_unique_key_range: config unique_key (id) is not read by materialized='refresh', and the refresh type "
+        "sequence has no key" in message
+    )
+    assert "use the type key: meta={'refresh': {'type': 'key', 'key_columns': ['id']}}" in message
+    assert not project.exists("bad_unique_key__metrics") and not project.exists("bad_unique_key_range__metrics")
 
 
 def test_every_batch_shows_when_it_was_received_one_without_rows_too(project: RefreshProject) -> None:

@@ -218,8 +218,15 @@ def _manual(config: Config, command: str, job_id: str) -> int:
     running = {r.latest_run_id or "?" for r in job_rows if r.status == Status.IN_PROGRESS.value}
     if command == "retry" and running:
         print(
-            f"note: job {job_id}'s run {', '.join(sorted(running))} is IN_PROGRESS as of the last tick: unless the "
-            "next tick finds it ended well, the retry leaves it unfollowed and hands its range to a new run"
+            f"note: job {job_id}'s run {', '.join(sorted(running))} is IN_PROGRESS as of the last tick: the next "
+            "tick applies the retry only if the run failed or its backend cannot tell of it (a run still going is "
+            "not started a second time: the retry is dropped, and the tick's log says so)"
+        )
+    elif command == "complete" and running:
+        print(
+            f"note: job {job_id}'s run {', '.join(sorted(running))} is IN_PROGRESS as of the last tick: its range "
+            "counts as consumed once the next tick applies this, whatever the run does after (as when a job's "
+            "last task runs `complete`)"
         )
     path = inbox.submit(config.state_dir, request)
     what = f": {len(moving)} rows move to {moving[0].status}" if moving else ""

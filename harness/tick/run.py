@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import defaultdict
 from datetime import date, datetime, timezone
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from harness.config import Config
 from harness.errors import ControlsError, DbtError, HeartbeatError, root_cause
@@ -56,11 +56,14 @@ from harness.vocabulary import ControlRow, EventType
 log = logging.getLogger("harness.tick.run")
 
 
-def apply_requests(runtime: Runtime, tracked: list[Event]) -> int:
+def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str, str]) -> int:
     """The queued publications and `complete` / `retry` requests, oldest first, after this tick's run
     ends (`tracked`). A request closes its job's latest run once: one that finds no run of its job to
     close, or a run this tick already closed (found succeeded, or closed by an earlier request), is said
-    and dropped (the run's own outcome, or the first request, stands)."""
+    and dropped (the run's own outcome, or the first request, stands). A `retry` of a job whose run its
+    backend says is still going (`running`: job -> run, from this tick's polls) is said and dropped: it
+    would start the job a second time beside that run, whose end would never be recorded. (A run the
+    backend cannot tell of, lost or unreadable, is retried: that is what `retry` is for.)"""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
@@ -76,6 +79,14 @@ def apply_requests(runtime: Runtime, tracked: list[Event]) -> int:
         named = f"{request.command} of job {request.job_id} {when}"
         if request.job_id in closed:
             log.warning("%s: %s before it was applied; nothing done", named, closed[request.job_id])
+        elif request.command == "retry" and request.job_id in running:
+            log.warning(
+                "%s: its run %s is still running (its backend says so this tick): a retry would start the job "
+                "a second time beside it; nothing done. Wait for the run to end (retry it if it fails), or "
+                "cancel it in its backend, then retry",
+                named,
+                running[request.job_id],
+            )
         elif events := request.events(rows, when):
             runtime.events.append(with_publications(runtime, events))
             closed[request.job_id] = f"its run was closed by the {request.command} {when}"
@@ -231,7 +242,7 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
         )
 
     with Step(report, "requests") as step:
-        report.requests_applied = apply_requests(runtime, tracked.events + recovered)
+        report.requests_applied = apply_requests(runtime, tracked.events + recovered, tracked.running_jobs)
         step.done(f"{report.requests_applied} applied", applied=report.requests_applied)
 
     with Step(report, "fold") as step:

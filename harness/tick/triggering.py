@@ -294,6 +294,7 @@ def open_runs(rows: Sequence[OpenRunRow]) -> list[OpenRun]:
 class TrackOutcome:
     events: list[Event] = field(default_factory=list)
     running: int = 0
+    running_jobs: dict[str, str] = field(default_factory=dict)  # job -> its run the backend says is running
     succeeded: int = 0
     failed: int = 0
     skipped: int = 0
@@ -320,6 +321,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
             continue
         if status.state is RunState.RUNNING:
             outcome.running += 1
+            outcome.running_jobs[run.job_id] = run.run_id
             age = (datetime.now(timezone.utc) - run.requested_at).total_seconds()
             if age > stuck_after_seconds and not run.flagged_stuck:
                 outcome.events.extend(

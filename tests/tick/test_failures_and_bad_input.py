@@ -87,6 +87,32 @@ def test_a_retry_queued_while_its_run_was_succeeding_leaves_the_success_standing
     assert not list(heartbeat.config.layout.inbox.glob("*.json"))
 
 
+def test_a_retry_of_a_run_still_going_is_dropped_and_the_run_is_followed_to_its_end(
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a job whose run is going (it waits for a file the test writes)
+    release = heartbeat.root / "release"
+    heartbeat.write_controls([control_row("trigger_file", "in", "long")])
+    heartbeat.define_jobs("long", command=f"while [ ! -e {release} ]; do sleep 0.1; done")
+    heartbeat.drop_trigger_file("in", "batch1")
+    assert heartbeat.tick().started == ["long"]
+
+    # WHEN a retry is queued for it (`python -m harness retry --job-id long`) and the next tick applies it
+    inbox.submit(heartbeat.config.state_dir, inbox.new_request("retry", "long"))
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        report = heartbeat.tick()
+
+    # THEN the retry is dropped, saying why: the job is not started a second time beside its run
+    assert report.error is None and report.runs_running == 1 and report.started == []
+    assert any("still running" in r.getMessage() and "retry of job long" in r.getMessage() for r in caplog.records)
+    assert heartbeat.events("RETRY_REQUESTED") == [] and heartbeat.job_status("long") == {"IN_PROGRESS"}
+    # AND the run's end is recorded when it ends
+    release.touch()
+    heartbeat.wait_for_runs()
+    assert heartbeat.tick().runs_succeeded == 1
+    assert heartbeat.job_status("long") == {"COMPLETED"} and len(heartbeat.events("TRIGGER_REQUESTED")) == 1
+
+
 def test_requests_queued_together_close_the_run_once_the_first_standing(
     heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
 ) -> None:

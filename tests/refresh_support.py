@@ -27,6 +27,7 @@ SOURCE_SCHEMAS = {
     "key_orders": "order_id int, status string, amount double, updated_at timestamp",
     "key_customers": "country string, customer_no int, name string, extracted_at timestamp",
     "ts_readings": "sensor string, read_at string, reading double",
+    "ts_iso_readings": "sensor string, read_at string, reading double",
     "seq_ledger": "entry_no bigint, account string, amount double",
     "full_prices": "product string, price double",
     "none_events": "event_id int, kind string",

@@ -162,10 +162,20 @@
   {{ return('^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$') }}
 {% endmacro %}
 
+{#- The parameter naming the column that dates a record when it is read by a plain cast: a key model's
+    date_column, a timestamp model's timestamp_column without datetime_format (a format reads text, and
+    refuses what it does not read); none otherwise. -#}
+{% macro heartbeat_refresh_time_parameter(r) %}
+  {%- if r.type == 'key' and r.params.date_column -%}{{ return('date_column') }}{%- endif -%}
+  {%- if r.type == 'timestamp' and not r.params.datetime_format -%}{{ return('timestamp_column') }}{%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
 {#- `state`: the kept batches (their column has the type too: the refusal says how to replace them). -#}
 {% macro heartbeat_refresh_check_date_column(r, state) %}
-  {%- if r.type != 'key' or not r.params.date_column -%}{{ return(none) }}{%- endif -%}
-  {%- set column = r.params.date_column -%}
+  {%- set parameter = heartbeat.heartbeat_refresh_time_parameter(r) -%}
+  {%- if parameter is none -%}{{ return(none) }}{%- endif -%}
+  {%- set column = r.params[parameter] -%}
   {%- set dtype = r.types[column | lower] -%}
   {%- set kind = heartbeat.heartbeat_refresh_date_kind(dtype) -%}
   {%- if kind in ('date', 'text') -%}{{ return(none) }}{%- endif -%}
@@ -181,8 +191,9 @@
           ~ r.model ~ " --batch B, for B in " ~ held | join(', ') ~ "), then this batch loads with the new type" -%}
   {%- endif -%}
   {{ exceptions.raise_compiler_error(
-      r.model ~ ": batch " ~ r.batch_id ~ " refused in phase 1 (change capture), nothing was changed: refresh parameter 'date_column' names "
-      ~ column ~ ", which is " ~ dtype ~ "; a record's date must be a date, a timestamp, or text in ISO 8601 form (2026-01-31,"
+      r.model ~ ": batch " ~ r.batch_id ~ " refused in phase 1 (change capture), nothing was changed: refresh parameter '" ~ parameter ~ "' names "
+      ~ column ~ ", which is " ~ dtype ~ "; a record's " ~ ('date' if parameter == 'date_column' else 'timestamp')
+      ~ " must be a date, a timestamp, or text in ISO 8601 form (2026-01-31,"
       ~ " 2026-01-31 12:00:00.123456, 2026-01-31T12:00:00+01:00), and " ~ how ~ replace) }}
 {% endmacro %}
 

@@ -203,12 +203,7 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
       {%- do checks.append("select 'the date column " ~ r.params.date_column ~ " is null' as problem, " ~ named ~ " as detail from "
                            ~ source ~ " where " ~ date ~ " is null") -%}
       {%- if heartbeat.heartbeat_refresh_date_kind(r.types[r.params.date_column | lower]) == 'text' -%}
-        {#- text is read only in ISO 8601 form, to the microsecond (heartbeat_refresh_check_date_column) -#}
-        {%- do checks.append("select 'the date column " ~ r.params.date_column ~ " is text not in ISO 8601 form (2026-01-31, 2026-01-31 12:00:00.123456,"
-                             ~ " 2026-01-31T12:00:00+01:00); read it in the model with to_timestamp(" ~ r.params.date_column ~ ", <its pattern>)' as problem, "
-                             ~ "concat(" ~ named ~ ", ': ', " ~ date ~ ") as detail from " ~ source ~ " where " ~ date ~ " is not null and not ("
-                             ~ date ~ " rlike " ~ heartbeat.heartbeat_refresh_literal(heartbeat.heartbeat_refresh_iso_date_pattern())
-                             ~ " and try_cast(" ~ date ~ " as timestamp) is not null)") -%}
+        {%- do checks.append(heartbeat.heartbeat_refresh_iso_check(r, r.params.date_column, source, "concat(" ~ named ~ ", ': ', " ~ date ~ ")")) -%}
       {%- endif -%}
     {%- endif -%}
     {%- set received = 'cast(' ~ heartbeat.heartbeat_refresh_literal(r.received_at) ~ ' as timestamp)' -%}
@@ -224,7 +219,10 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- set column = r.params.timestamp_column if r.type == 'timestamp' else r.params.sequence_column -%}
     {%- do checks.append("select 'the " ~ r.type ~ " column " ~ column ~ " is null' as problem, concat(cast(count(*) as string), ' rows') as detail from "
                          ~ source ~ " where " ~ adapter.quote(column) ~ " is null having count(*) > 0") -%}
-    {%- if r.type == 'timestamp' -%}
+    {%- if r.type == 'timestamp' and not r.params.datetime_format and heartbeat.heartbeat_refresh_date_kind(r.types[column | lower]) == 'text' -%}
+      {%- set detail = "concat(cast(count(*) as string), ' rows, e.g. ', min(" ~ adapter.quote(column) ~ "))" -%}
+      {%- do checks.append(heartbeat.heartbeat_refresh_iso_check(r, column, source, detail) ~ " having count(*) > 0") -%}
+    {%- elif r.type == 'timestamp' -%}
       {#- a value the format (or Spark's default) does not read would be a null s_timestamp: no place in any range -#}
       {%- set parsed = ('try_to_timestamp(' ~ adapter.quote(column) ~ ', ' ~ heartbeat.heartbeat_refresh_literal(r.params.datetime_format) ~ ')')
             if r.params.datetime_format else ('try_cast(' ~ adapter.quote(column) ~ ' as timestamp)') -%}
@@ -235,6 +233,19 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- endif -%}
   {%- endif -%}
   {{ return(('select problem, detail from (\n' ~ checks | join('\nunion all\n') ~ '\n) refused limit 10') if checks else none) }}
+{% endmacro %}
+
+{#- Phase 1's check of a time column of text, read by a plain cast (heartbeat_refresh_time_parameter): only text
+    in ISO 8601 form, to the microsecond, is read; `detail` says which rows hold other text. -#}
+{% macro heartbeat_refresh_iso_check(r, column, source, detail) %}
+  {%- set value = adapter.quote(column) -%}
+  {%- set what = 'date' if r.type == 'key' else 'timestamp' -%}
+  {%- set instead = '' if r.type == 'key' else ' (or give the refresh parameter datetime_format)' -%}
+  {{ return("select 'the " ~ what ~ " column " ~ column ~ " is text not in ISO 8601 form (2026-01-31, 2026-01-31 12:00:00.123456,"
+            ~ " 2026-01-31T12:00:00+01:00); read it in the model with to_timestamp(" ~ column ~ ", <its pattern>)" ~ instead ~ "' as problem, "
+            ~ detail ~ " as detail from " ~ source ~ " where " ~ value ~ " is not null and not ("
+            ~ value ~ " rlike " ~ heartbeat.heartbeat_refresh_literal(heartbeat.heartbeat_refresh_iso_date_pattern())
+            ~ " and try_cast(" ~ value ~ " as timestamp) is not null)") }}
 {% endmacro %}
 
 {#- A text naming a row by its key: "order_id=5, country=DE". -#}

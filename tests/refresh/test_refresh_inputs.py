@@ -1,5 +1,5 @@
-"""What a refresh model is given, taken as it is meant or refused out loud: a key model's date column that
-is not a date (a number, text not in ISO 8601 form) and dbt's `unique_key` beside the refresh parameters
+"""What a refresh model is given, taken as it is meant or refused out loud: a key model's date column or a
+timestamp model's column read without a format that is not a date (a number, text not in ISO 8601 form) and dbt's `unique_key` beside the refresh parameters
 are refused before anything is written, naming the model and what to change; every batch records when it
 was received, one without rows too. Each test runs a few batches of demo/refresh_examples in a schema of
 its own, on the session's SparkSession.
@@ -88,6 +88,37 @@ def test_a_date_column_of_text_is_read_in_iso_form_only_and_other_text_is_refuse
         (2, "2026-01-02 10:30", "2026-01-02 10:30:00"),
         (3, "2026-01-02T10:00:00.123456Z", "2026-01-02 10:00:00.123456"),
         (4, "2026-01-02T10:00:00+01:00", "2026-01-02 09:00:00"),
+    ]
+
+
+def test_a_timestamp_column_read_without_a_format_takes_iso_text_and_refuses_numbers_and_other_text(
+    project: RefreshProject,
+) -> None:
+    # GIVEN a timestamp model without datetime_format, and a batch whose column is a number
+    project.write_batch("ts_iso_readings", [("s1", 1767225600, 1.0)], "sensor string, read_at bigint, reading double")
+    with pytest.raises(DbtError) as raised:
+        project.run("ts_iso_readings", batch="r1")
+    # THEN it is refused, naming the parameter, the column, its type and the casts
+    message = str(raised.value)
+    assert (
+        "refresh parameter 'timestamp_column' names read_at, which is bigint; a record's timestamp must be" in message
+    )
+    assert "timestamp_seconds(read_at) for seconds since 1970" in message
+    # WHEN a batch's text is partly not ISO 8601 THEN it is refused, with how many rows and one of them
+    project.write_batch("ts_iso_readings", [("s1", "2026-01-02 10:00", 1.0), ("s2", "2026", 2.0)])
+    with pytest.raises(DbtError) as raised:
+        project.run("ts_iso_readings", batch="r1")
+    message = str(raised.value)
+    assert "the timestamp column read_at is text not in ISO 8601 form" in message
+    assert "(or give the refresh parameter datetime_format)" in message and "1 rows, e.g. 2026" in message
+    assert not project.exists("ts_iso_readings__batches")
+    # WHEN it comes in ISO form THEN each reading's time is its text's
+    project.load(
+        {"ts_iso_readings": [("s1", "2026-01-02 10:00", 1.0), ("s2", "2026-01-02T11:00:00+01:00", 2.0)]}, batch="r1"
+    )
+    assert project.rows("ts_iso_readings", ["sensor", "s_timestamp"]) == [
+        ("s1", "2026-01-02 10:00:00"),
+        ("s2", "2026-01-02 10:00:00"),
     ]
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -100,6 +101,35 @@ def in_utc(spark: SparkSession) -> SparkSession:
     return spark
 
 
+@contextmanager
+def jvm_ignoring_stop_signals() -> Iterator[None]:
+    """A JVM started meanwhile ignores SIGTERM, as PySpark starts it ignoring SIGINT. A stop sent to the
+    heartbeat's process group (systemd's `systemctl stop`, `kill -- -PGID`) reached the JVM too, which died
+    in the middle of the loop's tick while the loop was finishing it; now only the Python process takes
+    the signal: a `run` loop finishes its tick, a `tick` process ends, and the JVM with it (PySpark's
+    gateway exits when its stdin, the Python process's pipe, closes). HotSpot installs no handler for a
+    signal ignored when it starts; the ignore is set in the child alone, after PySpark's own."""
+    from pyspark import java_gateway
+
+    spawn = java_gateway.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        pyspark_own = kwargs.get("preexec_fn")
+
+        def before_exec() -> None:
+            if pyspark_own is not None:
+                pyspark_own()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return spawn(*args, **{**kwargs, "preexec_fn": before_exec})
+
+    java_gateway.Popen = popen  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = spawn  # type: ignore[misc]
+
+
 def get_spark(config: Config) -> SparkSession:
     """Create (or reuse) the session; idempotent within a process."""
     # Timestamps are naive UTC everywhere; PySpark converts them with the process's local time zone,
@@ -170,7 +200,7 @@ def get_spark(config: Config) -> SparkSession:
         builder = builder.config("spark.sql.extensions", DELTA_EXTENSION).config(
             "spark.sql.catalog.spark_catalog", DELTA_CATALOG
         )
-    with jvm_output_to(config.layout.spark_log):
+    with jvm_output_to(config.layout.spark_log), jvm_ignoring_stop_signals():
         spark = builder.getOrCreate()
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)

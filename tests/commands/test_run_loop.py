@@ -1,9 +1,10 @@
-"""`python -m harness run` loops until Ctrl-C, then stops cleanly after the current tick; its logs as JSON
+"""`python -m harness run` loops until stopped (Ctrl-C, SIGTERM), then stops cleanly after the current tick; its logs as JSON
 lines; `--until-idle`."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from tests.processes import HeartbeatProcess
 
 
 @pytest.mark.process
-def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+def test_run_loop_logs_json_lines_only_and_a_stop_to_its_process_group_lets_the_tick_finish(tmp_path: Path) -> None:
     # GIVEN a heartbeat process (its own state folder and metastore) with a trigger file waiting, looping
     # with --log-format json after the subcommand's name
     hb = HeartbeatProcess(tmp_path, "local", "json_job")
@@ -27,11 +28,12 @@ def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     hb.drop("batch1")
     proc = hb.start("run", "--interval", "1", "--log-format", "json")
     try:
-        # WHEN its first tick has started the job and Ctrl-C arrives
+        # WHEN its first tick has started the job and, while the tick goes on (its fold, its snapshot), a
+        # stop is sent to its process group, Spark's JVM included (systemd's `systemctl stop`, `kill -- -PGID`)
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and '"step": "start jobs"' not in hb.output_so_far():
             time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGTERM)
         code = hb.finish(proc)
     finally:
         hb.cleanup()
@@ -43,9 +45,12 @@ def test_run_loop_logs_json_lines_only_and_stops_cleanly_on_ctrl_c(tmp_path: Pat
     records = [json.loads(line) for line in text.splitlines()]
     messages = [r["message"] for r in records]
     assert code == 0, text
-    assert "stopping after the current tick (signal 2)" in messages and any(
+    assert "stopping after the current tick (signal 15)" in messages and any(
         m.startswith("stopped after") for m in messages
     )
+    # ... the tick it was in finished: the JVM did not take the signal (it ends with the process)
+    assert not [r for r in records if r["level"] == "ERROR"], text
+    assert hb.health()["last_tick"]["error"] is None
     # ... whose step lines carry the tick, the step, its seconds, its counts and the jobs it started
     steps = [r for r in records if "step" in r]
     first_tick = [r for r in steps if r["tick_id"] == steps[0]["tick_id"]]

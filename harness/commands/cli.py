@@ -118,7 +118,11 @@ def cmd_tick(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_run(config: Config, args: argparse.Namespace) -> int:
+    from harness.commands import config_watch
+
     stop = threading.Event()
+    watched = config_watch.watch(config.config_path, args.config, dict(args.set))
+    again = False
 
     def on_signal(signum: int, frame: object) -> None:
         log.info("stopping after the current tick (signal %d)", signum)
@@ -128,6 +132,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def action() -> int:
+        nonlocal again
         from harness.platform import jvm_options
         from harness.tick.run import open_recorded, run_tick
 
@@ -150,6 +155,9 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             if args.until_idle and report.idle:
                 log.info("idle: this tick started nothing and no run is going")
                 break
+            if watched.changed():
+                again = True
+                break
             # The interval counts from the tick's start, as cron's does: a landing waits at most one interval
             # for the tick that detects and starts it, however long the ticks take (a longer tick: at once).
             stop.wait(max(0.0, args.interval - (time.monotonic() - started)))
@@ -162,12 +170,15 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             log.info("stopped before its first tick")
             return 0
         try:
-            return action()
+            code = action()
         finally:
             lock.release()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if again and not stop.is_set():
+        config_watch.start_again()
+    return code
 
 
 LOCK_POLL_SECONDS = 5.0  # how often a `run` loop waiting for the state folder tries again

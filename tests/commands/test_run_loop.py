@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.config import PROJECT_DIR
 from harness.state.lock import StateLock
@@ -71,6 +72,44 @@ def test_run_loop_logs_json_lines_only_and_a_stop_to_its_process_group_lets_the_
         )
         assert (done.returncode, done.stderr) == (0, ""), command
         assert len(done.stdout.splitlines()) == lines, command
+
+
+@pytest.mark.process
+def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml(tmp_path: Path) -> None:
+    # GIVEN a loop whose heartbeat.yml does not define the job a landed file feeds: its start is refused
+    hb = HeartbeatProcess(tmp_path, "local", "new_job")
+    hb.write_config()
+    full = hb.config.read_text()
+    hb.config.write_text(yaml.safe_dump({**yaml.safe_load(full), "local_runner": {"jobs": {}}}))
+    hb.drop("batch1")
+    proc = hb.start("run", "--interval", "1")
+
+    def wait_for(text: str, count: int = 1) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and hb.output_so_far().count(text) < count:
+            time.sleep(0.2)
+        assert hb.output_so_far().count(text) >= count, hb.output_so_far()
+
+    try:
+        wait_for("1 refused (new_job)")
+        # WHEN a typo is made in the file, THEN it is said once, and the loop goes on as it was
+        hb.config.write_text(full.replace("trigger_file:", "trigger_fil:"))
+        wait_for("changed and is refused")
+        wait_for("start jobs", 3)
+        # WHEN the file defines the job, THEN the loop starts again with it, and the job starts
+        hb.config.write_text(full)
+        wait_for("changed: the loop starts again with it")
+        wait_for("1 started (new_job)")
+        hb.wait_for_runs()
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = hb.finish(proc)
+    finally:
+        hb.cleanup()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = hb.output()
+    assert code == 0, text
+    assert text.count("changed and is refused") == 1 and len(hb.runs()) == 1
 
 
 def test_a_tick_is_idle_only_when_it_started_nothing_and_no_run_is_going() -> None:

@@ -1,0 +1,64 @@
+"""A `run` loop's heartbeat.yml, looked at after each tick: the loop's settings are those it started
+with, so a changed file that is valid is applied by starting the loop again (the same command, a new
+process: a new JVM, once); a changed file that is refused is said, once, and the loop goes on with the
+settings it has, as a cron tick would refuse to start with it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from harness.controls import file_version
+from harness.errors import HeartbeatError
+
+log = logging.getLogger("harness.run")
+
+
+@dataclass
+class ConfigWatch:
+    path: Path | None  # None: the loop runs on the defaults, with no file to watch
+    load: Callable[[], object]  # the file parsed and checked as the loop's start did (raises HeartbeatError)
+    seen: str | None = None
+
+    def __post_init__(self) -> None:
+        self.seen = file_version(self.path) if self.path else None
+
+    def changed(self) -> bool:
+        """Whether the file changed since it was last looked at and is valid: the loop should start again."""
+        if self.path is None:
+            return False
+        version = file_version(self.path)
+        if version == self.seen:
+            return False
+        self.seen = version
+        try:
+            self.load()
+        except HeartbeatError as exc:
+            log.warning(
+                "%s changed and is refused, so this loop goes on with the settings it started with (once it is "
+                "fixed, the loop starts again with it): %s",
+                self.path,
+                exc,
+            )
+            return False
+        log.info("%s changed: the loop starts again with it", self.path)
+        return True
+
+
+def watch(config_path: Path | None, args_config: str | None, overrides: Mapping[str, str]) -> ConfigWatch:
+    from harness.config import load_config
+
+    return ConfigWatch(config_path, lambda: load_config(args_config, overrides))
+
+
+def start_again() -> None:
+    """The same command in this process's place (its state lock released and its handlers restored by
+    then): Spark's JVM ends as its pipe from this process closes."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    logging.shutdown()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])

@@ -230,7 +230,7 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
         report.runs_skipped = tracked.skipped
         step.done(
             f"{len(runs)} open: {tracked.running} running, {tracked.succeeded} succeeded, "
-            f"{tracked.failed} failed, {tracked.skipped} skipped, {tracked.repaired} starts repaired, "
+            f"{_named(tracked.failed_jobs, 'failed')}, {tracked.skipped} skipped, {tracked.repaired} starts repaired, "
             f"{len(recovered)} rows recovered by a later success",
             open=len(runs),
             running=tracked.running,

@@ -296,9 +296,13 @@ class TrackOutcome:
     running: int = 0
     running_jobs: dict[str, str] = field(default_factory=dict)  # job -> its run the backend says is running
     succeeded: int = 0
-    failed: int = 0
+    failed_jobs: list[str] = field(default_factory=list)  # each failed run's job, named in the tick's log
     skipped: int = 0
     repaired: int = 0
+
+    @property
+    def failed(self) -> int:
+        return len(self.failed_jobs)
 
 
 def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds: float) -> TrackOutcome:
@@ -367,7 +371,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
                 )
             )
         else:
-            outcome.failed += 1
+            outcome.failed_jobs.append(run.job_id)
             outcome.events.extend(
                 _row_events(
                     run,

@@ -534,7 +534,12 @@
     {%- if r.keep_batches is none or (state.applied | length) <= r.keep_batches or state.pending -%}{{ return(state) }}{%- endif -%}
     {#- the oldest first: by arrival, and for timestamp and sequence by the time first received (which
         decides where ranges overlap), so the baseline never wins over a batch kept after it -#}
-    {%- set ordered = state.applied | sort(attribute='received_at') if r.type in ('timestamp', 'sequence') else state.applied -%}
+    {%- set ordered = state.applied -%}
+    {%- if r.type in ('timestamp', 'sequence') -%}
+      {#- an empty batch recorded without a received time (before every batch kept its own) holds no range: first -#}
+      {%- set ordered = (state.applied | selectattr('received_at', 'none') | list)
+                        + (state.applied | rejectattr('received_at', 'none') | sort(attribute='received_at') | list) -%}
+    {%- endif -%}
     {%- set folding = ordered[:(state.applied | length) - r.keep_batches] -%}
     {%- set seqs = folding | map(attribute='batch_seq') | list -%}
     {%- set marked = [] -%}

@@ -162,3 +162,20 @@ def test_every_batch_shows_when_it_was_received_one_without_rows_too(project: Re
     # WHEN the model is recomputed from its kept batches THEN the times stay
     run_action(project.config, "key_customers", "reset")
     assert {b: m["received_at"] for b, m in project.metrics("key_customers").items()} == received
+
+
+def test_an_empty_batch_recorded_without_a_received_time_is_folded_first(project: RefreshProject) -> None:
+    # GIVEN a sequence model's batch with rows, then an empty one whose metrics row has no received time
+    # (as an empty batch was recorded before every batch kept its own)
+    project.load({"seq_ledger": [(1, "a", 1.0)]}, batch="s1")
+    project.load({"seq_ledger": []}, batch="s2")
+    table = f"{SCHEMA}.seq_ledger__metrics"
+    frame = project.spark.table(table)
+    rows = [r.asDict() | ({"received_at": None} if r["batch_id"] == "s2" else {}) for r in frame.collect()]
+    project.spark.createDataFrame(rows, frame.schema).write.insertInto(table, overwrite=True)
+    assert project.metrics("seq_ledger")["s2"]["received_at"] is None
+    # WHEN a third batch comes with keep_batches 1 (the two first are folded into the baseline)
+    project.load({"seq_ledger": [(2, "b", 2.0)]}, batch="s3", heartbeat_refresh_keep_batches=1)
+    # THEN the fold orders them, the empty one first, and the dataset holds every row
+    assert project.rows("seq_ledger", ["entry_no", "account"]) == [(1, "a"), (2, "b")]
+    assert {b: m["status"] for b, m in project.metrics("seq_ledger").items()}["s3"] == "applied"

@@ -322,10 +322,6 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     # A tick loads such a file (the rows are right, heartbeat.yml lacks what they name, or the other way
     # round); each check of its rows fails until one is changed. A paused row is not checked until unpaused.
     unserved = unserved_rows(registry, specs)
-    for spec, problem in unserved:
-        if spec.job_state == JobState.PAUSED.value:
-            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
-            print(f"note: {where}: paused; once unpaused, each check of it fails: {problem}")
     failing = [
         f"{row_name(s.line, s.sensor_source, s.sensor_id, s.trigger_job_id)}: {problem}"
         for s, problem in unserved
@@ -340,6 +336,10 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     jobs = {s.trigger_job_id for s in specs}
     print(f"{config.config_path or 'configuration (defaults)'}: OK")
     print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")
+    for spec, problem in unserved:
+        if spec.job_state == JobState.PAUSED.value:
+            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
+            print(f"note: {where}: paused; once unpaused, each check of it fails: {problem}")
     if config.backend == "local":
         undefined = sorted(jobs - set(config.local_jobs))
         if undefined:

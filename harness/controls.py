@@ -23,7 +23,7 @@ from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
 from harness.start_window import parse_start_window
 from harness.text_file import read_text
-from harness.vocabulary import KINDS, JobState, ReadType, SensorSource
+from harness.vocabulary import KINDS, JobState, ReadType, SensorSource, is_path
 
 USER_COLUMNS = (
     "sensor_source",
@@ -204,6 +204,12 @@ def _row_problems(row: dict[str, str]) -> list[str]:
     if partition_filter and source and source not in {s.value for s in PARTITIONED_SOURCES}:
         problems.append(
             f"partition_filter is for partitioned tables ({_choices_of(PARTITIONED_SOURCES)}), not {source}"
+        )
+    sensor_id = row.get("sensor_id", "").strip()
+    if partition_filter and kind and kind.partitions and not kind.named_partitions and not is_path(sensor_id):
+        problems.append(
+            f"partition_filter on a {source} named {sensor_id!r}: a partition trigger reads the table's files "
+            "from its log, so sensor_id must be the table's path or URI (e.g. s3://bucket/sales/orders)"
         )
     if partition_filter and (row.get("upstream_key", "").strip() or query):
         problems.append(

@@ -35,12 +35,14 @@ class SourceKind:
     tags: bool = False  # its change events carry tags: a row's `tags` can be matched
     preprocess: bool = True  # its new data can be read as a DataFrame: rows may have a preprocess_query
     needs_key: bool = False  # its watermark is the max of the row's upstream_key: rows must name one
+    # a table given by name has partitions its sensor reads (else a partition trigger needs its path: is_path)
+    named_partitions: bool = True
 
 
 # Every source kind: one line each (tests/sensors/test_source_kinds.py checks the dbt project and the docs list them).
 KINDS: dict[SensorSource, SourceKind] = {
-    SensorSource.DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
-    SensorSource.LMU_DELTA_TABLE: SourceKind("delta", partitions=True, tags=True),
+    SensorSource.DELTA_TABLE: SourceKind("delta", partitions=True, tags=True, named_partitions=False),
+    SensorSource.LMU_DELTA_TABLE: SourceKind("delta", partitions=True, tags=True, named_partitions=False),
     SensorSource.KAFKA: SourceKind("kafka"),
     SensorSource.TRIGGER_FILE: SourceKind("trigger_file", preprocess=False),
     SensorSource.SAP_BW: SourceKind("sap"),
@@ -51,6 +53,11 @@ KINDS: dict[SensorSource, SourceKind] = {
     SensorSource.HIVE_TABLE: SourceKind("hive_table", partitions=True, preprocess=False),
     SensorSource.PUBLISHED: SourceKind("published", preprocess=False),
 }
+
+
+def is_path(sensor_id: str) -> bool:
+    """Whether a table's sensor_id is its path or URI (`/lake/sales/orders`, `s3://bucket/orders`), not its name."""
+    return "/" in sensor_id or "://" in sensor_id
 
 
 class Status(str, Enum):

@@ -50,11 +50,7 @@ from harness.sensors.delta_log import (
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
-from harness.vocabulary import SensorSource
-
-
-def is_path(sensor_id: str) -> bool:
-    return "/" in sensor_id or "://" in sensor_id
+from harness.vocabulary import SensorSource, is_path
 
 
 @dataclass(frozen=True)

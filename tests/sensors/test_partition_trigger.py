@@ -98,6 +98,10 @@ def test_csv_with_a_bad_partition_filter_is_refused_naming_the_row_and_the_expre
         | {"partition_filter": "ds={{ today - 1 day }}", "tags": ""},
         control_row("kafka", "orders", "daily") | {"partition_filter": "ds={{ today }}", "tags": ""},
         control_row("hive_table", "db.t", "daily") | {"partition_filter": "ds={{ today }}", "tags": "a=b"},
+        control_row("delta_table", "sales.orders", "daily") | {"partition_filter": "ds={{ today }}", "tags": ""},
+        control_row("lmu_delta_table", "s3://lake/orders", "daily")
+        | {"partition_filter": "ds={{ today }}", "tags": ""},
+        control_row("hive_table", "sales.orders", "daily") | {"partition_filter": "ds={{ today }}", "tags": ""},
     ]
     with pytest.raises(ControlsError) as refused:
         read_controls(write_csv(tmp_path / "bad.csv", rows, ("partition_filter", "tags")))
@@ -108,6 +112,12 @@ def test_csv_with_a_bad_partition_filter_is_refused_naming_the_row_and_the_expre
     ) in message
     assert "line 3 (kafka 'orders' -> job daily): partition_filter is for partitioned tables" in message
     assert "line 4 (hive_table 'db.t' -> job daily): tags need a table format whose changes carry them" in message
+    # a Delta table's partitions are read from its log, by its path: a named one is refused, a Hive one is not
+    assert (
+        "line 5 (delta_table 'sales.orders' -> job daily): partition_filter on a delta_table named 'sales.orders': "
+        "a partition trigger reads the table's files from its log, so sensor_id must be the table's path or URI"
+    ) in message
+    assert "line 6" not in message and "line 7" not in message
 
 
 # --- daily triggers on Delta ----------------------------------------------------------------------------

@@ -101,6 +101,11 @@ class ControlSpec:
     start_window: str = ""
     max_range: int | None = None  # the most steps (files, versions, detections) one run is handed
 
+    @property
+    def name(self) -> str:
+        """How a message names the row: `line 3 (jdbc 'sales: public.orders' -> job daily)`."""
+        return row_name(self.line, self.sensor_source, self.sensor_id, self.trigger_job_id)
+
 
 def row_name(line: int, sensor_source: str, sensor_id: str, trigger_job_id: str) -> str:
     """How a message names a row of the file: `line 3 (jdbc 'sales: public.orders' -> job daily)`."""

@@ -3,6 +3,7 @@ by the backtick-quoted column name. Checked with sqlglot (Spark dialect) before 
 
 from __future__ import annotations
 
+import functools
 import re
 
 from harness.errors import PreprocessQueryError
@@ -108,6 +109,7 @@ def as_written(message: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)  # each tick asks it of the same queries: parsed once a process
 def of_new_data_alone(query: str) -> bool:
     """Whether the query's result is a function of `sensor_new_data` alone: it reads no other table and
     calls no function of the time, of chance or of the session. Such a query that returned no row over

@@ -307,7 +307,7 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main), the controls CSV, and the CSV's rows against the
     configuration (a connection or catalog it does not define), touching nothing."""
-    from harness.controls import read_controls, row_name, second_seed
+    from harness.controls import read_controls, second_seed
     from harness.errors import ControlsError
     from harness.preprocess import of_new_data_alone
     from harness.sensors import build_registry, unserved_rows
@@ -322,11 +322,7 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     # A tick loads such a file (the rows are right, heartbeat.yml lacks what they name, or the other way
     # round); each check of its rows fails until one is changed. A paused row is not checked until unpaused.
     unserved = unserved_rows(registry, specs)
-    failing = [
-        f"{row_name(s.line, s.sensor_source, s.sensor_id, s.trigger_job_id)}: {problem}"
-        for s, problem in unserved
-        if s.job_state != JobState.PAUSED.value
-    ]
+    failing = [f"{s.name}: {problem}" for s, problem in unserved if s.job_state != JobState.PAUSED.value]
     if failing:
         raise ControlsError(
             f"{path}: {len(failing)} row{'s' if len(failing) > 1 else ''} that "
@@ -338,17 +334,15 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     print(f"{path}: OK, {len(specs)} rows, {len(jobs)} jobs")
     for spec, problem in unserved:
         if spec.job_state == JobState.PAUSED.value:
-            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
-            print(f"note: {where}: paused; once unpaused, each check of it fails: {problem}")
+            print(f"note: {spec.name}: paused; once unpaused, each check of it fails: {problem}")
     if config.backend == "local":
         undefined = sorted(jobs - set(config.local_jobs))
         if undefined:
             print(f"note: jobs not defined in local_runner.jobs (their starts will be refused): {', '.join(undefined)}")
     for spec in specs:
         if spec.preprocess_query and not of_new_data_alone(spec.preprocess_query):
-            where = row_name(spec.line, spec.sensor_source, spec.sensor_id, spec.trigger_job_id)
             print(
-                f"note: {where}: its preprocess_query reads the time, chance or another table than "
+                f"note: {spec.name}: its preprocess_query reads the time, chance or another table than "
                 "sensor_new_data, so every check runs it again over data it dropped (a cron tick opens Spark "
                 "for it at each tick until a row it keeps lands; docs/sources.md)"
             )

@@ -64,6 +64,21 @@ def write_snapshot(
     write_snapshot_body(state_dir, body)
 
 
+def snapshot_trigger_set(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """The snapshot's jobs as the trigger set's rows they were written from (write_snapshot), which
+    JobDecision.of reads back."""
+    return [
+        {
+            "trigger_job_id": job["job_id"],
+            "trigger_job_name": job["job_name"],
+            "should_start": job["should_start"],
+            "reason": job["reason"],
+            "earliest_start_at": job.get("earliest_start_at"),
+        }
+        for job in snapshot["jobs"]
+    ]
+
+
 def write_snapshot_body(state_dir: Path, body: dict[str, Any]) -> None:
     write_atomic(
         StateLayout(state_dir).snapshot,

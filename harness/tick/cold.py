@@ -34,6 +34,7 @@ from harness.state.status_files import (
     last_failed_checks,
     read_json,
     record_waiting,
+    snapshot_trigger_set,
     write_snapshot_body,
 )
 from harness.state.tables import FOREVER, open_run_row
@@ -79,22 +80,12 @@ def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
     """The full tick takes what a current snapshot holds as its readings of the tables (they change only
     at a fold, and none happened since; the decisions also with the clock, at `decisions_until`): it reads
     none of them again before its first fold, so a tick that records nothing reads no table."""
-    decisions = [
-        {
-            "trigger_job_id": job["job_id"],
-            "trigger_job_name": job["job_name"],
-            "should_start": job["should_start"],
-            "reason": job["reason"],
-            "earliest_start_at": job.get("earliest_start_at"),
-        }
-        for job in snapshot["jobs"]
-    ]
     runtime.tables.keep(
         snapshot["rows"],
         {RowKey(*key) for key in snapshot["sensed"]},
         snapshot["open_runs"],
         snapshot["controls_sha256"],
-        decisions,
+        snapshot_trigger_set(snapshot),
         decisions_until(snapshot),
     )
 

@@ -123,6 +123,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     stop = threading.Event()
     watched = config_watch.watch(config.config_path, args.config, dict(args.set))
     again = False
+    ticks_left: int | None = None  # a `--max-ticks` loop started again goes on with the ticks it has left
 
     def on_signal(signum: int, frame: object) -> None:
         log.info("stopping after the current tick (signal %d)", signum)
@@ -132,7 +133,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def action() -> int:
-        nonlocal again
+        nonlocal again, ticks_left
         from harness.platform import jvm_options
         from harness.tick.run import open_recorded, run_tick
 
@@ -157,6 +158,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
                 break
             if watched.changed():
                 again = True
+                ticks_left = args.max_ticks - ticks if args.max_ticks else None
                 break
             # The interval counts from the tick's start, as cron's does: a landing waits at most one interval
             # for the tick that detects and starts it, however long the ticks take (a longer tick: at once).
@@ -177,7 +179,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if again and not stop.is_set():
-        config_watch.start_again()
+        config_watch.start_again(ticks_left)
     return code
 
 

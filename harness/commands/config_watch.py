@@ -55,10 +55,15 @@ def watch(config_path: Path | None, args_config: str | None, overrides: Mapping[
     return ConfigWatch(config_path, lambda: load_config(args_config, overrides))
 
 
-def start_again() -> None:
+def start_again(ticks_left: int | None = None) -> None:
     """The same command in this process's place (its state lock released and its handlers restored by
-    then): Spark's JVM ends as its pipe from this process closes."""
+    then): Spark's JVM ends as its pipe from this process closes. A loop started with `--max-ticks`
+    goes on with the ticks it has left (the last `--max-ticks` given is the one read)."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     logging.shutdown()
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    os.execv(sys.executable, [sys.executable, *again_argv(sys.orig_argv[1:], ticks_left)])
+
+
+def again_argv(argv: list[str], ticks_left: int | None) -> list[str]:
+    return [*argv, "--max-ticks", str(ticks_left)] if ticks_left else list(argv)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.config_watch import ConfigWatch
+from harness.commands.config_watch import ConfigWatch, again_argv
 from harness.errors import ConfigError
 
 
@@ -43,3 +43,13 @@ def test_a_valid_change_starts_the_loop_again_and_a_refused_one_is_said_once(
 @pytest.mark.unit
 def test_a_loop_on_the_defaults_has_no_file_to_watch() -> None:
     assert not ConfigWatch(None, lambda: object()).changed()
+
+
+@pytest.mark.unit
+def test_a_loop_started_again_goes_on_with_the_ticks_it_has_left() -> None:
+    from harness.commands.cli import parser
+
+    started = ["-m", "harness", "--config", "hb.yml", "run", "--interval", "1", "--max-ticks=5"]
+    again = again_argv(started, 3)
+    assert again[:2] == ["-m", "harness"] and parser().parse_args(again[2:]).max_ticks == 3
+    assert again_argv(started, None) == started  # a loop until stopped: the same command

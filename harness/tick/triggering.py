@@ -55,6 +55,12 @@ def make_token(job_id: str, rows: Sequence[ControlRow], previous_token: str | No
     return "hb-" + hashlib.sha256(basis.encode()).hexdigest()[:48]
 
 
+def previous_token(rows: Sequence[ControlRow]) -> str | None:
+    """The token of the job's latest run: its row started last's (a row added since has never started)."""
+    started = [(r.job_start_timestamp, r.latest_trigger_token) for r in rows if r.job_start_timestamp is not None]
+    return max(started, key=lambda pair: pair[0])[1] if started else None
+
+
 def _json(text: str | None) -> Any:
     return json.loads(text) if text else None
 
@@ -239,8 +245,7 @@ def start_jobs(
         rows = [r for r in rows_by_job.get(job_id, []) if r.job_state == JobState.UNPAUSED.value]
         if not rows:
             continue
-        previous = max(rows, key=lambda r: r.job_start_timestamp or datetime.min).latest_trigger_token
-        token = make_token(job_id, rows, previous)
+        token = make_token(job_id, rows, previous_token(rows))
         run = OpenRun(
             token,
             job_id,

@@ -65,3 +65,29 @@ def test_mixed_hard_soft_and_paused_jobs_start_exactly_when_their_rules_hold(hea
     hs_range = {u["sensor_id"]: u["dependency"] for u in runs["hs"][0]["range"]["upstreams"]}
     assert hs_range == {"b1": "hard", "b2": "soft"}
     assert heartbeat.job_status("hh") == {"COMPLETED"} and heartbeat.job_status("hp") == {None, "NEW_EVENT_AVAILABLE"}
+
+
+def test_a_hard_row_added_to_a_job_that_ran_joins_its_next_run(heartbeat: HeartbeatHarness) -> None:
+    # GIVEN a job that ran once, and another job
+    rows = [control_row("trigger_file", "a1", "ja"), control_row("trigger_file", "b1", "jb")]
+    heartbeat.write_controls(rows)
+    heartbeat.define_jobs("ja", "jb")
+    for folder in ("a1", "a2", "b1"):
+        (heartbeat.config.trigger_root / folder).mkdir()  # type: ignore[operator]
+    heartbeat.tick()
+    heartbeat.drop_trigger_file("a1", "batch1")
+    assert heartbeat.tick().started == ["ja"]
+    heartbeat.wait_for_runs()
+    heartbeat.tick()
+    # WHEN a hard row is added to it (a row that never started a run), and every upstream gets data
+    heartbeat.write_controls([*rows, control_row("trigger_file", "a2", "ja")])
+    heartbeat.tick()
+    for folder in ("a1", "a2", "b1"):
+        heartbeat.drop_trigger_file(folder, "batch2")
+    report = heartbeat.tick()
+    # THEN both jobs start, the first with its new row in its range and its first run as the run before it
+    assert report.error is None and sorted(report.started) == ["ja", "jb"]
+    heartbeat.wait_for_runs()
+    first, second = heartbeat.job_runs("ja")
+    assert sorted(u["sensor_id"] for u in second["range"]["upstreams"]) == ["a1", "a2"]
+    assert first["token"] != second["token"]

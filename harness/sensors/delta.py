@@ -6,7 +6,9 @@ of the new versions (commit time, operation, add/remove actions and the partitio
 A named table (`db.table`, `catalog.db.table`) goes through Spark's `DESCRIBE HISTORY`, which needs
 Delta on Spark's classpath (Databricks). What a commit changed is `harness.sensors.delta_log`'s part.
 
-Without upstream_key the watermark is `{"version": v}`; versions whose commits change no data
+Without upstream_key the watermark is `{"version": v}` (and, for a path table, `"table_id"`: the id
+in its metadata, so a table deleted and made again at the same path is told from the one before, whatever
+its versions; each of its versions is then new); versions whose commits change no data
 (OPTIMIZE, VACUUM, property changes: no add/remove with dataChange) are not new data. With
 upstream_key (the manual-upload case) the watermark is the max of that column, from the files'
 statistics where they are exact (integers, decimals, dates), else from a scan of that one column.
@@ -66,10 +68,13 @@ class TableState:
     key: str | None = None
     key_max: Any = None
     files: Callable[[], pa.Table] | None = None
+    table_id: str | None = None  # the id in the table's metadata (path tables): a table made again has another
     watermark: Watermark = field(init=False)
 
     def __post_init__(self) -> None:  # encoded once, so a key of an unsupported type fails the read
         watermark: dict[str, Any] = {"version": self.version}
+        if self.table_id is not None:
+            watermark["table_id"] = self.table_id
         if self.key is not None:
             watermark |= {"key": self.key, "max": key_values.encode(self.key_max) if self.key_max is not None else None}
         object.__setattr__(self, "watermark", watermark)
@@ -100,14 +105,19 @@ class TableState:
             for values, files in paths.items()
         ]
 
+    def of_this_table(self, since: Watermark | None) -> Watermark | None:
+        """`since`, or None when it is another table's position: one deleted and made again at the same
+        path since (its versions, or its keys, start again), so everything this table holds is new."""
+        return None if since and since.get("table_id") not in (None, self.table_id) else since
+
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
-        seen = seen_version(since)
+        seen = seen_version(self.of_this_table(since))
         first = seen + 1 if seen < self.version else 0
         commits, _ = commits_between(self.commits, first, self.version)
         return [c.change_event(self.table) for c in commits if c.change]
 
     def lists_every_change_since(self, since: Watermark | None) -> bool:
-        seen = seen_version(since)
+        seen = seen_version(self.of_this_table(since))
         return 0 <= seen <= self.version and commits_between(self.commits, seen + 1, self.version)[1] == 0
 
 
@@ -167,6 +177,7 @@ class PathTables:
             upstream.upstream_key,
             key_max,
             files=lambda: pa.table(table.get_add_actions(flatten=True)),
+            table_id=table.metadata().id,
         )
 
     @staticmethod
@@ -193,6 +204,7 @@ class PathTables:
         return pc.max(dataset.to_table(columns=[key]).column(key)).as_py()
 
     def new_rows(self, upstream: Upstream, state: TableState, since: Watermark | None) -> pa.Table:
+        since = state.of_this_table(since)
         dataset = self.open(upstream, state.version).to_pyarrow_dataset()
         if upstream.upstream_key:
             return dataset.to_table(filter=self._key_filter(upstream, state, since))
@@ -305,6 +317,8 @@ class DeltaSensor(Sensor[TableState]):
         return self.names.position(context, upstream)
 
     def detect(self, upstream: Upstream, position: TableState, since: Watermark | None) -> Detection:
+        made_again = since is not None and position.of_this_table(since) is None
+        since = None if made_again else since
         if upstream.upstream_key:
             return self._detect_key(upstream, position, since)
         seen = seen_version(since)
@@ -320,6 +334,8 @@ class DeltaSensor(Sensor[TableState]):
         changes = describe_changes(
             upstream.sensor_id, seen, position.version, commits, undescribed, bool(position.partition_columns)
         )
+        if made_again:
+            changes["note"] = "the table at this path was made again (its table id changed): all of it is new"
         return NewData(
             watermark=position.watermark,
             changes=changes,
@@ -356,7 +372,8 @@ def version_steps(commits: Sequence[Commit], watermark: Watermark) -> list[Water
     """The watermark after each version that changes data (max_range's steps: a snapshot each, one change
     event each), the last one the detection's watermark (versions after it that change no data go with it)."""
     data = [c for c in commits if c.change]
-    return [*({"version": c.version} for c in data[:-1]), watermark] if data else []
+    table = {"table_id": watermark["table_id"]} if "table_id" in watermark else {}
+    return [*({"version": c.version, **table} for c in data[:-1]), watermark] if data else []
 
 
 # --- a job reading its range (harness.consume) ------------------------------------------------------
@@ -384,7 +401,9 @@ def read_range(request: RangeRequest) -> DataFrame:
         )
         return sensor.new_data_frame(request.context, target, position, start_mark)
     table = sensor.paths.open(target, version)
-    start = int(start_mark["version"]) if start_mark and "version" in start_mark else -1
+    if start_mark and start_mark.get("table_id") not in (None, end.get("table_id")):
+        start_mark = None  # the range spans the table made again: all of version `to`
+    start = seen_version(start_mark)
     schema = from_arrow_schema(spark_compatible(pa.schema(table.schema().to_arrow())))
     if start < 0 or start > version:  # never succeeded, or the table was recreated: all of version `to`
         return parquet_files(spark, table.file_uris(), schema, root=target.sensor_id)

@@ -5,6 +5,7 @@ cluster, PostgreSQL, trigger folders."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,19 @@ def test_delta_range_is_the_rows_the_commits_in_between_added_with_their_partiti
     assert sorted((r["id"], r["region"]) for r in rows) == [(3, "us"), (4, "us"), (5, "eu")]
     # AND a job that never succeeded reads the whole table as of the range's end
     assert sorted(r["id"] for r in read_one(spark, config, upstream, None, end)) == [1, 2, 3, 4, 5]
+
+
+def test_a_delta_range_across_the_table_made_again_is_all_of_its_end(spark: SparkSession, tmp_path: Path) -> None:
+    # GIVEN a table the job last read at version 0, deleted and made again at its path, past that version
+    path, config = str(tmp_path / "again"), sensor_config(tmp_path)
+    sensor, upstream = DeltaSensor.from_settings(config.sources.delta, False), Upstream(SensorSource.DELTA_TABLE, path)
+    write_deltalake(path, orders([1, 2]))
+    start = watermark(sensor, upstream)
+    shutil.rmtree(path)
+    write_deltalake(path, orders([7]))
+    write_deltalake(path, orders([8]), mode="append")
+    # WHEN the job reads its range THEN it is the new table's rows (not those after version 0 alone)
+    assert sorted(r["id"] for r in read_one(spark, config, upstream, start, watermark(sensor, upstream))) == [7, 8]
 
 
 def test_delta_range_with_change_data_feed_is_the_feed_of_the_versions_in_between(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def test_delta_new_versions_carry_operations_timestamps_and_partitions(sensor: D
 
     # THEN one detection covers versions 1-2: both operations, their commit times, both partitions
     assert isinstance(detection, NewData)
-    assert detection.watermark == {"version": 2}
+    assert detection.watermark == {"version": 2, "table_id": DeltaTable(path).metadata().id}
     changes = detection.changes
     assert (changes["version_from"], changes["version_to"]) == (0, 2)
     assert [(c["version"], c["change"]) for c in changes["commits"]] == [(1, "APPEND"), (2, "DELETE")]
@@ -87,7 +88,9 @@ def test_delta_steps_are_the_versions_that_change_data_each_with_its_change_even
     # THEN its steps (max_range) are version 1, then the watermark (version 3: version 2 and the compaction),
     # one change event each
     assert isinstance(detection, NewData)
-    assert list(detection.steps()) == [{"version": 1}, {"version": 3}] and detection.watermark == {"version": 3}
+    table = {"table_id": DeltaTable(path).metadata().id}
+    assert list(detection.steps()) == [{"version": 1, **table}, {"version": 3, **table}]
+    assert detection.watermark == {"version": 3, **table}
     assert [e["snapshot_id"] for e in detection.changes["events"]] == [1, 2]
 
 
@@ -143,6 +146,31 @@ def test_delta_new_data_frame_holds_rows_of_the_new_commits(
 
     # THEN it holds exactly the appended rows, partition column included
     assert sorted((r["id"], r["region"]) for r in frame.collect()) == [(3, "us"), (4, "eu")]
+
+
+@pytest.mark.parametrize("versions_after", [1, 3])
+def test_a_delta_table_made_again_at_its_path_is_new_whatever_its_version(
+    spark: SparkSession, sensor: DeltaSensor, tmp_path: Path, versions_after: int
+) -> None:
+    # GIVEN a row at version 1 of a table
+    path = str(tmp_path / "made_again")
+    write_deltalake(path, sales([1], "eu"))
+    write_deltalake(path, sales([2], "eu"), mode="append")
+    upstream = Upstream(SensorSource.DELTA_TABLE, path)
+    seen = read(sensor, upstream).watermark
+    # WHEN it is deleted and made again at the same path, reaching the same version, or one past it
+    shutil.rmtree(path)
+    for ids in ([7], [8], [9], [10])[: versions_after + 1]:
+        write_deltalake(path, sales(ids, "us"), mode="append")
+    position = read(sensor, upstream)
+    detection = sensor.detect(upstream, position, seen)
+    # THEN all of the new table is new data, said so, and its rows are what the new data frame holds
+    assert isinstance(detection, NewData) and detection.watermark["table_id"] != seen["table_id"]
+    assert detection.changes["version_from"] is None and detection.changes["version_to"] == versions_after
+    assert detection.changes["note"] == "the table at this path was made again (its table id changed): all of it is new"
+    frame = sensor.new_data_frame(check_context(spark), upstream, position, seen)
+    assert sorted(r["id"] for r in frame.collect()) == [7, 8, 9, 10][: versions_after + 1]
+    assert isinstance(sensor.detect(upstream, position, detection.watermark), NothingNew)
 
 
 def test_delta_missing_table_is_a_sensor_error_naming_the_path(sensor: DeltaSensor, tmp_path: Path) -> None:

@@ -177,7 +177,7 @@ class PathTables:
             upstream.upstream_key,
             key_max,
             files=lambda: pa.table(table.get_add_actions(flatten=True)),
-            table_id=table.metadata().id,
+            table_id=str(table.metadata().id),
         )
 
     @staticmethod

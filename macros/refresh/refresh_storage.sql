@@ -233,9 +233,10 @@
   {%- elif name == 'create_batches' -%}create table {{ r.batches }} using delta as select * from (
 {{ sql }}
 ) batch where 1 = 0
-  {%- elif name == 'append_batch' -%}insert into {{ r.batches }}
+  {#- INSERT puts a query's columns by position: named, as a batch may return the kept columns in another order -#}
+  {%- elif name == 'append_batch' -%}insert into {{ r.batches }} ({{ batch_columns }})
 {{ sql }}
-  {%- elif name == 'replace_batches' -%}insert overwrite table {{ r.batches }}
+  {%- elif name == 'replace_batches' -%}insert overwrite table {{ r.batches }} ({{ batch_columns }})
 select {{ batch_columns }} from {{ sql }}
   {%- elif name == 'widen_batches' -%}create or replace table {{ r.batches }} using delta as
 select {{ heartbeat.heartbeat_refresh_typed_columns(r) }}, {{ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') }}, s_batch_seq from {{ r.batches }}
@@ -502,7 +503,7 @@ when matched then delete
     them). When no row of `inputs` is left it already ran (or they had no rows: then neither has the baseline). -#}
 {% macro heartbeat_refresh_baseline_delta_sql(r, seq, sql, inputs) -%}
   {%- set batch_columns = heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') ~ ', s_batch_seq' -%}
-insert overwrite table {{ r.batches }}
+insert overwrite table {{ r.batches }} ({{ batch_columns }})
 select {{ batch_columns }} from {{ r.batches }} where s_batch_seq not in ({{ (inputs + [seq]) | join(', ') }})
 union all
 select {{ batch_columns }} from (

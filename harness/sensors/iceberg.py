@@ -287,6 +287,8 @@ class IcebergSensor(Sensor[IcebergState]):
                 if seen is not None
                 else "never sensed: the newest snapshots are listed"
             )
+            if seen is not None:
+                changes["events_incomplete"] = True  # the changes since `seen` are no longer all known
         if position.partition_columns:
             touched = {tuple(p.items()) for e in events for p in e.partition_values}
             changes["partitions"] = [dict(p) for p in sorted(touched, key=str)]
@@ -324,6 +326,12 @@ def read_range(request: RangeRequest) -> DataFrame:
                     if e.status == ManifestEntryStatus.ADDED
                 ]
         current = snapshot.parent_snapshot_id
+    if current != int(start):
+        raise ConsumeError(
+            f"{target.label}: snapshot {start}, where the range starts, is not an ancestor of snapshot {end} in the "
+            "table's metadata (its snapshots between expired, or the table was rolled back or made again), so what "
+            "the range added is no longer known; read the table as of the range's end instead"
+        )
     return parquet_files(spark, files, schema)
 
 

@@ -82,7 +82,8 @@ class DetectionIndex:
             not_listed = sum(int(d.get("events_not_listed", 0)) for d, _ in described) + max(
                 0, len(events) - MAX_EVENTS
             )
-            out[key] = {"events": events[-MAX_EVENTS:], "events_complete": complete and not_listed == 0}
+            known = complete and not_listed == 0 and not any(d.get("events_incomplete") for d, _ in described)
+            out[key] = {"events": events[-MAX_EVENTS:], "events_complete": known}
             if not_listed:
                 out[key]["events_not_listed"] = not_listed
         return out

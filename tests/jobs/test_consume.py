@@ -219,3 +219,9 @@ def test_iceberg_range_is_the_rows_the_snapshots_in_between_added(spark: SparkSe
     ]
     assert sorted(r["id"] for r in read_one(spark, config, upstream, None, end)) == [1, 2, 3, 4]
     assert read_one(spark, config, upstream, end, end) == []
+    # WHEN the snapshots before the range's end expire THEN the range is refused by name, not read in part
+    table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in table.snapshots()][:-1]).commit()
+    with pytest.raises(
+        ConsumeError, match=f"snapshot {start['snapshot_id']}, where the range starts, is not an ancestor"
+    ):
+        read_one(spark, config, upstream, start, end)

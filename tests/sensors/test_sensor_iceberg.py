@@ -94,6 +94,23 @@ def test_iceberg_new_snapshots_are_change_events_with_parent_operation_partition
     assert describe(str(detection.watermark).replace("'", '"').replace("None", "null")).startswith("snapshot ")
 
 
+def test_iceberg_snapshots_expired_since_the_watermark_leave_the_detection_incomplete(
+    sensor: IcebergSensor, orders: Table
+) -> None:
+    # GIVEN a row that has seen a first append, then two more, and every snapshot but the current one expired
+    orders.append(rows("2026-01-04", 1))
+    seen = read(sensor).watermark
+    orders.append(rows("2026-01-05", 2))
+    orders.append(rows("2026-01-05", 3))
+    orders.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in orders.snapshots()][:-1]).commit()
+    # WHEN it is checked THEN it is new data whose events are said not to be all the changes since
+    position = read(sensor)
+    detection = sensor.detect(UPSTREAM, position, seen)
+    assert isinstance(detection, NewData) and detection.changes["events_incomplete"] is True
+    assert "is not an ancestor of the current one" in detection.changes["note"]
+    assert not position.lists_every_change_since(seen)
+
+
 def test_iceberg_daily_partition_trigger_with_late_out_of_order_and_overwritten_partitions(
     sensor: IcebergSensor, orders: Table
 ) -> None:

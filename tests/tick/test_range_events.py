@@ -68,6 +68,17 @@ def test_range_with_a_missing_detection_is_marked_incomplete() -> None:
     }
 
 
+def test_range_over_a_detection_whose_source_lost_part_of_its_changes_is_marked_incomplete() -> None:
+    # GIVEN a detection that lists what its source still knows (snapshots expired since the watermark's)
+    found = detection(1, "v1", "v4", [event(4)])
+    found["details"] = json.dumps({"events": [event(4)], "events_incomplete": True})
+    # WHEN its range is described THEN it says it is incomplete
+    assert DetectionIndex([found]).range_events([(ROW, "v1", "v4")])[ROW] == {
+        "events": [event(4)],
+        "events_complete": False,
+    }
+
+
 def test_range_of_a_source_without_change_events_has_no_events() -> None:
     # GIVEN a Kafka row's detections (no events in their details), WHEN described, THEN it is left out
     kafka = RowKey("kafka", "orders", "daily")

@@ -225,8 +225,11 @@ class IcebergSensor(Sensor[IcebergState]):
         name, table = self._table(upstream)
         from pyiceberg.catalog import load_catalog
 
+        properties = dict(self.catalogs[name])
+        if str(properties.get("type", "")).lower() == "sql":
+            properties.setdefault("init_catalog_tables", "false")  # a sensor reads: a missing catalog stays missing
         try:
-            return load_catalog(name, **self.catalogs[name]), table
+            return load_catalog(name, **properties), table
         except Exception as exc:  # noqa: BLE001 - pyiceberg raises many types; the message names the problem
             raise SensorError(f"{upstream.label}: cannot load Iceberg catalog {name!r}: {exc}") from exc
 
@@ -242,7 +245,14 @@ class IcebergSensor(Sensor[IcebergState]):
         except Exception as exc:  # noqa: BLE001 - the catalog's own error (connection, permission)
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
-            raise SensorError(f"{upstream.label}: cannot read the Iceberg table: {exc}") from exc
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "iceberg_tables" in first:  # a SQL catalog's database without its tables (pyiceberg's SqlCatalog)
+                raise SensorError(
+                    f"{upstream.label}: the SQL catalog's database holds no Iceberg catalog ({first}); check "
+                    f"iceberg.catalogs.{self._table(upstream)[0]}.properties.uri, and that its database (or the volume "
+                    "it is on) is there"
+                ) from exc
+            raise SensorError(f"{upstream.label}: cannot read the Iceberg table: {first}") from exc
         if context.expired:
             raise context.timed_out(upstream.label)
         snapshots = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -163,6 +164,20 @@ def test_iceberg_unknown_catalog_or_table_names_the_upstream_and_the_setting(
         sensor.read_position(check_context(), Upstream(SensorSource.ICEBERG_TABLE, "other: sales.orders"))
     with pytest.raises(SensorError, match=r"iceberg_table:lake: sales.missing: no Iceberg table 'sales.missing'"):
         sensor.read_position(check_context(), Upstream(SensorSource.ICEBERG_TABLE, "lake: sales.missing"))
+
+
+def test_a_sql_catalog_whose_database_is_missing_is_said_so_and_not_made(tmp_path: Path) -> None:
+    # GIVEN a SQL catalog whose database is not there (a volume not mounted)
+    missing = tmp_path / "gone"
+    missing.mkdir()
+    properties = {"type": "sql", "uri": f"sqlite:///{missing}/catalog.db", "warehouse": (tmp_path / "wh").as_uri()}
+    built = build_registry(sensor_config(tmp_path, iceberg={"catalogs": {"lake": {"properties": properties}}}))
+    sensor = built[SensorSource.ICEBERG_TABLE]
+    # WHEN a row of it is checked THEN the check says the catalog is missing, naming the setting, and makes none
+    with pytest.raises(SensorError, match=r"holds no Iceberg catalog .*check iceberg.catalogs.lake.properties.uri"):
+        sensor.read_position(check_context(), UPSTREAM)
+    with sqlite3.connect(missing / "catalog.db") as db:
+        assert db.execute("select name from sqlite_master").fetchall() == []
 
 
 def test_iceberg_catalog_secret_from_an_unset_variable_stops_the_start(

@@ -153,6 +153,16 @@ UNSERVED = {
         "no trigger root configured; set trigger_file.root in heartbeat.yml or the HEARTBEAT_TRIGGER_ROOT "
         "environment variable",
     ),
+    "a trigger folder out of the root": (
+        {"trigger_file": {"root": "/tmp"}},
+        control_row("trigger_file", "../escape", "j"),
+        "sensor_id must name a folder inside the trigger root /tmp (a path relative to it, e.g. orders_landed)",
+    ),
+    "a trigger folder given by its absolute path": (
+        {"trigger_file": {"root": "/tmp"}},
+        control_row("trigger_file", "/etc", "j"),
+        "sensor_id must name a folder inside the trigger root /tmp (a path relative to it, e.g. orders_landed)",
+    ),
 }
 
 

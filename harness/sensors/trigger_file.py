@@ -98,8 +98,19 @@ class TriggerFileSensor(Sensor[FolderListing]):
         return self.root
 
     def check_upstream(self, upstream: Upstream) -> None:
-        """The root only: the folder may be created after the row (a check says when it is missing)."""
-        self._root(upstream)
+        """The root, and a sensor_id that names a folder under it as written (the folder may be created after
+        the row, and symbolic links are followed by the check, which says when it is missing or leads out)."""
+        root = self._root(upstream)
+        written = os.path.normpath(upstream.sensor_id)
+        if os.path.isabs(written) or written in (".", "..") or written.startswith("../"):
+            raise self._outside(upstream, root)
+
+    @staticmethod
+    def _outside(upstream: Upstream, root: Path) -> SensorError:
+        return SensorError(
+            f"{upstream.label}: sensor_id must name a folder inside the trigger root {root} (a path relative to it, "
+            "e.g. orders_landed)"
+        )
 
     def folder(self, upstream: Upstream) -> Path:
         """The upstream's trigger folder, a folder inside the trigger root once symbolic links are followed."""
@@ -111,7 +122,7 @@ class TriggerFileSensor(Sensor[FolderListing]):
             raise SensorError(f"{upstream.label}: trigger root {root} does not exist or is not a folder")
         folder = plain.resolve()
         if root.resolve() not in folder.parents:
-            raise SensorError(f"{upstream.label}: sensor_id must name a folder inside the trigger root {root}")
+            raise self._outside(upstream, root)
         if not folder.is_dir():
             raise SensorError(f"{upstream.label}: trigger folder {folder} does not exist; create it or fix sensor_id")
         return folder

@@ -45,8 +45,10 @@ def write_snapshot(
     facts: dict[str, Any] | None = None,
 ) -> None:
     """`facts`: what a later tick needs to go on from this snapshot without Spark (harness.tick.cold)."""
+    written_at = datetime.now(timezone.utc).isoformat()
     body = {
-        "written_at": datetime.now(timezone.utc).isoformat(),
+        "written_at": written_at,
+        "decided_at": written_at,  # when the jobs' reasons were worded ("changed 14 s ago"); a cold tick keeps it
         "tick_id": tick_id,
         "jobs": [
             {

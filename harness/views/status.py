@@ -150,6 +150,13 @@ def set_aside_lines(set_aside: Sequence[str]) -> list[str]:
     )
 
 
+def reasons_as_of(snapshot: dict[str, Any]) -> str:
+    """When the jobs' reasons were worded, where a later tick that found nothing to do left the state: a
+    reason's "changed 14 s ago" counts from then."""
+    decided = snapshot.get("decided_at")
+    return f"; the reasons as of {when(decided)} UTC" if decided and decided != snapshot["written_at"] else ""
+
+
 def failed_tick_lines(health: dict[str, Any] | None) -> list[str]:
     """The ticks failing since the last successful one: how many, since when, the last one's step and
     root cause; none when the last tick went well."""
@@ -354,7 +361,7 @@ def render(
     )
     lines.append(
         f"state as the tick {snapshot['tick_id']} left it ({when(snapshot['written_at'])} UTC, "
-        f"{_age(snapshot['written_at'], now)})"
+        f"{_age(snapshot['written_at'], now)}){reasons_as_of(snapshot)}"
     )
     selected = [(job, rows, view) for job, rows, view in jobs if selection.picks(job, rows, view)]
     listed = selected if selection.listed is None else selected[: selection.listed]
@@ -492,7 +499,7 @@ def render_why(
             if job.get("earliest_start_at")
             else []
         ),
-        f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC)",
+        f"    (as the tick {snapshot['tick_id']} left it, {when(snapshot['written_at'])} UTC{reasons_as_of(snapshot)})",
         "rows:",
     ]
     for r in rows:

@@ -1041,3 +1041,16 @@ def test_queued_files_a_tick_set_aside_are_in_the_top_lines_of_status_until_remo
     (queue / "by-hand.json.refused").unlink()
     assert cli.main(["--config", config, "status"]) == 0
     assert "could not be read" not in capsys.readouterr().out
+
+
+def test_reasons_left_by_an_earlier_tick_say_when_they_were_worded() -> None:
+    # GIVEN a snapshot whose reasons a full tick worded at T0, left as it was by a cold tick a minute later
+    left = snapshot(row("j"), reason="quiet period: trigger_file:t changed 14 s ago, needs 1 min")
+    left |= {"decided_at": T0.isoformat(), "written_at": (T0 + timedelta(minutes=1)).isoformat(), "tick_id": "t2"}
+    # WHEN why and status render it THEN each says when the reasons' "ago" counts from
+    why = status.render_why(left, "j", [], T0 + timedelta(minutes=2))
+    assert "(as the tick t2 left it, 2026-11-22 12:01:00 UTC; the reasons as of 2026-11-22 12:00:00 UTC)" in why
+    out = status.render(left, None, None, now=T0 + timedelta(minutes=2))
+    assert "; the reasons as of 2026-11-22 12:00:00 UTC" in out
+    # AND a snapshot whose reasons are its own tick's says nothing more
+    assert "the reasons as of" not in status.render_why(left | {"decided_at": left["written_at"]}, "j", [], T0)

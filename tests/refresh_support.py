@@ -44,6 +44,7 @@ BAD_MODELS = (
     "bad_custom_predicate",
     "bad_unique_key",
     "bad_unique_key_range",
+    "bad_fine_format",
 )
 
 

@@ -62,10 +62,17 @@
 {% endmacro %}
 
 {#- The time a batch is received (its date when a key model has no date column): var
-    heartbeat_batch_time (UTC, e.g. '2026-11-21 06:00:00'), else the start of this dbt run. -#}
+    heartbeat_batch_time (UTC, e.g. '2026-11-21 06:00:00'), else the start of this dbt run. A text in
+    another form would be read as no time at all (a null received time and records' dates), so it is refused. -#}
 {% macro heartbeat_refresh_batch_time() %}
   {%- set given = var('heartbeat_batch_time', none) -%}
-  {{ return((given | string) if given else run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}
+  {%- if not given -%}{{ return(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}{%- endif -%}
+  {%- if not modules.re.match('^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?$', given | string) -%}
+    {{ exceptions.raise_compiler_error(
+        model.name ~ ": var heartbeat_batch_time is '" ~ given ~ "', which is not a time in UTC of the form yyyy-MM-dd HH:mm:ss"
+        ~ " (e.g. '2026-11-21 06:00:00', seconds and their fractions optional); give it so, or leave it out for the start of the dbt run") }}
+  {%- endif -%}
+  {{ return(given | string) }}
 {% endmacro %}
 
 {% macro heartbeat_refresh_context() %}

@@ -139,6 +139,14 @@
           ~ "; a sequence must be numeric (cast it in the model)") }}
     {%- endif -%}
   {%- endif -%}
+  {#- s_timestamp keeps microseconds: a format reading finer fractions would put values apart by less than one
+      at one place, where a batch's range takes in (and deletes) rows of another batch that are not its own -#}
+  {%- if r.type == 'timestamp' and r.params.datetime_format and 'SSSSSSS' in r.params.datetime_format -%}
+    {{ exceptions.raise_compiler_error(
+        r.model ~ ": refresh parameter 'datetime_format' (" ~ r.params.datetime_format ~ ") reads fractions of a second finer than"
+        ~ " microseconds, which a timestamp does not keep: values apart by less than a microsecond would share one place in"
+        ~ " the batches' ranges. Read at most microseconds (SSSSSS), and cut the text to them in the model if it has more") }}
+  {%- endif -%}
 {% endmacro %}
 
 {#-

@@ -219,6 +219,16 @@ from (select {{ heartbeat.heartbeat_refresh_typed_columns(r) }} from {{ source }
     {%- set column = r.params.timestamp_column if r.type == 'timestamp' else r.params.sequence_column -%}
     {%- do checks.append("select 'the " ~ r.type ~ " column " ~ column ~ " is null' as problem, concat(cast(count(*) as string), ' rows') as detail from "
                          ~ source ~ " where " ~ adapter.quote(column) ~ " is null having count(*) > 0") -%}
+    {%- if r.type == 'sequence' -%}
+      {#- s_sequence (decimal(38,9)) places each row in the batches' ranges: a value it cannot hold exactly (rounded,
+          NaN, infinite, too large) would be placed elsewhere, where another batch's range deletes it -#}
+      {%- set held = 'try_cast(' ~ adapter.quote(column) ~ ' as decimal(38,9))' -%}
+      {%- do checks.append("select 'the sequence column " ~ column ~ " has values decimal(38,9) does not hold exactly (more than 29 digits"
+                           ~ " before the point or 9 after it, NaN or infinite; round them in the model)' as problem, concat(cast(count(*) as string),"
+                           ~ " ' rows, e.g. ', cast(min(" ~ adapter.quote(column) ~ ") as string)) as detail from " ~ source ~ " where "
+                           ~ adapter.quote(column) ~ " is not null and (" ~ held ~ " is null or not (cast(" ~ held ~ " as "
+                           ~ r.types[column | lower] ~ ") <=> " ~ adapter.quote(column) ~ ")) having count(*) > 0") -%}
+    {%- endif -%}
     {%- if r.type == 'timestamp' and not r.params.datetime_format and heartbeat.heartbeat_refresh_date_kind(r.types[column | lower]) == 'text' -%}
       {%- set detail = "concat(cast(count(*) as string), ' rows, e.g. ', min(" ~ adapter.quote(column) ~ "))" -%}
       {%- do checks.append(heartbeat.heartbeat_refresh_iso_check(r, column, source, detail) ~ " having count(*) > 0") -%}

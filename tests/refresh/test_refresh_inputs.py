@@ -8,6 +8,7 @@ its own, on the session's SparkSession.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,39 @@ def test_unique_key_beside_the_refresh_parameters_is_refused_naming_the_setting_
     assert not project.exists("bad_unique_key__metrics") and not project.exists("bad_unique_key_range__metrics")
 
 
+def test_a_sequence_or_time_that_its_range_would_not_hold_exactly_is_refused(project: RefreshProject) -> None:
+    # GIVEN sequence batches whose values decimal(38,9) would round or cannot hold (s_sequence places each row
+    # in the batches' ranges: a row placed elsewhere would be deleted by another batch's range)
+    batches = {
+        "double": ([(1e-10, "a", 1.0), (3e-10, "a", 2.0), (2.5, "a", 3.0)], "1.0E-10"),
+        "decimal(20,10)": ([(Decimal("1.0000000001"), "a", 1.0), (Decimal("5"), "a", 2.0)], "1.0000000001"),
+    }
+    for kind, (rows, example) in batches.items():
+        project.write_batch("seq_ledger", rows, f"entry_no {kind}, account string, amount double")
+        # WHEN it is loaded THEN it is refused before anything is written, with the rows' count and an example
+        with pytest.raises(DbtError) as raised:
+            project.run("seq_ledger", batch="q1")
+        message = str(raised.value)
+        assert "the sequence column entry_no has values decimal(38,9) does not hold exactly" in message, message
+        assert f"rows, e.g. {example}" in message and not project.exists("seq_ledger__batches")
+    project.write_batch("seq_ledger", [(float("nan"), "a", 1.0)], "entry_no double, account string, amount double")
+    with pytest.raises(DbtError, match="does not hold exactly .*1 rows, e.g. NaN"):
+        project.run("seq_ledger", batch="q1")
+    # AND values it holds exactly (0.5, 2.25 as doubles) load
+    project.load(
+        {"seq_ledger": [(0.5, "a", 1.0), (2.25, "b", 2.0)]},
+        batch="q2",
+        schemas={"seq_ledger": "entry_no double, account string, amount double"},
+    )
+    assert project.rows("seq_ledger", ["entry_no", "account"]) == [(0.5, "a"), (2.25, "b")]
+    # AND a datetime_format finer than microseconds is refused, saying to read at most microseconds
+    project.write_batch("bad_fine_format", [])
+    with pytest.raises(
+        DbtError, match=r"reads fractions of a second finer than microseconds.*at most microseconds \(SSSSSS\)"
+    ):
+        project.run("bad_fine_format", batch="q3")
+
+
 def test_every_batch_shows_when_it_was_received_one_without_rows_too(project: RefreshProject) -> None:
     # GIVEN a batch with rows, then one without rows (each received at the start of its dbt run)
     project.load({"key_customers": [("DE", 1, "Anna", None)]}, batch="e1")
@@ -162,6 +196,10 @@ def test_every_batch_shows_when_it_was_received_one_without_rows_too(project: Re
     # WHEN the model is recomputed from its kept batches THEN the times stay
     run_action(project.config, "key_customers", "reset")
     assert {b: m["received_at"] for b, m in project.metrics("key_customers").items()} == received
+    # AND a received time given in another form than UTC's yyyy-MM-dd HH:mm:ss is refused, naming the var
+    with pytest.raises(DbtError, match="var heartbeat_batch_time is '21/11/2026 07:00', which is not a time in UTC"):
+        project.load({"key_customers": []}, batch="e3", heartbeat_batch_time="21/11/2026 07:00")
+    assert "e3" not in project.metrics("key_customers")
 
 
 def test_an_empty_batch_recorded_without_a_received_time_is_folded_first(project: RefreshProject) -> None:

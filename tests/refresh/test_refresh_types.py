@@ -983,3 +983,62 @@ def test_a_kept_batch_unloads_and_reloads_after_a_fold_as_if_every_batch_were_ke
         2,
     )
     assert timeline.metric("kept batch reloaded", "seq_ledger", "b1", "status") == ("folded",)
+
+
+# --- widenings whose kept files hold a tinyint or a smallint ----------------------------------------------
+@pytest.fixture
+def fresh(spark: SparkSession, session_state: Path) -> RefreshProject:
+    """The example project in an emptied schema of its own (not the timeline's)."""
+    install_package()
+    spark.sql("drop database if exists rf_widen cascade")
+    spark.sql("create database rf_widen")
+    return RefreshProject(spark, examples_config(session_state, "rf_widen", session_state / "refresh_target"))
+
+
+def test_kept_tinyint_and_smallint_widen_to_types_their_files_read_back_as_exactly(fresh: RefreshProject) -> None:
+    # GIVEN b1 kept with a tinyint amount and smallint prices (a key and a full model; their files hold 32-bit ints)
+    fresh.load(
+        {"key_amounts": [(1, -128, -32768), (2, 20, 2)], "full_prices": [("p1", -32768), ("p2", 2)]},
+        batch="b1",
+        schemas={
+            "key_amounts": "id int, amount tinyint, price smallint",
+            "full_prices": "product string, price smallint",
+        },
+    )
+    # WHEN b2 brings a float amount and decimal(5,2) prices
+    fresh.load(
+        {
+            "key_amounts": [(1, 0.5, Decimal("1.25")), (3, 3.0, Decimal("999.99"))],
+            "full_prices": [("p1", Decimal("1.25"))],
+        },
+        batch="b2",
+        schemas={
+            "key_amounts": "id int, amount float, price decimal(5,2)",
+            "full_prices": "product string, price decimal(5,2)",
+        },
+    )
+    # THEN the columns widen to types Spark reads b1's files as (double, not float; a decimal with 10 integer
+    # digits, an int's), and every table reads back with the values as they came
+    types = dict(fresh.spark.table("rf_widen.key_amounts__batches").dtypes)
+    assert (types["amount"], types["price"]) == ("double", "decimal(12,2)")
+    assert dict(fresh.spark.table("rf_widen.full_prices__batches").dtypes)["price"] == "decimal(12,2)"
+    assert fresh.rows("key_amounts__batches", ["s_batch_id", "id", "amount", "price", "s_record_status_code"]) == [
+        ("b1", 1, -128.0, -32768.0, "N"),
+        ("b1", 2, 20.0, 2.0, "N"),
+        ("b2", 1, 0.5, 1.25, "C"),
+        ("b2", 3, 3.0, 999.99, "N"),
+    ]
+    history = [(1, -128.0, -32768.0, "b1", False), (1, 0.5, 1.25, "b2", True), (2, 20.0, 2.0, "b1", True)]
+    assert fresh.rows("key_amounts__history", ["id", "amount", "price", "s_batch_id", "s_is_current"]) == history + [
+        (3, 3.0, 999.99, "b2", True)
+    ]
+    assert fresh.rows("full_prices__history", ["product", "price", "s_batch_id", "s_is_current"]) == [
+        ("p1", -32768.0, "b1", False),
+        ("p1", 1.25, "b2", True),
+        ("p2", 2.0, "b1", False),
+    ]
+    # AND a reset reads the kept batches and gives the same dataset
+    dataset = fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"])
+    fresh.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
+    assert fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"]) == dataset
+    assert dataset == [(1, 0.5, 1.25, "b2"), (2, 20.0, 2.0, "b1"), (3, 3.0, 999.99, "b2")]

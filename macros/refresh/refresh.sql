@@ -377,10 +377,14 @@
   {{ return(facts) }}
 {% endmacro %}
 
-{#- The history view (key and full have one; other types do not) and the dataset metrics view (every type). -#}
+{#- The history view (key and full have one; other types do not) and the dataset metrics view (every type).
+    A Spark view keeps the column types it was created with (it casts what it reads to them): the history
+    view is made again whenever the kept types changed since (a batch widened <model>__batches), compared
+    with the view itself, so a run killed between a widening and this finds it still to do: phase 2 of the
+    batch runs again, and with it this. -#}
 {% macro heartbeat_refresh_ensure_history(r, replace) %}
   {%- if r.type in ('key', 'full') -%}
-    {%- if replace or not heartbeat.heartbeat_refresh_exists(r.history) -%}
+    {%- if replace or not heartbeat.heartbeat_refresh_exists(r.history) or heartbeat.heartbeat_refresh_relation_retyped(r, r.history) -%}
       {%- do heartbeat.heartbeat_refresh_run('heartbeat_refresh_history', 'create or replace view ' ~ r.history ~ ' as\n' ~ heartbeat.heartbeat_refresh_history_sql(r)) -%}
       {%- do adapter.cache_added(r.history) -%}
     {%- endif -%}
@@ -393,6 +397,17 @@
           'create or replace view ' ~ r.dataset_metrics ~ ' as\n' ~ heartbeat.heartbeat_refresh_dataset_metrics_sql(r)) -%}
     {%- do adapter.cache_added(r.dataset_metrics) -%}
   {%- endif -%}
+{% endmacro %}
+
+{#- Whether the table or view `relation` has other types for the model's columns than <model>__batches keeps (r.types). -#}
+{% macro heartbeat_refresh_relation_retyped(r, relation) %}
+  {%- for column in adapter.get_columns_in_relation(relation) -%}
+    {%- set kept = r.types.get(column.name | lower) -%}
+    {%- if kept is not none and heartbeat.heartbeat_refresh_type_name(kept) != heartbeat.heartbeat_refresh_type_name(column.dtype) -%}
+      {{ return(true) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}
 
 {#-

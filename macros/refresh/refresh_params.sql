@@ -254,9 +254,11 @@
   {{ return({'integer': 'int', 'long': 'bigint', 'short': 'smallint', 'byte': 'tinyint', 'real': 'float', 'numeric': 'decimal'}.get(name, name)) }}
 {% endmacro %}
 
-{#- An integer or decimal type as (integer digits, scale); none for other types. -#}
-{% macro heartbeat_refresh_decimal_shape(name) %}
-  {%- set digits = {'tinyint': 3, 'smallint': 5, 'int': 10, 'bigint': 20} -%}
+{#- An integer or decimal type as (integer digits, scale); none for other types. `stored`: the type of the
+    kept batches' files, which Spark reads as a decimal only with room for what their physical type holds:
+    a tinyint or smallint is written as a 32-bit int, read as a decimal only with an int's 10 integer digits. -#}
+{% macro heartbeat_refresh_decimal_shape(name, stored=false) %}
+  {%- set digits = {'tinyint': 10 if stored else 3, 'smallint': 10 if stored else 5, 'int': 10, 'bigint': 20} -%}
   {%- if name in digits -%}{{ return([digits[name], 0]) }}{%- endif -%}
   {%- if name == 'decimal' -%}{{ return([10, 0]) }}{%- endif -%}
   {%- set found = modules.re.match('^decimal\\((\\d+),(\\d+)\\)$', name) -%}
@@ -264,15 +266,16 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- Whether every value of the type `small` is a value of the type `large` (Spark reads files written
-    with `small` as `large`: the kept batches need no rewrite). -#}
-{% macro heartbeat_refresh_type_fits(small, large) %}
+{#- Whether every value of the type `small` is a value of the type `large`. `stored`: `small` is the kept
+    batches' type, and Spark must also read their files as `large` (they are not rewritten): a tinyint or
+    smallint file is never read as a float, and as a decimal only with 10 integer digits. -#}
+{% macro heartbeat_refresh_type_fits(small, large, stored=false) %}
   {%- if small == large -%}{{ return(true) }}{%- endif -%}
   {%- set integers = ['tinyint', 'smallint', 'int', 'bigint'] -%}
   {%- if small in integers and large in integers -%}{{ return(integers.index(small) <= integers.index(large)) }}{%- endif -%}
   {%- if large == 'double' -%}{{ return(small in ['tinyint', 'smallint', 'int', 'float']) }}{%- endif -%}
-  {%- if large == 'float' -%}{{ return(small in ['tinyint', 'smallint']) }}{%- endif -%}
-  {%- set s = heartbeat.heartbeat_refresh_decimal_shape(small) -%}
+  {%- if large == 'float' -%}{{ return(small in ['tinyint', 'smallint'] and not stored) }}{%- endif -%}
+  {%- set s = heartbeat.heartbeat_refresh_decimal_shape(small, stored) -%}
   {%- set l = heartbeat.heartbeat_refresh_decimal_shape(large) -%}
   {%- if large.startswith('decimal') and s is not none and l is not none -%}{{ return(s[0] <= l[0] and s[1] <= l[1]) }}{%- endif -%}
   {{ return(false) }}
@@ -282,8 +285,10 @@
   {%- set k = heartbeat.heartbeat_refresh_type_name(kept) -%}
   {%- set g = heartbeat.heartbeat_refresh_type_name(given) -%}
   {%- if heartbeat.heartbeat_refresh_type_fits(g, k) -%}{{ return(kept) }}{%- endif -%}
-  {%- if heartbeat.heartbeat_refresh_type_fits(k, g) -%}{{ return(g) }}{%- endif -%}
-  {%- set ks = heartbeat.heartbeat_refresh_decimal_shape(k) -%}
+  {%- if heartbeat.heartbeat_refresh_type_fits(k, g, true) -%}{{ return(g) }}{%- endif -%}
+  {#- kept tinyint or smallint files are read as a double, never as a float: a float batch widens them to double -#}
+  {%- if g == 'float' and k in ['tinyint', 'smallint'] -%}{{ return('double') }}{%- endif -%}
+  {%- set ks = heartbeat.heartbeat_refresh_decimal_shape(k, true) -%}
   {%- set gs = heartbeat.heartbeat_refresh_decimal_shape(g) -%}
   {%- if ks is not none and gs is not none -%}
     {%- set digits = [ks[0], gs[0]] | max -%}

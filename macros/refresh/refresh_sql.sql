@@ -418,7 +418,9 @@ where this.s_appended
 {#- The history view. key: SCD2, one row per change occurrence: every record whose data differs from the
     key's record just before it by date (a record received late takes its place by date, whatever its code,
     so the history does not depend on the order the batches arrived in, nor on an unload and a reload),
-    valid from its date to the date of the key's next version. full: every kept batch as a version, the latest
+    valid from its date to the date of the key's next version. Data is compared by a hash of the record
+    as the view reads it, with the kept types: the hash each batch kept (s_hash) was computed with the types
+    of its time, and 20 kept as an int is the same data as 20.0 after the column widened to double. full: every kept batch as a version, the latest
     applied batch current (also when it is empty: then no row is current). -#}
 {% macro heartbeat_refresh_history_sql(r) -%}
   {%- if r.type == 'key' -%}
@@ -428,10 +430,10 @@ select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_
        s_update_timestamp as s_valid_from, lead(s_update_timestamp) over ({{ by_date }}) as s_valid_to,
        lead(s_update_timestamp) over ({{ by_date }}) is null as s_is_current
 from (
-  select *, lag(s_hash) over ({{ by_date }}) as s_previous_hash
-  from {{ r.batches }}
+  select *, lag(s_value_hash) over ({{ by_date }}) as s_previous_hash
+  from (select *, {{ heartbeat.heartbeat_refresh_hash(heartbeat.heartbeat_refresh_hash_columns(r), r.types) }} as s_value_hash from {{ r.batches }}) hashed
 ) occurrences
-where s_previous_hash is null or s_previous_hash <> s_hash
+where s_previous_hash is null or s_previous_hash <> s_value_hash
   {%- else -%}
 select {{ heartbeat.heartbeat_refresh_list(r.columns) }}, s_batch_id, s_hash, s_received_at, s_batch_seq,
        coalesce(s_batch_seq = coalesce((select max(batch_seq) from {{ r.metrics }} where status = 'applied'),

@@ -412,13 +412,7 @@ when matched then delete
 {% macro heartbeat_refresh_dataset_retyped(r) %}
   {%- if not r.dataset_exists -%}{{ return(false) }}{%- endif -%}
   {%- if r.get('dataset_retyped') is not none -%}{{ return(r.dataset_retyped) }}{%- endif -%}
-  {%- for column in adapter.get_columns_in_relation(r.this) -%}
-    {%- set kept = r.types.get(column.name | lower) -%}
-    {%- if kept is not none and heartbeat.heartbeat_refresh_type_name(kept) != heartbeat.heartbeat_refresh_type_name(column.dtype) -%}
-      {{ return(true) }}
-    {%- endif -%}
-  {%- endfor -%}
-  {{ return(false) }}
+  {{ return(heartbeat.heartbeat_refresh_relation_retyped(r, r.this)) }}
 {% endmacro %}
 
 {#- The dataset as a relation with the types <model>__batches keeps: the dataset itself, or, after a

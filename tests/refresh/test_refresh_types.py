@@ -12,7 +12,7 @@ expected tables:
   logins   key_logins: a timestamp moved by microseconds within its millisecond is C; a new column is
            refused while batches are kept, and loads once they are unloaded; so do other types
   types    key_amounts: b2 widens an int to double and a decimal to a longer one, b3 is int again, b5's
-           text amount is refused; a reset reads the widened batches
+           text amount is refused; a reset reads the widened batches; the history shows the widened values
   reload   seq_ledger: b2 unloaded and loaded again after b3 takes its place by the time it was received
   custom   a batch captured but not applied; a reset with a typo in the delete predicate is refused before
            anything is written; the pending batch is dropped by an unload with other parameters (--vars)
@@ -180,6 +180,9 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         "key_amounts": ["id", "amount", "price", "s_batch_id"],
         "key_amounts__batches": ["s_batch_id", "id", "amount", "price", "s_record_status_code"],
     }
+    amounts_history = {
+        "key_amounts__history": ["id", "amount", "price", "s_batch_id", "s_record_status_code", "s_is_current"]
+    }
     logins = {
         "key_logins": ["user_id", "last_login", "s_hash"],
         "key_logins__batches": ["s_batch_id", "user_id", "last_login", "s_record_status_code"],
@@ -198,6 +201,7 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         "seq_ledger__dataset_metrics",
         **key_tables,
         **amounts,
+        **amounts_history,
         **logins,
         metrics=("key_orders", "key_customers", "ts_readings", "seq_ledger", "none_events", "custom_stock"),
     )
@@ -320,7 +324,7 @@ def timeline(spark: SparkSession, session_state: Path, tmp_path_factory: pytest.
         "tables": {n: project.exists(n) for n in ("key_amounts__batches", "key_amounts__batches__swap")}
     }
     project.load({"key_amounts": [(3, 31, Decimal("3.00"))]}, batch="w2")
-    t.snapshot("swap finished", metrics=("key_amounts",), **amounts)
+    t.snapshot("swap finished", metrics=("key_amounts",), **amounts, **amounts_history)
     t.points["swap finished"]["types"] = dict(project.spark.table(f"{SCHEMA}.key_amounts").dtypes)
 
     # retention: seq_ledger holds b1, b3 and b2 (reloaded: first received before b3); k1 comes with
@@ -804,6 +808,29 @@ def test_a_batch_with_wider_column_types_widens_the_dataset_without_losing_a_val
     ]
 
 
+def test_the_history_reads_the_widened_values_and_a_widened_equal_value_is_no_new_version(timeline: Timeline) -> None:
+    # GIVEN the history view made with b1's types (an int amount, a decimal(5,2) price)
+    # WHEN b2 widens them to double and decimal(10,4)
+    # THEN the history shows b2's values as they are (10.5, not 10; 1.2345, not 1.23), and 20 then 20.0 with
+    # 2.00 then 2.0000 is the same data: no new version (b1's hash was computed from the int's text)
+    assert timeline.rows("in order", "key_amounts__history") == [
+        (1, 10.0, 1.5, "b1", "N", False),
+        (1, 10.5, 1.2345, "b2", "C", True),
+        (2, 20.0, 2.0, "b1", "N", True),
+        (3, 30.0, 3.0, "b3", "N", True),
+    ]
+    # AND after w1 widened the price again, killed between the switches of its widening, the run that finishes
+    # it shows w1's 1.234567 in the history too
+    assert timeline.rows("swap finished", "key_amounts__history") == [
+        (1, 10.0, 1.5, "b1", "N", False),
+        (1, 10.5, 1.2345, "b2", "C", False),
+        (1, 10.5, 1.234567, "w1", "C", True),
+        (2, 20.0, 2.0, "b1", "N", True),
+        (3, 30.0, 3.0, "b3", "N", False),
+        (3, 31.0, 3.0, "w2", "C", True),
+    ]
+
+
 def test_a_batch_whose_values_do_not_fit_is_refused_naming_the_column_and_both_types(timeline: Timeline) -> None:
     message = timeline.errors["tie"]
     assert (
@@ -956,3 +983,62 @@ def test_a_kept_batch_unloads_and_reloads_after_a_fold_as_if_every_batch_were_ke
         2,
     )
     assert timeline.metric("kept batch reloaded", "seq_ledger", "b1", "status") == ("folded",)
+
+
+# --- widenings whose kept files hold a tinyint or a smallint ----------------------------------------------
+@pytest.fixture
+def fresh(spark: SparkSession, session_state: Path) -> RefreshProject:
+    """The example project in an emptied schema of its own (not the timeline's)."""
+    install_package()
+    spark.sql("drop database if exists rf_widen cascade")
+    spark.sql("create database rf_widen")
+    return RefreshProject(spark, examples_config(session_state, "rf_widen", session_state / "refresh_target"))
+
+
+def test_kept_tinyint_and_smallint_widen_to_types_their_files_read_back_as_exactly(fresh: RefreshProject) -> None:
+    # GIVEN b1 kept with a tinyint amount and smallint prices (a key and a full model; their files hold 32-bit ints)
+    fresh.load(
+        {"key_amounts": [(1, -128, -32768), (2, 20, 2)], "full_prices": [("p1", -32768), ("p2", 2)]},
+        batch="b1",
+        schemas={
+            "key_amounts": "id int, amount tinyint, price smallint",
+            "full_prices": "product string, price smallint",
+        },
+    )
+    # WHEN b2 brings a float amount and decimal(5,2) prices
+    fresh.load(
+        {
+            "key_amounts": [(1, 0.5, Decimal("1.25")), (3, 3.0, Decimal("999.99"))],
+            "full_prices": [("p1", Decimal("1.25"))],
+        },
+        batch="b2",
+        schemas={
+            "key_amounts": "id int, amount float, price decimal(5,2)",
+            "full_prices": "product string, price decimal(5,2)",
+        },
+    )
+    # THEN the columns widen to types Spark reads b1's files as (double, not float; a decimal with 10 integer
+    # digits, an int's), and every table reads back with the values as they came
+    types = dict(fresh.spark.table("rf_widen.key_amounts__batches").dtypes)
+    assert (types["amount"], types["price"]) == ("double", "decimal(12,2)")
+    assert dict(fresh.spark.table("rf_widen.full_prices__batches").dtypes)["price"] == "decimal(12,2)"
+    assert fresh.rows("key_amounts__batches", ["s_batch_id", "id", "amount", "price", "s_record_status_code"]) == [
+        ("b1", 1, -128.0, -32768.0, "N"),
+        ("b1", 2, 20.0, 2.0, "N"),
+        ("b2", 1, 0.5, 1.25, "C"),
+        ("b2", 3, 3.0, 999.99, "N"),
+    ]
+    history = [(1, -128.0, -32768.0, "b1", False), (1, 0.5, 1.25, "b2", True), (2, 20.0, 2.0, "b1", True)]
+    assert fresh.rows("key_amounts__history", ["id", "amount", "price", "s_batch_id", "s_is_current"]) == history + [
+        (3, 3.0, 999.99, "b2", True)
+    ]
+    assert fresh.rows("full_prices__history", ["product", "price", "s_batch_id", "s_is_current"]) == [
+        ("p1", -32768.0, "b1", False),
+        ("p1", 1.25, "b2", True),
+        ("p2", 2.0, "b1", False),
+    ]
+    # AND a reset reads the kept batches and gives the same dataset
+    dataset = fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"])
+    fresh.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
+    assert fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"]) == dataset
+    assert dataset == [(1, 0.5, 1.25, "b2"), (2, 20.0, 2.0, "b1"), (3, 3.0, 999.99, "b2")]

@@ -88,6 +88,12 @@ def _fit(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
+def first_line(exc: BaseException) -> str:
+    """The exception's first line (a library's message without its details), else its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _first_line(exc: BaseException) -> str:
     """The exception's type and first line (with its first problem where it heads a list)."""
     line, more = first_problem(str(exc))

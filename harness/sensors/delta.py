@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness.config import Config, DeltaSettings, env_secret
-from harness.errors import ConsumeError, SensorError
+from harness.errors import ConsumeError, SensorError, first_line
 from harness.preprocess import quote_identifier
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
@@ -160,7 +160,7 @@ class PathTables:
         try:
             return DeltaTable(upstream.sensor_id, version=version, storage_options=self.storage_options or None)
         except (DeltaError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             raise SensorError(
                 f"{upstream.label}: cannot read the Delta table: {first}; "
                 "check the path (sensor_id) and delta.storage_options"

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness.config import Config, IcebergSettings, env_secret
-from harness.errors import ConfigError, ConsumeError, SensorError
+from harness.errors import ConfigError, ConsumeError, SensorError, first_line
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
@@ -245,7 +245,7 @@ class IcebergSensor(Sensor[IcebergState]):
         except Exception as exc:  # noqa: BLE001 - the catalog's own error (connection, permission)
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             if "iceberg_tables" in first:  # a SQL catalog's database without its tables (pyiceberg's SqlCatalog)
                 raise SensorError(
                     f"{upstream.label}: the SQL catalog's database holds no Iceberg catalog ({first}); check "

@@ -153,6 +153,11 @@
   {{ heartbeat.heartbeat_refresh_list(r.columns) }}, {{ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') }}
 {%- endmacro %}
 
+{#- Every column of <model>__batches, in its order: the model's, the system columns, s_batch_seq. -#}
+{% macro heartbeat_refresh_batch_columns(r) -%}
+  {{ heartbeat.heartbeat_refresh_partition_columns(r) }}, s_batch_seq
+{%- endmacro %}
+
 {#- Write one partition of <model>__batches (`sql` with s_batch_seq, which the folder does not keep) to
     a slot no partition points at, then make it visible with one metastore operation. -#}
 {% macro heartbeat_refresh_write_partition(r, seq, sql, replace) %}
@@ -226,7 +231,7 @@
 {#- The other Delta statements, by name (pure: rendered and checked for the databricks target by the tests). -#}
 {% macro heartbeat_refresh_delta_sql(r, name, sql=none) -%}
   {%- set dataset_columns = r.columns + heartbeat.heartbeat_refresh_dataset_system_columns(r.type) -%}
-  {%- set batch_columns = heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') ~ ', s_batch_seq' -%}
+  {%- set batch_columns = heartbeat.heartbeat_refresh_batch_columns(r) -%}
   {%- if name == 'create_metrics' -%}{{ heartbeat.heartbeat_refresh_metrics_ddl(r) }} using delta
   {%- elif name == 'write_metrics' -%}insert overwrite table {{ r.metrics }}
 {{ sql }}
@@ -496,7 +501,7 @@ when matched then delete
 {#- Delta: one INSERT OVERWRITE, one transaction (it rewrites the kept batches, at most keep_batches of
     them). When no row of `inputs` is left it already ran (or they had no rows: then neither has the baseline). -#}
 {% macro heartbeat_refresh_baseline_delta_sql(r, seq, sql, inputs) -%}
-  {%- set batch_columns = heartbeat.heartbeat_refresh_list(r.columns) ~ ', ' ~ heartbeat.heartbeat_refresh_system_columns() | map(attribute=0) | join(', ') ~ ', s_batch_seq' -%}
+  {%- set batch_columns = heartbeat.heartbeat_refresh_batch_columns(r) -%}
 insert overwrite table {{ r.batches }} ({{ batch_columns }})
 select {{ batch_columns }} from {{ r.batches }} where s_batch_seq not in ({{ (inputs + [seq]) | join(', ') }})
 union all

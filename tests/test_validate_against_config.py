@@ -35,16 +35,26 @@ def no_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def project(tmp_path: Path, sections: dict[str, Any], rows: list[dict[str, str]]) -> Path:
     """A project of its own: heartbeat.yml with `sections`, and a controls CSV of `rows` (line 2 on)."""
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    with (seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
+    (tmp_path / "seeds").mkdir()
+    write_rows(tmp_path / "seeds" / "heartbeat_controls.csv", rows)
+    return project_file(tmp_path, sections)
+
+
+def project_file(tmp_path: Path, sections: dict[str, Any]) -> Path:
+    """project()'s heartbeat.yml alone, with `sections` (the controls CSV as it is)."""
+    config = tmp_path / "heartbeat.yml"
+    csv_path = tmp_path / "seeds" / "heartbeat_controls.csv"
+    config.write_text(
+        json.dumps({"project_dir": str(tmp_path), "controls_csv": str(csv_path), **sections})
+    )  # JSON is YAML
+    return config
+
+
+def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    config = tmp_path / "heartbeat.yml"
-    body = {"project_dir": str(tmp_path), "controls_csv": str(seeds / "heartbeat_controls.csv"), **sections}
-    config.write_text(json.dumps(body))  # JSON is YAML
-    return config
 
 
 def validate(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -287,3 +297,36 @@ def test_validate_notes_a_preprocess_query_every_check_runs_again(
     assert code == 0 and "OK, 2 rows, 2 jobs" in out
     assert "note: line 2 (kafka 'orders' -> job recent): its preprocess_query reads the time, chance" in out
     assert "line 3" not in out
+
+
+def test_validate_says_every_problem_of_both_files_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a controls CSV with a bad row, and a heartbeat.yml refused three ways in turn: a misspelt
+    # key, a source section librdkafka refuses, and a file YAML cannot read
+    rows = [control_row("kafka", "orders", "j") | {"job_state": "?"}]
+    config = project(tmp_path, {"sensing": {"check_timeout_secnds": 5}}, rows)
+    csv_path = tmp_path / "seeds" / "heartbeat_controls.csv"
+    # WHEN validate runs, THEN it names the key and the CSV's row in one run
+    code, out, err = validate(config, capsys)
+    assert code == 2 and "did you mean 'check_timeout_seconds'?" in err
+    assert "line 2" in err and "unknown job_state '?'" in err and out == ""
+
+    refused_section = {"kafka": {"bootstrap_servers": "127.0.0.1:9", "properties": {"request.timeout.msx": "5"}}}
+    config = project_file(tmp_path, refused_section)
+    code, out, err = validate(config, capsys)
+    assert code == 2 and "kafka.properties.request.timeout.msx: refused by librdkafka" in err
+    assert "unknown job_state '?'" in err
+
+    # WHEN the CSV is fixed, THEN the refused section alone is said, and the CSV's own rows pass
+    write_rows(csv_path, [control_row("kafka", "orders", "j")])
+    code, out, err = validate(config, capsys)
+    assert code == 2 and "request.timeout.msx" in err and "job_state" not in err
+    assert f"{csv_path}: OK, 1 rows (checked against heartbeat.yml once that file is accepted)" in out
+
+    # WHEN heartbeat.yml cannot be read, THEN the CSV named on the command line is checked all the same
+    config.write_text("sensing: [\n")
+    assert cli.main(["--config", str(config), "validate", str(csv_path)]) == 2
+    captured = capsys.readouterr()
+    assert f"{csv_path}: OK, 1 rows" in captured.out and str(config) in captured.err
+    # and without it, validate says the CSV could not be found
+    code, out, err = validate(config, capsys)
+    assert code == 2 and "the controls CSV is not checked: heartbeat.yml must be read to find it" in err

@@ -308,15 +308,21 @@ def cmd_publish(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main), the controls CSV, and the CSV's rows against the
-    configuration (a connection or catalog it does not define), touching nothing."""
+    configuration (a connection or catalog it does not define), touching nothing. Every problem of both
+    files is said in one run: a refused source section does not hide the CSV's own problems."""
     from harness.controls import read_controls, second_seed
-    from harness.errors import ControlsError
+    from harness.errors import ConfigError, ControlsError
     from harness.preprocess import of_new_data_alone
     from harness.sensors import build_registry, unserved_rows
     from harness.vocabulary import JobState
 
-    registry = build_registry(config)  # source settings are checked when the sensors are built
     path = Path(args.csv) if args.csv else config.controls_csv
+    try:
+        registry = build_registry(config)  # source settings are checked when the sensors are built
+    except ConfigError as refused:
+        print(f"error: {refused}", file=sys.stderr)
+        _validate_csv_alone(path)
+        return 2
     specs = read_controls(path)
     copy = second_seed(config.controls_csv) if path == config.controls_csv else None
     if copy:
@@ -349,6 +355,39 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
                 "for it at each tick until a row it keeps lands; docs/sources.md)"
             )
     return 0
+
+
+def _validate_csv_alone(path: Path | None) -> None:
+    """`validate` with a configuration it refused: the controls CSV's own rows are checked all the same
+    (`path`: None when the refused file does not say where the CSV is), so that one run says what to
+    change in both files. Its rows are checked against heartbeat.yml once the file is accepted."""
+    from harness.controls import read_controls
+
+    if path is None:
+        print("note: the controls CSV is not checked: heartbeat.yml must be read to find it", file=sys.stderr)
+        return
+    try:
+        specs = read_controls(path)
+    except HeartbeatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return
+    print(f"{path}: OK, {len(specs)} rows (checked against heartbeat.yml once that file is accepted)")
+
+
+def _controls_csv_of(args: argparse.Namespace) -> Path | None:
+    """The controls CSV `validate` checks when the configuration is refused: the one named on the command
+    line, else the one the file names (or the default), where the file can still be read."""
+    from harness.config import DEFAULT_CONTROLS_CSV
+    from harness.config_source import read_source
+
+    if args.csv:
+        return Path(args.csv)
+    try:
+        source = read_source(args.config, dict(args.set))
+    except HeartbeatError:
+        return None
+    named = source.raw.get("controls_csv", DEFAULT_CONTROLS_CSV)
+    return source.path(named) if isinstance(named, (str, Path)) else None
 
 
 def cmd_seed(config: Config, args: argparse.Namespace) -> int:
@@ -489,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
         config = _configuration(args)
     except HeartbeatError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        if args.command in TICKING and not getattr(args, "dry_run", False):
+        if args.command == "validate":
+            _validate_csv_alone(_controls_csv_of(args))
+        elif args.command in TICKING and not getattr(args, "dry_run", False):
             _record_refused_configuration(args, exc, started_at, time.monotonic() - started)
         return 2
     try:

@@ -222,7 +222,10 @@ def test_validate_passes_rows_of_every_kind_that_heartbeat_yml_serves(
         "sap_b4": {"connections": {"b4": CONNECTION}},
         "iceberg": {"catalogs": {"default": CATALOG, "lake": CATALOG}},
         "upstream_sensor_table": {"tables": {"sales": {"table": "sales_prod.heartbeat_control_table"}}},
-        "kafka": {"bootstrap_servers": "broker:9092", "products": {"shop": {"bootstrap_servers": "shop:9092"}}},
+        "kafka": {
+            "bootstrap_servers": "broker:9092",
+            "products": {"shop": {"bootstrap_servers": "shop:9092"}, "billing": {}},
+        },
     }
     rows = [
         control_row("trigger_file", "orders_landed", "j"),
@@ -235,7 +238,7 @@ def test_validate_passes_rows_of_every_kind_that_heartbeat_yml_serves(
         control_row("upstream_sensor_table", "sales: orders", "j"),
         control_row("upstream_sensor_table", "main.other.heartbeat_control_table: orders", "j"),
         control_row("kafka", "shop: orders", "j"),
-        control_row("kafka", "billing: invoices", "j"),  # a product without its own settings: the kafka: section's
+        control_row("kafka", "billing: invoices", "j"),  # listed without settings: the kafka: section's
         control_row("kafka", "orders", "j"),
         control_row("delta_table", "/lake/sales/orders", "j"),
         control_row("lmu_delta_table", "sales.uploads", "j"),
@@ -330,3 +333,25 @@ def test_validate_says_every_problem_of_both_files_at_once(tmp_path: Path, capsy
     # and without it, validate says the CSV could not be found
     code, out, err = validate(config, capsys)
     assert code == 2 and "the controls CSV is not checked: heartbeat.yml must be read to find it" in err
+
+
+def test_validate_notes_a_kafka_product_without_settings_where_heartbeat_yml_lists_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a product on a cluster of its own, a row naming it misspelt, and one naming it right
+    kafka = {"bootstrap_servers": "127.0.0.1:9092", "products": {"shop": {"bootstrap_servers": "127.0.0.1:9093"}}}
+    rows = [control_row("kafka", "shpo: orders", "misspelt"), control_row("kafka", "shop: orders", "right")]
+    config = project(tmp_path, {"kafka": kafka}, rows)
+    # WHEN validate runs, THEN it passes (a product may be a label alone) and notes the misspelt one
+    code, out, _ = validate(config, capsys)
+    assert code == 0 and "OK, 2 rows, 2 jobs" in out
+    assert (
+        "note: line 2 (kafka 'shpo: orders' -> job misspelt): product 'shpo' has no settings under "
+        "kafka.products (shop), so its checks read the kafka: section's cluster; check its spelling, or list "
+        "it there (`shpo: {}` keeps the kafka: section's settings)"
+    ) in out
+    assert "line 3" not in out
+    # WHEN no product has settings of its own, THEN products are labels and nothing is noted
+    config = project_file(tmp_path, {"kafka": {"bootstrap_servers": "127.0.0.1:9092"}})
+    code, out, _ = validate(config, capsys)
+    assert code == 0 and "note: line" not in out

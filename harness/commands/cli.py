@@ -313,7 +313,7 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     from harness.controls import read_controls, second_seed
     from harness.errors import ConfigError, ControlsError
     from harness.preprocess import of_new_data_alone
-    from harness.sensors import build_registry, unserved_rows
+    from harness.sensors import build_registry, doubtful_rows, unserved_rows
     from harness.vocabulary import JobState
 
     path = Path(args.csv) if args.csv else config.controls_csv
@@ -343,6 +343,8 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     for spec, problem in unserved:
         if spec.job_state == JobState.PAUSED.value:
             print(f"note: {spec.name}: paused; once unpaused, each check of it fails: {problem}")
+    for spec, doubt in doubtful_rows(registry, specs):
+        print(f"note: {spec.name}: {doubt}")
     if config.backend == "local":
         undefined = sorted(jobs - set(config.local_jobs))
         if undefined:

@@ -54,9 +54,25 @@ def unserved_rows(registry: Registry, specs: Iterable[ControlSpec]) -> list[tupl
     row's name holds it). `registry` holds a sensor for every kind of `specs`."""
     unserved = []
     for spec in specs:
-        upstream = Upstream(SensorSource(spec.sensor_source), spec.sensor_id, spec.upstream_key or None)
+        upstream = upstream_of(spec)
         try:
             registry[upstream.kind].check_upstream(upstream)
         except SensorError as exc:
             unserved.append((spec, str(exc).removeprefix(f"{upstream.label}: ")))
     return unserved
+
+
+def doubtful_rows(registry: Registry, specs: Iterable[ControlSpec]) -> list[tuple[ControlSpec, str]]:
+    """The rows a sensor serves but doubts (`Sensor.doubt`: a name likely misspelt), each with its note.
+    `registry` holds a sensor for every kind of `specs`."""
+    doubtful = []
+    for spec in specs:
+        upstream = upstream_of(spec)
+        note = registry[upstream.kind].doubt(upstream)
+        if note:
+            doubtful.append((spec, note))
+    return doubtful
+
+
+def upstream_of(spec: ControlSpec) -> Upstream:
+    return Upstream(SensorSource(spec.sensor_source), spec.sensor_id, spec.upstream_key or None)

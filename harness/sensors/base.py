@@ -86,6 +86,12 @@ class Sensor(ABC, Generic[P]):
         of `read_position`, which meets the same error with the same message, and `python -m harness
         validate` asks it of every row. Here: nothing to check."""
 
+    def doubt(self, upstream: Upstream) -> str | None:
+        """What `validate` notes of an upstream this sensor serves but that is likely not what its row
+        meant (a misspelt name that falls back to a default), without the upstream's label; reads
+        nothing. Here: nothing."""
+        return None
+
     @abstractmethod
     def read_position(self, context: CheckContext, upstream: Upstream) -> P:
         """One metadata read of the upstream. Raise SensorError naming the upstream on failure."""

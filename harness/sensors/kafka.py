@@ -179,6 +179,18 @@ class KafkaSensor(Sensor[TopicOffsets]):
     def check_upstream(self, upstream: Upstream) -> None:
         self._target(upstream)
 
+    def doubt(self, upstream: Upstream) -> str | None:
+        """A product heartbeat.yml has no settings for reads the `kafka:` section's cluster, as meant when
+        a product is only a label; where kafka.products lists others, it is more likely a misspelling."""
+        product, _ = parse_sensor_id(upstream)
+        if product is None or product in self.products or not self.products:
+            return None
+        return (
+            f"product {product!r} has no settings under kafka.products ({', '.join(sorted(self.products))}), "
+            f"so its checks read the kafka: section's cluster; check its spelling, or list it there "
+            f"(`{product}: {{}}` keeps the kafka: section's settings)"
+        )
+
     def read_position(self, context: CheckContext, upstream: Upstream) -> TopicOffsets:
         client, conf, topic = self._target(upstream)
         admin = AdminClient(conf)

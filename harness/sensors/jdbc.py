@@ -38,6 +38,7 @@ class JdbcConnection:
     name: str
     url: str
     driver: str
+    where: str  # the heartbeat.yml key it comes from, e.g. `jdbc.connections.crm`
     user: str | None = None
     password: str | None = field(default=None, repr=False)
     identifier_quote: str = '"'
@@ -96,6 +97,7 @@ def connection_from(name: str, spec: JdbcConnectionSettings, where: str) -> Jdbc
         name=name,
         url=spec.url,
         driver=spec.driver,
+        where=where,
         user=user,
         password=env_secret(spec.password_env, f"{where}.password_env"),
         identifier_quote=spec.identifier_quote,
@@ -148,7 +150,8 @@ def jdbc_frame(context: CheckContext, connection: JdbcConnection, query: str, la
         if context.expired:
             raise context.timed_out(label) from exc
         raise SensorError(
-            f"{label}: cannot query {connection.name} ({connection.url}): {spark_error_text(exc)}"
+            f"{label}: cannot query {connection.name} ({connection.url}, heartbeat.yml's {connection.where}): "
+            f"{spark_error_text(exc)}"
         ) from exc
 
 

@@ -206,7 +206,8 @@ class KafkaSensor(Sensor[TopicOffsets]):
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
             raise SensorError(
-                f"{upstream.label}: cannot read offsets of {topic} from {client.bootstrap_servers}: {exc.args[0].str()}"
+                f"{upstream.label}: cannot read offsets of {topic} from {client.bootstrap_servers} "
+                f"(heartbeat.yml's {client.where}): {exc.args[0].str()}"
             ) from exc
         return TopicOffsets(topic, earliest, end)
 

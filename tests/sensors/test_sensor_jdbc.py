@@ -143,9 +143,10 @@ def test_jdbc_unreachable_database_is_a_sensor_error_naming_the_upstream(
     with pytest.raises(SensorError) as error:
         read(sensor, Upstream(SensorSource.JDBC, "down: public.orders", "id"), spark)
 
-    # THEN the message names the upstream, the connection and the cause
+    # THEN the message names the upstream, the connection, its heartbeat.yml key and the cause
     message = str(error.value)
     assert message.startswith("jdbc:down: public.orders: cannot query down") and "refused" in message
+    assert "heartbeat.yml's jdbc.connections.down)" in message
 
 
 def test_jdbc_unknown_connection_says_what_to_configure(

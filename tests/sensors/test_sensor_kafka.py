@@ -133,8 +133,11 @@ def test_kafka_unreachable_broker_is_a_sensor_error_naming_the_upstream(tmp_path
         ).sources.kafka
     )
 
-    # WHEN it is checked, THEN the error names the upstream and the brokers
-    with pytest.raises(SensorError, match=r"^kafka:shop: orders: cannot read offsets of orders from 127.0.0.1:"):
+    # WHEN it is checked, THEN the error names the upstream, the brokers and the heartbeat.yml key to check
+    with pytest.raises(
+        SensorError,
+        match=r"^kafka:shop: orders: cannot read offsets of orders from 127.0.0.1:\d+ \(heartbeat.yml's kafka\): ",
+    ):
         read(sensor, Upstream(SensorSource.KAFKA, "shop: orders"), timeout=20)
 
 

@@ -16,6 +16,7 @@ statistics where they are exact (integers, decimals, dates), else from a scan of
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -126,6 +127,10 @@ def seen_version(since: Watermark | None) -> int:
     return int(since["version"]) if since and "version" in since else -1
 
 
+# delta-rs's message for a log missing commits: each side a long debug form ending in its version
+LOG_GAP = re.compile(r"Expected contiguous commit files, but found gap: .*?version: (\d+).*?-> .*?version: (\d+)", re.S)
+
+
 class CommitLog:
     """Commit files of a path table, read on demand and kept for the rest of this check."""
 
@@ -160,9 +165,15 @@ class PathTables:
         try:
             return DeltaTable(upstream.sensor_id, version=version, storage_options=self.storage_options or None)
         except (DeltaError, OSError) as exc:
-            first = first_line(exc)
+            gap = LOG_GAP.search(str(exc))
+            if gap:
+                raise SensorError(
+                    f"{upstream.label}: cannot read the Delta table: its log has a gap, no commit file between "
+                    f"versions {gap[1]} and {gap[2]} in _delta_log (deleted, or not copied yet); no reader can "
+                    "read it until its writer restores them or writes a checkpoint past them"
+                ) from exc
             raise SensorError(
-                f"{upstream.label}: cannot read the Delta table: {first}; "
+                f"{upstream.label}: cannot read the Delta table: {first_line(exc)}; "
                 "check the path (sensor_id) and delta.storage_options"
             ) from exc
 

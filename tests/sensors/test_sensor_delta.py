@@ -184,6 +184,27 @@ def test_delta_missing_table_is_a_sensor_error_naming_the_path(sensor: DeltaSens
         read(sensor, upstream)
 
 
+def test_delta_log_with_a_gap_is_a_sensor_error_saying_which_commits_are_missing(
+    sensor: DeltaSensor, tmp_path: Path
+) -> None:
+    # GIVEN a table whose log lost a commit file (versions 0 and 3 left of 0..3)
+    path = tmp_path / "orders"
+    for n in range(4):
+        write_deltalake(path, sales([n + 1], "eu"), mode="append")
+    for version in (1, 2):
+        (path / "_delta_log" / f"{version:020d}.json").unlink()
+    upstream = Upstream(SensorSource.DELTA_TABLE, str(path))
+
+    # WHEN it is checked, THEN the error says the gap in a line, without delta-rs's debug form
+    with pytest.raises(SensorError) as error:
+        read(sensor, upstream)
+    assert str(error.value) == (
+        f"delta_table:{path}: cannot read the Delta table: its log has a gap, no commit file between versions 0 "
+        "and 3 in _delta_log (deleted, or not copied yet); no reader can read it until its writer restores them "
+        "or writes a checkpoint past them"
+    )
+
+
 def test_delta_named_table_without_delta_on_spark_says_to_use_the_path(
     spark: SparkSession, sensor: DeltaSensor
 ) -> None:

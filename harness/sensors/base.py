@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Generic, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Generator, Generic, Mapping, Protocol, Sequence, TypeVar
 
 from pyspark.sql import DataFrame
 
@@ -78,6 +78,11 @@ P = TypeVar("P", bound=Position)
 class Sensor(ABC, Generic[P]):
     """A sensor for one or more source kinds, with its position type `P`. Instances hold their parsed
     settings only, no state: checks of different upstreams run concurrently on one instance."""
+
+    # Whether a position found names its data for good (a table version, a topic's offsets): the same
+    # watermark and position, the same new data. Not so for a table read by its key's max, whose rows
+    # within the range can change without the max moving: a preprocess_query over them runs every time.
+    position_names_data: ClassVar[bool] = False
 
     def check_upstream(self, upstream: Upstream) -> None:
         """Raise SensorError, naming the upstream and what to change, when no check of it can succeed with

@@ -304,6 +304,8 @@ class NamedTables:
 
 
 class DeltaSensor(Sensor[TableState]):
+    position_names_data = True  # a table version (with its key's max): the same rows
+
     def __init__(self, storage_options: Mapping[str, str], delta_on_spark: bool) -> None:
         self.paths = PathTables(storage_options)
         self.names = NamedTables(delta_on_spark)

@@ -150,6 +150,8 @@ def parse_sensor_id(upstream: Upstream) -> tuple[str | None, str]:
 
 
 class KafkaSensor(Sensor[TopicOffsets]):
+    position_names_data = True  # end offsets: the same messages
+
     def __init__(self, default: KafkaClient, products: Mapping[str, KafkaClient]) -> None:
         self.default, self.products = default, dict(products)
 

@@ -199,7 +199,8 @@ class UpstreamCheck:
     ) -> Detection:
         named = f"{row.label} -> job {row.key.trigger_job_id}: preprocess_query"  # the row's, not its upstream's
         query = render(row.preprocess_query or "", row.upstream_key)
-        over = filtered_key(row, query, detection) if of_new_data_alone(query) else None
+        kept = of_new_data_alone(query) and self.sensor.position_names_data
+        over = filtered_key(row, query, detection) if kept else None
         if over is not None and self.filtered_before.get(row.key.ref) == over:
             self.filtered[row.key.ref] = over
             return NothingNew("new data found, but preprocess_query returned no row (the same data as the last tick's)")

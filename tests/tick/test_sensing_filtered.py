@@ -1,5 +1,6 @@
 """A preprocess_query of the new data alone that returned no row is not run again over the same data
-(harness.tick.sensing.filtered_key): so a cron tick whose rows' queries kept nothing needs no Spark.
+(harness.tick.sensing.filtered_key) where the position names that data (a version, offsets): so a cron
+tick whose rows' queries kept nothing needs no Spark.
 Driven by `sense()` without Spark on a sensor whose position the test sets."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class TopicAt(Sensor[Offset]):
     """A topic whose end offset the test moves."""
 
     end: int = 10
+    position_names_data = True  # as KafkaSensor's: the same offsets, the same messages
 
     def read_position(self, context: CheckContext, upstream: Upstream) -> Offset:
         return Offset(self.end)
@@ -40,6 +42,13 @@ class TopicAt(Sensor[Offset]):
         if since is not None and since["end"] >= position.end:
             return NothingNew("no new offset")
         return NewData(watermark={"end": position.end}, changes={})
+
+
+@dataclass
+class KeyMaxAt(TopicAt):
+    """A table read by its key's max (as JdbcSensor's): its rows up to the max can change in place."""
+
+    position_names_data = False
 
 
 def row(query: str, job: str = "j", watermark: int | None = None) -> ControlRow:
@@ -74,7 +83,13 @@ def test_the_same_new_data_is_not_queried_again_and_kept_for_the_next_tick(confi
 @pytest.mark.unit
 @pytest.mark.parametrize(
     "change",
-    ["a message landed", "the row's watermark moved", "the query was edited", "the query reads the time"],
+    [
+        "a message landed",
+        "the row's watermark moved",
+        "the query was edited",
+        "the query reads the time",
+        "a table read by its key's max",
+    ],
 )
 def test_other_data_another_query_or_one_of_the_time_is_run_again(config: Config, change: str) -> None:
     # GIVEN a row whose query returned no row over the topic up to offset 10 in the last tick
@@ -86,6 +101,8 @@ def test_other_data_another_query_or_one_of_the_time_is_run_again(config: Config
         now = [row(OF_THE_DATA, watermark=5)]
     elif change == "the query was edited":
         now = [row(OF_THE_DATA.replace("done", "finished"))]
+    elif change == "a table read by its key's max":  # a row updated in place may now be kept by the query
+        topic = KeyMaxAt(10)
     else:
         before = now = [row(OF_THE_TIME)]
     # WHEN it is sensed without Spark, THEN the query must run again: this tick needs Spark

@@ -286,8 +286,10 @@
   {%- set g = heartbeat.heartbeat_refresh_type_name(given) -%}
   {%- if heartbeat.heartbeat_refresh_type_fits(g, k) -%}{{ return(kept) }}{%- endif -%}
   {%- if heartbeat.heartbeat_refresh_type_fits(k, g, true) -%}{{ return(g) }}{%- endif -%}
-  {#- kept tinyint or smallint files are read as a double, never as a float: a float batch widens them to double -#}
-  {%- if g == 'float' and k in ['tinyint', 'smallint'] -%}{{ return('double') }}{%- endif -%}
+  {#- a float and an int (or a smaller integer) both fit in a double, and Spark reads their files as one (kept
+      tinyint or smallint files as a double, never as a float): either way round, the column widens to double -#}
+  {%- set up_to_int = ['tinyint', 'smallint', 'int'] -%}
+  {%- if (g == 'float' and k in up_to_int) or (k == 'float' and g in up_to_int) -%}{{ return('double') }}{%- endif -%}
   {%- set ks = heartbeat.heartbeat_refresh_decimal_shape(k, true) -%}
   {%- set gs = heartbeat.heartbeat_refresh_decimal_shape(g) -%}
   {%- if ks is not none and gs is not none -%}

@@ -1042,3 +1042,32 @@ def test_kept_tinyint_and_smallint_widen_to_types_their_files_read_back_as_exact
     fresh.run("key_amounts", batch="reset", heartbeat_refresh={"action": "reset", "model": "key_amounts"})
     assert fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"]) == dataset
     assert dataset == [(1, 0.5, 1.25, "b2"), (2, 20.0, 2.0, "b1"), (3, 3.0, 999.99, "b2")]
+
+
+def test_an_int_and_a_float_widen_to_double_either_way_round(fresh: RefreshProject) -> None:
+    # GIVEN b1 kept with an int amount (the int's extremes) and a float price
+    fresh.load(
+        {"key_amounts": [(1, 2147483647, 0.5), (2, -2147483648, 2.0)]},
+        batch="b1",
+        schemas={"key_amounts": "id int, amount int, price float"},
+    )
+    # WHEN b2 brings a float amount and an int price
+    fresh.load(
+        {"key_amounts": [(1, 0.25, 7), (3, 3.0, 2147483647)]},
+        batch="b2",
+        schemas={"key_amounts": "id int, amount float, price int"},
+    )
+    # THEN both columns widen to double, which holds every value of both exactly, and read back as they came
+    types = dict(fresh.spark.table("rf_widen.key_amounts__batches").dtypes)
+    assert (types["amount"], types["price"]) == ("double", "double")
+    assert fresh.rows("key_amounts__batches", ["s_batch_id", "id", "amount", "price", "s_record_status_code"]) == [
+        ("b1", 1, 2147483647.0, 0.5, "N"),
+        ("b1", 2, -2147483648.0, 2.0, "N"),
+        ("b2", 1, 0.25, 7.0, "C"),
+        ("b2", 3, 3.0, 2147483647.0, "N"),
+    ]
+    assert fresh.rows("key_amounts", ["id", "amount", "price", "s_batch_id"]) == [
+        (1, 0.25, 7.0, "b2"),
+        (2, -2147483648.0, 2.0, "b1"),
+        (3, 3.0, 2147483647.0, "b2"),
+    ]

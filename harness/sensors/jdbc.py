@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, Row
 
@@ -233,12 +233,16 @@ class JdbcSensor(Sensor[KeyMax]):
         if position.value is None:
             return NothingNew(f"table is empty (no {upstream.upstream_key} value)")
         if not key_values.is_beyond(position.value, previous):
-            return NothingNew(f"max({upstream.upstream_key}) is still {key_values.decode(previous)}")  # type: ignore[arg-type]
-        changes = {
+            assert previous is not None  # any value is beyond none
+            return NothingNew(_not_beyond(str(upstream.upstream_key), position.value, key_values.decode(previous)))
+        changes: dict[str, Any] = {
             "upstream_key": upstream.upstream_key,
             "key_from": previous["value"] if previous else None,
             "key_to": position.watermark["max"]["value"],
         }
+        changed = key_values.type_change(position.value, previous)
+        if changed:
+            changes["note"] = _type_changed(upstream, changed)
         return NewData(watermark=position.watermark, changes=changes)
 
     def new_data_frame(
@@ -248,11 +252,31 @@ class JdbcSensor(Sensor[KeyMax]):
         if position.value is None:
             raise SensorError(f"{upstream.label}: the table is empty: there are no new rows to read")
         previous = key_values.stored_max(since, upstream.upstream_key)
+        changed = key_values.type_change(position.value, previous)
+        if changed:
+            raise SensorError(f"{upstream.label}: {_type_changed(upstream, changed)}")
         bounds = [f"{key} <= {connection.literal(position.value)}"]
         if previous is not None:
             bounds.insert(0, f"{key} > {connection.literal(key_values.decode(previous))}")
         query = f"SELECT * FROM {table} WHERE {' AND '.join(bounds)}"
         return jdbc_frame(context, connection, query, upstream.label)
+
+
+def _not_beyond(key: str, current: key_values.KeyValue, handed: key_values.KeyValue) -> str:
+    if current == handed:
+        return f"max({key}) is still {handed}"
+    return (
+        f"max({key}) is {current}, behind the {handed} already handed (rows deleted): rows written again at or "
+        f"below {handed} are not handed, only those beyond it"
+    )
+
+
+def _type_changed(upstream: Upstream, changed: str) -> str:
+    return (
+        f"{upstream.upstream_key}'s values changed type ({changed}): a range from one type to the other cannot "
+        "be read (no query compares them); read its new rows by hand and `complete` the job's run, or name a "
+        "column of one type in upstream_key (the row then starts over from it)"
+    )
 
 
 # --- a job reading its range (harness.consume) ------------------------------------------------------

@@ -70,11 +70,21 @@ def is_beyond(current: KeyValue, stored: Mapping[str, Any] | None) -> bool:
     previous = decode(stored)
     if isinstance(previous, str) and isinstance(current, str):
         return current != previous
-    if type(previous) is not type(current) and not (
-        isinstance(previous, (int, float, Decimal)) and isinstance(current, (int, float, Decimal))
-    ):
+    if type_change(current, stored):
         return True  # the column's type changed: report it rather than compare apples and pears
     return current > previous  # type: ignore[operator]
+
+
+def type_change(current: KeyValue, stored: Mapping[str, Any] | None) -> str | None:
+    """`<stored type> to <current type>` when the key's values are no longer of the stored one's type
+    (numbers of any kind compare with each other), else None."""
+    if stored is None:
+        return None
+    before, now = stored.get("type"), encode(current)["type"]
+    numbers = ("int", "float", "decimal")
+    if before == now or (before in numbers and now in numbers):
+        return None
+    return f"{before} to {now}"
 
 
 def sql_literal(value: KeyValue, backslash_escapes: bool = False) -> str:

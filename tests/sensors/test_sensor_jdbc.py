@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -16,6 +18,9 @@ from harness.sensors.jdbc import JdbcSensor, KeyMax
 from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
+
+
+CLOSED = {"url": "jdbc:postgresql://127.0.0.1:9/lake", "driver": "org.postgresql.Driver"}  # never connected to
 
 
 def jdbc_sensor(tmp_path: Path, postgres: PostgresServer, **connections: dict) -> JdbcSensor:
@@ -110,6 +115,42 @@ def test_jdbc_row_whose_upstream_key_was_edited_starts_over_from_the_new_column(
     assert isinstance(detection, NewData) and (detection.changes["key_from"], detection.changes["key_to"]) == (None, 5)
     rows = sensor.new_data_frame(check_context(spark), by_id, position, seen).collect()
     assert sorted(r["id"] for r in rows) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.unit
+def test_jdbc_max_behind_the_handed_one_says_rows_were_deleted(tmp_path: Path) -> None:
+    # GIVEN a row handed up to max(id) = 5, whose table's rows 4 and 5 were deleted
+    sensor = JdbcSensor.from_settings(sensor_config(tmp_path, jdbc=CLOSED).sources.jdbc)
+    upstream = Upstream(SensorSource.JDBC, "public.orders", "id")
+    handed = KeyMax("id", 5).watermark
+    # WHEN it is checked, THEN the reason gives the max read and says what is not handed, not "still 5"
+    detection = sensor.detect(upstream, KeyMax("id", 3), handed)
+    assert isinstance(detection, NothingNew) and detection.reason == (
+        "max(id) is 3, behind the 5 already handed (rows deleted): rows written again at or below 5 are not "
+        "handed, only those beyond it"
+    )
+    assert sensor.detect(upstream, KeyMax("id", 5), handed) == NothingNew("max(id) is still 5")
+
+
+@pytest.mark.unit
+def test_jdbc_key_whose_type_changed_is_new_data_saying_so_and_its_range_is_refused_naming_what_to_do(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a row handed up to a timestamp, whose column was altered to text
+    sensor = JdbcSensor.from_settings(sensor_config(tmp_path, jdbc=CLOSED).sources.jdbc)
+    upstream = Upstream(SensorSource.JDBC, "public.events", "ts")
+    handed = KeyMax("ts", datetime(2026, 1, 1, 10, 5)).watermark
+    now = KeyMax("ts", "2026-01-01 10:10:00")
+    # WHEN it is checked, THEN the change is new data (never silently ignored), noting the type change
+    detection = sensor.detect(upstream, now, handed)
+    assert isinstance(detection, NewData)
+    assert detection.changes["note"].startswith("ts's values changed type (timestamp to string): a range from one")
+    # AND reading the range says so, before any query (none compares the two), naming what to do
+    with pytest.raises(SensorError, match=r"^jdbc:public.events: ts's values changed type .* `complete` the job"):
+        sensor.new_data_frame(check_context(None), upstream, now, handed)
+    # AND numbers of another kind compare as numbers: no note
+    numbers = sensor.detect(upstream, KeyMax("ts", Decimal("7.5")), KeyMax("ts", 7).watermark)
+    assert isinstance(numbers, NewData) and "note" not in numbers.changes
 
 
 def test_jdbc_malicious_upstream_key_is_a_quoted_identifier_not_sql(

@@ -19,7 +19,6 @@ from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 
-
 CLOSED = {"url": "jdbc:postgresql://127.0.0.1:9/lake", "driver": "org.postgresql.Driver"}  # never connected to
 
 

@@ -355,3 +355,22 @@ def test_validate_notes_a_kafka_product_without_settings_where_heartbeat_yml_lis
     config = project_file(tmp_path, {"kafka": {"bootstrap_servers": "127.0.0.1:9092"}})
     code, out, _ = validate(config, capsys)
     assert code == 0 and "note: line" not in out
+
+
+def test_validate_refuses_a_databricks_job_id_that_is_no_number_and_notes_an_unset_token_env(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the Databricks backend, a token variable this environment lacks, and a job named, not numbered
+    monkeypatch.delenv("HB_TEST_DBX_TOKEN", raising=False)
+    sections = {"backend": "databricks", "catalog": "main", "databricks": {"token_env": "HB_TEST_DBX_TOKEN"}}
+    rows = [control_row("published", "sales.orders", "orders-job"), control_row("published", "sales.items", "42")]
+    config = project(tmp_path, sections, rows)
+    # WHEN validate runs, THEN the named job's row is refused, saying what to set, and the other is not
+    code, _, err = validate(config, capsys)
+    assert code == 2 and "1 row that" in err
+    assert "line 2 (published 'sales.orders' -> job orders-job): Databricks job ids are numbers" in err
+    assert "line 3" not in err
+    # WHEN the job is numbered, THEN it passes, noting the variable the heartbeat's environment must set
+    write_rows(tmp_path / "seeds" / "heartbeat_controls.csv", [control_row("published", "sales.orders", "41")])
+    code, out, _ = validate(config, capsys)
+    assert code == 0 and "note: databricks.token_env: HB_TEST_DBX_TOKEN is not set in this environment" in out

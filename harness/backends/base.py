@@ -55,6 +55,7 @@ class JobBackend(ABC):
     def poll(self, job_id: str, run_id: str) -> RunStatus:
         """The run's state now. Raise BackendError when it cannot be read."""
 
-    def successful_run_after(self, job_id: str, since: datetime) -> str | None:
-        """A run of the job that succeeded after `since` (started by hand), if the backend can tell."""
+    def successful_run_after(self, job_id: str, since: datetime, failed_run_id: str | None = None) -> str | None:
+        """A run of the job that succeeded after `since` (started by hand), or the failed run
+        `failed_run_id` itself, repaired since and succeeded, if the backend can tell."""
         return None

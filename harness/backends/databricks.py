@@ -21,6 +21,7 @@ Each run receives two job parameters by default (names configurable per job, or 
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import threading
 import time
@@ -53,7 +54,7 @@ from databricks.sdk.service.jobs import (
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
 from harness.config import Config, JobParameterNames, env_secret
-from harness.errors import BackendError
+from harness.errors import BackendError, ConfigError
 from harness.redact import redact, register_secret
 from harness.refresh.change_range import RANGE_FILE_KEY
 from harness.state.files import write_atomic
@@ -147,6 +148,21 @@ def _numeric(value: str, what: str) -> int:
         raise ValueError(f"Databricks {what} ids are numbers, got {value!r}") from None
 
 
+# what the SDK appends to an authentication error: `. Config: host=..., auth_type=pat, ... Env: DATABRICKS_...`
+_SDK_CONFIG_TAIL = re.compile(r"[.;]?\s*Config: host=.*$", re.S)
+
+
+def job_id_refusal(job_id: str) -> str | None:
+    """Why no run of `job_id` can be started (`validate` says it of each row), or None."""
+    try:
+        _numeric(job_id, "job")
+    except ValueError as exc:
+        return (
+            f"{exc}; set trigger_job_id in the controls CSV to the job's numeric id (Workflows > the job > Job details)"
+        )
+    return None
+
+
 def _deleted_token(exc: DatabricksError) -> bool:
     """run-now refused the idempotency token because the run it belongs to was deleted."""
     text = str(exc).lower()
@@ -154,8 +170,9 @@ def _deleted_token(exc: DatabricksError) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    """One line for an SDK/HTTP error: its type and message, and the root cause of an exhausted retry."""
-    text = f"{type(exc).__name__}: {exc}".strip()
+    """One line for an SDK/HTTP error: its type and message (without the SDK's description of its own
+    configuration, which it adds to authentication errors), and the root cause of an exhausted retry."""
+    text = f"{type(exc).__name__}: {_SDK_CONFIG_TAIL.sub('', str(exc))}".strip()
     cause = exc.__cause__
     if isinstance(exc, TimeoutError) and cause is not None:
         text += f" (last error: {type(cause).__name__}: {str(cause)[:300]})"
@@ -184,7 +201,13 @@ class DatabricksBackend(JobBackend):
 
     def _sdk_config(self) -> SdkConfig:
         s = self.settings
-        token = env_secret(s.token_env, "databricks.token_env")
+        try:
+            token = env_secret(s.token_env, "databricks.token_env")
+        except ConfigError as exc:  # cron's environment lacks it: each call says so, the tick goes on
+            raise BackendError(
+                f"Databricks authentication is not configured: {exc} in the heartbeat's environment (cron "
+                "starts it with its own: set the variable there, or name a profile with databricks.profile)"
+            ) from None
         kwargs: dict[str, Any] = {
             "host": s.host,
             "profile": s.profile,
@@ -234,13 +257,10 @@ class DatabricksBackend(JobBackend):
     # --- JobBackend ------------------------------------------------------------------------------
     def start(self, request: RunRequest) -> str:
         job = f"Databricks job {request.job_id}" + (f" ({request.job_name})" if request.job_name else "")
-        try:
-            job_id = _numeric(request.job_id, "job")
-        except ValueError as exc:
-            raise StartRefused(
-                f"{job}: {exc}; set trigger_job_id in the controls CSV to the job's numeric id "
-                "(Workflows > the job > Job details)"
-            ) from None
+        refusal = job_id_refusal(request.job_id)
+        if refusal:
+            raise StartRefused(f"{job}: {refusal}")
+        job_id = int(request.job_id.strip())
         try:
             parameters = parameter_values(self.settings.parameters_for(request.job_id), request, self.config.state_dir)
         except OSError as exc:  # nothing was sent
@@ -281,8 +301,8 @@ class DatabricksBackend(JobBackend):
             )
         if isinstance(exc, Unauthenticated):
             return (
-                f"the workspace refused the credentials ({said}); renew DATABRICKS_TOKEN or fix the "
-                "profile / OAuth client of the heartbeat"
+                f"the workspace refused the credentials ({said}); renew "
+                f"{self.settings.token_env or 'DATABRICKS_TOKEN'} or fix the profile / OAuth client of the heartbeat"
             )
         if isinstance(exc, PermissionDenied):
             return f"the heartbeat's identity may not run it ({said}); grant it CAN MANAGE RUN on the job"
@@ -311,7 +331,10 @@ class DatabricksBackend(JobBackend):
             raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {_describe(exc)}") from None
         return run_status(run)
 
-    def successful_run_after(self, job_id: str, since: datetime) -> str | None:
+    def successful_run_after(self, job_id: str, since: datetime, failed_run_id: str | None = None) -> str | None:
+        """The failed run itself when it was repaired in the workspace (it keeps its start time, taken
+        by the workspace's clock: not compared with `since`, the heartbeat's), else a run started by
+        hand that succeeded, started at `since` or after."""
         try:
             numeric = _numeric(job_id, "job")
         except ValueError as exc:
@@ -319,6 +342,12 @@ class DatabricksBackend(JobBackend):
         since_ms = int(since.astimezone(UTC).timestamp() * 1000)
 
         def find(c: WorkspaceClient) -> str | None:
+            if failed_run_id is not None and failed_run_id.strip().isdigit():
+                try:
+                    if succeeded(c.jobs.get_run(int(failed_run_id))):
+                        return failed_run_id
+                except NotFound:
+                    pass  # deleted: a run by hand may still have succeeded
             for run in c.jobs.list_runs(job_id=numeric, completed_only=True, start_time_from=since_ms):
                 if succeeded(run) and (run.start_time or 0) >= since_ms:
                     return str(run.run_id)

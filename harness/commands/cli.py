@@ -41,7 +41,10 @@ from harness.state.status_files import read_json, record_tick, snapshot_rows
 from harness.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from harness.config import Config
+    from harness.controls import ControlSpec
 
 log = logging.getLogger("harness")
 
@@ -331,11 +334,13 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     # round); each check of its rows fails until one is changed. A paused row is not checked until unpaused.
     unserved = unserved_rows(registry, specs)
     failing = [f"{s.name}: {problem}" for s, problem in unserved if s.job_state != JobState.PAUSED.value]
+    failing += _unstartable(config, specs)
     if failing:
         raise ControlsError(
             f"{path}: {len(failing)} row{'s' if len(failing) > 1 else ''} that "
             f"{config.config_path or 'the configuration (defaults)'} cannot serve: a tick loads the file, "
-            "and each check of such a row fails until the row or heartbeat.yml is changed:\n  " + "\n  ".join(failing)
+            "and each check (or start) of such a row fails until the row or heartbeat.yml is changed:\n  "
+            + "\n  ".join(failing)
         )
     jobs = {s.trigger_job_id for s in specs}
     print(f"{config.config_path or 'configuration (defaults)'}: OK")
@@ -349,6 +354,12 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
         undefined = sorted(jobs - set(config.local_jobs))
         if undefined:
             print(f"note: jobs not defined in local_runner.jobs (their starts will be refused): {', '.join(undefined)}")
+    token_env = config.settings.databricks.token_env
+    if config.backend == "databricks" and token_env and not os.environ.get(token_env):
+        print(
+            f"note: databricks.token_env: {token_env} is not set in this environment; the heartbeat's own (cron's) "
+            "must set it, or every start is refused"
+        )
     for spec in specs:
         if spec.preprocess_query and not of_new_data_alone(spec.preprocess_query):
             print(
@@ -357,6 +368,15 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
                 "for it at each tick until a row it keeps lands; docs/sources.md)"
             )
     return 0
+
+
+def _unstartable(config: Config, specs: Sequence[ControlSpec]) -> list[str]:
+    """The rows whose job the backend can never start (a Databricks job id that is not a number)."""
+    if config.backend != "databricks":
+        return []
+    from harness.backends.databricks import job_id_refusal
+
+    return [f"{s.name}: {refusal}" for s in specs if (refusal := job_id_refusal(s.trigger_job_id))]
 
 
 def _validate_csv_alone(path: Path | None) -> None:

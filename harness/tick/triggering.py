@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
 from harness.durations import in_words
@@ -437,11 +437,15 @@ def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list
             failed[r.key.trigger_job_id].append(r)
     out: list[Event] = []
     for job_id, job_rows in failed.items():
-        since = max((r.job_start_timestamp for r in job_rows if r.job_start_timestamp), default=None)
-        if since is None:
+        started = [r for r in job_rows if r.job_start_timestamp is not None]
+        if not started:
             continue
+        last = max(started, key=lambda r: cast(datetime, r.job_start_timestamp))
+        since = cast(datetime, last.job_start_timestamp)
         try:
-            run_id = backend.successful_run_after(job_id, since.replace(tzinfo=since.tzinfo or timezone.utc))
+            run_id = backend.successful_run_after(
+                job_id, since.replace(tzinfo=since.tzinfo or timezone.utc), last.latest_run_id
+            )
         except BackendError as exc:
             log.warning("job %s: cannot look for a later successful run: %s", job_id, redact(str(exc)))
             continue

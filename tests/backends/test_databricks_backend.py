@@ -122,6 +122,26 @@ def test_wrong_token_is_refused_and_the_token_never_appears(
     message = refused_message(backend(tmp_path), request())
     assert "DATABRICKS_TOKEN" in message and "dapi-wrong-secret-value" not in message
     assert redact("x dapi-wrong-secret-value y") == "x *** y"  # registered: masked in every event
+    assert "Config: host=" not in message  # the SDK's description of its configuration is left out
+    # a token from token_env: the message names that variable to renew
+    monkeypatch.setenv("HB_TEST_DBX_TOKEN", "dapi-wrong-as-well")
+    message = refused_message(backend(tmp_path, token_env="HB_TEST_DBX_TOKEN"), request())
+    assert "renew HB_TEST_DBX_TOKEN" in message and "DATABRICKS_TOKEN" not in message
+
+
+def test_a_token_env_unset_in_crons_environment_refuses_each_call_and_fails_no_tick(
+    jobs_api: JobsApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN heartbeat.yml naming a token variable the cron process's environment does not set
+    monkeypatch.delenv("HB_TEST_DBX_TOKEN", raising=False)
+    b = backend(tmp_path, token_env="HB_TEST_DBX_TOKEN", host=jobs_api.url)
+    # WHEN a run is started, polled, or a later success looked for, THEN each is the backend's error
+    # (a refused start, a failed poll: events the tick records), naming the variable, and nothing is sent
+    assert "environment variable HB_TEST_DBX_TOKEN is not set" in refused_message(b, request())
+    for call in (lambda: b.poll("123", "1000"), lambda: b.successful_run_after("123", datetime.now(UTC), "1000")):
+        with pytest.raises(BackendError, match="databricks.token_env: environment variable HB_TEST_DBX_TOKEN"):
+            call()
+    assert jobs_api.requests == []
 
 
 def test_non_numeric_job_id_is_refused_without_any_request(jobs_api: JobsApiServer, tmp_path: Path) -> None:
@@ -332,6 +352,24 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(
     assert b.successful_run_after("123", failed_at) == str(success)
     lists = jobs_api.calls("/runs/list")
     assert lists[-1].query["completed_only"] == "true" and "page_token" in lists[-1].query
+
+
+def test_a_failed_run_repaired_in_the_workspace_is_found_whatever_its_start_time(
+    jobs_api: JobsApiServer, tmp_path: Path
+) -> None:
+    # GIVEN the heartbeat's run of a job, failed; the workspace's clock 3 s behind the heartbeat's
+    jobs_api.add_job(123)
+    b = backend(tmp_path)
+    run_id = b.start(request())
+    jobs_api.runs[int(run_id)].start_time -= 3000
+    jobs_api.end_run(int(run_id), "FAILED")
+    intent_at = datetime.now(UTC) - timedelta(seconds=1)  # the heartbeat's time of the start, by its clock
+    assert b.successful_run_after("123", intent_at, run_id) is None
+    # WHEN the run is repaired in the workspace and succeeds (it keeps its start time)
+    jobs_api.end_run(int(run_id), "SUCCESS")
+    # THEN it is found by its id, not by a start time the two clocks disagree on
+    assert b.successful_run_after("123", intent_at) is None
+    assert b.successful_run_after("123", intent_at, run_id) == run_id
 
 
 # --- dbt's databricks target where the job sets no environment (serverless) ----------------------

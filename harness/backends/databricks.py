@@ -148,6 +148,7 @@ def _numeric(value: str, what: str) -> int:
         raise ValueError(f"Databricks {what} ids are numbers, got {value!r}") from None
 
 
+_URL_QUERY = re.compile(r"\?[^\s)'\"]*")
 # what the SDK appends to an authentication error: `. Config: host=..., auth_type=pat, ... Env: DATABRICKS_...`
 _SDK_CONFIG_TAIL = re.compile(r"[.;]?\s*Config: host=.*$", re.S)
 
@@ -246,8 +247,9 @@ class DatabricksBackend(JobBackend):
             self._unreachable = (
                 f"no answer from {client.config.host} within databricks.retry_timeout_seconds="
                 f"{self.settings.retry_timeout_seconds} (http_timeout_seconds={self.settings.http_timeout_seconds:g}): "
-                f"{_describe(exc)}; calls wait databricks.unreachable_cooldown_seconds before trying again"
-            )
+                f"{_URL_QUERY.sub('', _describe(exc))}; calls wait databricks.unreachable_cooldown_seconds before "
+                "trying again"
+            )  # without the call's query (`?run_id=...`): every call in the cooldown says it
             raise _Unreachable(self._unreachable) from None
 
     def _where(self) -> str:

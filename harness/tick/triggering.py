@@ -324,7 +324,9 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
         try:
             status = backend.poll(run.job_id, run.run_id)
         except BackendError as exc:
-            message = redact(f"job {run.job_id}: cannot read run {run.run_id}: {exc}") or ""
+            said = str(exc)  # a backend's message that names the run is not prefixed again
+            named = said if f"run {run.run_id}" in said else f"job {run.job_id}: cannot read run {run.run_id}: {said}"
+            message = redact(named) or ""
             if _is_new_poll_failure(run, message):
                 outcome.events.extend(_row_events(run, EventType.RUN_POLL_FAILED, run_id=run.run_id, message=message))
             continue

@@ -254,9 +254,18 @@ def test_unreachable_host_is_uncertain_within_the_retry_budget(tmp_path: Path, m
     monkeypatch.setenv("DATABRICKS_HOST", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-unreachable")
     started = time.monotonic()
+    b = backend(tmp_path)
     with pytest.raises(StartUncertain, match="no answer from"):
-        backend(tmp_path).start(request())
+        b.start(request())
     assert time.monotonic() - started < 30  # the test's retry budget is 3 s
+    # AND a run polled then, and another in the cooldown, are each told of as themselves (the call that
+    # found the workspace down named its own run in its URL)
+    polled, b = [], backend(tmp_path)
+    for run_id in ("1000", "1001"):
+        with pytest.raises(BackendError) as failed:
+            b.poll("123", run_id)
+        polled.append(str(failed.value))
+    assert "cannot read run 1001" in polled[1] and "1000" not in polled[1]
 
 
 def test_default_budget_is_bounded(jobs_api: JobsApiServer, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from harness.views.status import JobView, jobs_of
+from harness.views.status import JobView, described, jobs_of
 from harness.views.watermarks import fit
 from harness.vocabulary import SensorSource, upstream_label
 
@@ -300,7 +300,7 @@ def _card(node: JobNode, x: int, y: int, height: int) -> str:
     return (
         f'<g class="node job" data-id="j:{_attr(node.job_id)}" data-name="{_attr(node.job_id.lower())}" '
         f'data-search="{_attr(" ".join(_label(r) for r in node.rows).lower())}">{"".join(lines)}'
-        f"<title>{_text(node.job_id)}: {node.view.value}: {_text(node.reason)}\n{_text(rows)}</title></g>"
+        f"<title>{_text(node.job_id)}: {_text(described(node.view, node.reason))}\n{_text(rows)}</title></g>"
     )
 
 

@@ -91,6 +91,11 @@ def jobs_of(snapshot: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     return sorted(out, key=lambda item: ATTENTION_ORDER.index(item[2]))  # stable: by job id within a state
 
 
+def described(view: JobView, reason: str) -> str:
+    """`<view>: <reason>`, once where the reason begins with its view already ("ready: new data on ...")."""
+    return reason if reason.startswith(f"{view.value}: ") else f"{view.value}: {reason}"
+
+
 def earliest_start(job: dict[str, Any]) -> str:
     """For a job waiting only for time (a quiet period, its minimum gap, its start window): when it may
     start at the earliest; '' otherwise (and in snapshots written before the trigger set said)."""
@@ -367,7 +372,7 @@ def render(
     listed = selected if selection.listed is None else selected[: selection.listed]
     for job, rows, view in listed:
         lines.append(
-            f"job {job['job_id']} ({job['job_name'] or '-'}): {view.value}: {job['reason']}{earliest_start(job)}"
+            f"job {job['job_id']} ({job['job_name'] or '-'}): {described(view, job['reason'])}{earliest_start(job)}"
         )
         for r in rows:
             lines.extend(_row_lines(r, waiting))

@@ -19,6 +19,7 @@ from harness.config import PROJECT_DIR
 from harness.state import event_reader
 from harness.tick.steps import Step, TickReport
 from harness.views import report
+from harness.views.status import JobView, described
 from harness.views.watermarks import describe, fit
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -67,6 +68,16 @@ def _event_file(path: Path, times: list[datetime], written: datetime) -> None:
         path,
     )
     os.utime(path, (written.timestamp(), written.timestamp()))
+
+
+def test_a_jobs_state_is_said_once_before_its_reason() -> None:
+    # the trigger set words a ready job's reason "ready: ...", a waiting one's without its state
+    assert described(JobView.READY, "ready: new data on kafka:a; retrying the start refused at 12:00") == (
+        "ready: new data on kafka:a; retrying the start refused at 12:00"
+    )
+    assert described(JobView.WAITING, "waiting for hard dependency kafka:b") == (
+        "waiting: waiting for hard dependency kafka:b"
+    )
 
 
 def test_the_event_log_reader_takes_only_whole_files_written_in_the_window(tmp_path: Path) -> None:

@@ -73,11 +73,9 @@ class JsonFormatter(logging.Formatter):
 
 def setup_logging(fmt: str, verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter()
-        if fmt == "json"
-        else logging.Formatter("%(asctime)s heartbeat %(levelname)-7s %(message)s", "%H:%M:%S")
-    )
+    text = logging.Formatter("%(asctime)s heartbeat %(levelname)-7s %(message)s", "%H:%M:%S")
+    text.converter = time.gmtime  # UTC, as status says times: a process's own TZ is set to UTC when Spark opens
+    handler.setFormatter(JsonFormatter() if fmt == "json" else text)
     root = logging.getLogger("harness")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -74,6 +74,7 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         if e.row is not None and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
     }
     rows = runtime.tables.control_rows()
+    applied = 0
     for request in requests:
         when = f"requested at {request.requested_at.isoformat()}"
         named = f"{request.command} of job {request.job_id} {when}"
@@ -90,10 +91,11 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         elif events := request.events(rows, when):
             runtime.events.append(with_publications(runtime, events))
             closed[request.job_id] = f"its run was closed by the {request.command} {when}"
+            applied += 1
         else:
             log.warning("%s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done", named)
         inbox.done(request)
-    return published + len(requests)
+    return published + applied
 
 
 def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,23 @@ def test_a_step_line_carries_its_fields_in_json(capsys: pytest.CaptureFixture[st
     )
     assert datetime.fromisoformat(line["time"]).utcoffset() == timedelta(0)
     assert isinstance(line["seconds"], float) and "(j1)" in line["message"]
+
+
+def test_a_text_log_line_gives_its_time_in_utc_whatever_the_processs_time_zone(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a process in New York (cron's own zone: Spark's opening sets TZ=UTC partway through a tick)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    setup_logging("text", False)
+    try:
+        logging.getLogger("harness").info("one line")
+    finally:
+        logging.getLogger("harness").handlers.clear()
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    # THEN its time is UTC's, as status says times (New York's is 4 or 5 hours behind)
+    hours, minutes, seconds = (int(part) for part in capsys.readouterr().err.split()[0].split(":"))
+    now = datetime.now(timezone.utc)
+    apart = abs(hours * 3600 + minutes * 60 + seconds - (now.hour * 3600 + now.minute * 60 + now.second))
+    assert min(apart, 86400 - apart) < 60

@@ -11,6 +11,7 @@ import argparse
 import csv
 import io
 import json
+import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,9 +60,18 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
             selection,
             waiting=status_files.waiting_reasons(state),
             set_aside=[str(path) for path in queue_files.set_aside(config.layout.inbox)],
+            disk_free=_disk_free(state),
         )
     )
-    return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
+    return 1 if _unknown_job(snapshot, args.job) else 0
+
+
+def _disk_free(folder: Path) -> int | None:
+    """The bytes free for the state folder's writes (None when it cannot be told: the folder is gone)."""
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None  # as `why` of a job not in the control table
 
 
 def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:

@@ -122,11 +122,13 @@ def render_health(
     holder: str | None,
     snapshot: dict[str, Any] | None = None,
     set_aside: Sequence[str] = (),
+    disk_free: int | None = None,
 ) -> list[str]:
     """The top lines: who holds the state, the last tick, and what needs a hand (a failed tick, a refused
     controls CSV, refused starts, failed checks, queued files set aside), each naming what failed and
     what to change."""
     lines = [f"heartbeat running: {holder}" if holder else "no heartbeat holds the state folder now"]
+    lines.extend(low_disk_lines(disk_free))
     lines.extend(set_aside_lines(set_aside))
     if not health:
         return lines + ["no tick has run yet"]
@@ -139,6 +141,20 @@ def render_health(
     lines.extend(refused_lines(refused_starts(snapshot, last.get("refused") or ())))
     lines.extend(failed_check_lines(last))
     return lines
+
+
+LOW_DISK_BYTES = 100 * 1024 * 1024  # below this, a tick may not write its events, tables and health record
+
+
+def low_disk_lines(free: int | None) -> list[str]:
+    """A state folder's disk nearly full: a tick fails on its writes, and may not record its failure."""
+    if free is None or free >= LOW_DISK_BYTES:
+        return []
+    return [
+        f"WARNING: the state folder's disk has {free / 1024 / 1024:.0f} MB free: ticks fail on their writes (No "
+        "space left on device), and a failed tick may not be in the lines below; free space, and the next tick "
+        'goes on (docs/operations.md, "When the state folder\'s disk fills")'
+    ]
 
 
 def set_aside_lines(set_aside: Sequence[str]) -> list[str]:
@@ -350,9 +366,10 @@ def render(
     now: datetime | None = None,
     waiting: dict[str, str] | None = None,
     set_aside: Sequence[str] = (),
+    disk_free: int | None = None,
 ) -> str:
     now = now or datetime.now(timezone.utc)
-    lines = render_health(health, holder, snapshot, set_aside)
+    lines = render_health(health, holder, snapshot, set_aside, disk_free)
     if snapshot is None:
         lines.append("no control table yet: run `python -m harness tick` first")
         return "\n".join(lines)
@@ -405,9 +422,16 @@ def render_json(
     now: datetime | None = None,
     waiting: dict[str, str] | None = None,
     set_aside: Sequence[str] = (),
+    disk_free: int | None = None,
 ) -> str:
     now = now or datetime.now(timezone.utc)
-    body: dict[str, Any] = {"holder": holder, "health": health, "set_aside": list(set_aside), "snapshot": None}
+    body: dict[str, Any] = {
+        "holder": holder,
+        "health": health,
+        "set_aside": list(set_aside),
+        "disk_free_bytes": disk_free,
+        "snapshot": None,
+    }
     if snapshot is not None:
         jobs = jobs_of(snapshot)
         body["snapshot"] = {

@@ -19,7 +19,7 @@ from harness.commands.cli import setup_logging
 from harness.config import PROJECT_DIR
 from harness.state import event_reader
 from harness.tick.steps import Step, TickReport
-from harness.views import report
+from harness.views import report, status
 from harness.views.status import JobView, described
 from harness.views.watermarks import describe, fit
 
@@ -225,3 +225,15 @@ def test_a_text_log_line_gives_its_time_in_utc_whatever_the_processs_time_zone(
     now = datetime.now(timezone.utc)
     apart = abs(hours * 3600 + minutes * 60 + seconds - (now.hour * 3600 + now.minute * 60 + now.second))
     assert min(apart, 86400 - apart) < 60
+
+
+def test_status_warns_of_a_nearly_full_state_disk_before_the_last_ticks_lines() -> None:
+    # GIVEN a last tick that went well, as the health record says (a failed tick could not write its own)
+    health = {"last_tick": {"ended_at": "2026-11-28T08:00:00+00:00", "seconds": 1.0}, "failures_in_a_row": 0}
+    # WHEN status is read with 12 MB free for the state folder, THEN it says so first, and what to do
+    lines = status.render_health(health, None, disk_free=12 * 1024 * 1024)
+    assert lines[1].startswith("WARNING: the state folder's disk has 12 MB free: ticks fail on their writes")
+    assert "free space, and the next tick goes on" in lines[1]
+    # AND with room, or when it cannot be told, nothing is said
+    assert not any("disk" in line for line in status.render_health(health, None, disk_free=10 * 1024**3))
+    assert not any("disk" in line for line in status.render_health(health, None, disk_free=None))

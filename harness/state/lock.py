@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from harness.errors import StateBusyError
+from harness.errors import HeartbeatError, StateBusyError
 from harness.state_layout import StateLayout
 
 
@@ -32,8 +32,15 @@ class StateLock:
             return "unknown"
 
     def acquire(self) -> "StateLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # read-only, no permission, a file in the folder's place: said in a line
+            raise HeartbeatError(
+                f"the state folder {self.path.parent} cannot be written ({exc.strerror}: {exc.filename}): a tick "
+                "writes its lock, events and tables there; check that it is mounted read-write and that this "
+                "user may write it"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

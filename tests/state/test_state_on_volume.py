@@ -12,6 +12,7 @@ import pytest
 
 from harness import state_layout
 from harness.config import PROJECT_DIR, Config
+from harness.errors import HeartbeatError
 from harness.state.lock import StateLock
 from harness.state.status_files import TickResult, read_ticks, record_tick
 from harness.state_layout import StateLayout
@@ -55,3 +56,15 @@ def test_on_a_volume_each_ticks_record_is_a_whole_file_renamed_into_place(volume
     # THEN the file was replaced each time (never appended to), and holds every tick
     assert inodes[0] != inodes[1] != inodes[2]
     assert [t["tick_id"] for t in read_ticks(volume, started - timedelta(seconds=1))] == ["t0", "t1", "t2"]
+
+
+def test_a_state_folder_that_cannot_be_written_is_said_in_a_line_naming_it(tmp_path: Path) -> None:
+    # GIVEN a state folder whose lock file's place is taken by a folder (as root, the stand-in for a
+    # read-only mount or a folder this user may not write: each fails the lock file's opening)
+    state = tmp_path / "state"
+    StateLayout(state).lock.mkdir(parents=True)
+    # WHEN a heartbeat takes the lock, THEN the error names the folder, the cause and what to check
+    with pytest.raises(HeartbeatError) as refused:
+        StateLock(state).acquire()
+    assert str(refused.value).startswith(f"the state folder {state} cannot be written (Is a directory: ")
+    assert "mounted read-write" in str(refused.value)

@@ -374,3 +374,17 @@ def test_validate_refuses_a_databricks_job_id_that_is_no_number_and_notes_an_uns
     write_rows(tmp_path / "seeds" / "heartbeat_controls.csv", [control_row("published", "sales.orders", "41")])
     code, out, _ = validate(config, capsys)
     assert code == 0 and "note: databricks.token_env: HB_TEST_DBX_TOKEN is not set in this environment" in out
+
+
+def test_validate_notes_a_trigger_folder_not_written_in_its_plain_form(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN three rows of one job naming one folder three ways
+    rows = [control_row("trigger_file", name, "j") for name in ("orders", "orders/", "./orders")]
+    config = project(tmp_path, {"trigger_file": {"root": str(tmp_path)}}, rows)
+    # WHEN validate runs, THEN the two other ways are noted with the plain one to write
+    code, out, _ = validate(config, capsys)
+    assert code == 0
+    assert "note: line 3 (trigger_file 'orders/' -> job j): the folder is written 'orders/'; write it 'orders'" in out
+    assert "note: line 4 (trigger_file './orders' -> job j): the folder is written './orders'; write it" in out
+    assert "note: line 2" not in out

@@ -105,6 +105,14 @@ class TriggerFileSensor(Sensor[FolderListing]):
         if os.path.isabs(written) or written in (".", "..") or written.startswith("../"):
             raise self._outside(upstream, root)
 
+    def doubt(self, upstream: Upstream) -> str | None:
+        """A folder written another way than its plain form (`orders/`, `./orders`): a second row naming it
+        plainly would be a second row of the same folder, which the CSV's duplicate check cannot tell."""
+        plain = os.path.normpath(upstream.sensor_id)
+        if plain == upstream.sensor_id:
+            return None
+        return f"the folder is written {upstream.sensor_id!r}; write it {plain!r}, as every row of that folder must be"
+
     @staticmethod
     def _outside(upstream: Upstream, root: Path) -> SensorError:
         return SensorError(

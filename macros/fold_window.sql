@@ -48,3 +48,13 @@
 {% macro heartbeat_look_back_start() -%}
   {{ dbt.dateadd('hour', -1 * var('heartbeat_event_lookback_hours'), "coalesce(max(last_event_time), cast('1970-01-02' as timestamp))") }}
 {%- endmacro %}
+
+{#-
+  Whether this dbt invocation loads the controls seed (a tick's fold with a changed controls CSV, a
+  `dbt build` by hand): the only builds in which a row can join the control table. False in a unit
+  test, whose `this` is a fixture.
+-#}
+{% macro heartbeat_loads_controls_seed() -%}
+  {%- if not execute or model.resource_type == 'unit_test' -%}{{ return(false) }}{%- endif -%}
+  {{ return(('seed.' ~ model.package_name ~ '.heartbeat_controls') in (selected_resources or [])) }}
+{%- endmacro %}

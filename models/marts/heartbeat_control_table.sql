@@ -34,6 +34,15 @@
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
+{#-
+  A row of the controls CSV the table does not hold (a new row, or one removed and put back) is folded
+  from all of its events, as a full build folds every row: a row put back keeps its watermark, its last
+  successful run and its runs, so what a run consumed is not handed again. A row comes back only with
+  a new controls CSV, so only a build that loads the seed looks for such rows.
+-#}
+{%- set rows_may_return = is_incremental() and heartbeat_loads_controls_seed() -%}
+{%- set same_row = [] -%}
+{%- for column in key %}{% do same_row.append('e.' ~ column ~ ' = r.' ~ column) %}{% endfor -%}
 
 with
 
@@ -43,11 +52,30 @@ controls as (
 
 ),
 
+{% if rows_may_return -%}
+returning_rows as (
+
+    select {% for column in key %}c.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+    from controls as c
+    left anti join {{ this }} as t
+        on {% for column in key %}t.{{ column }} = c.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}
+
+),
+
+{% endif -%}
 row_events as (
 
-    select * from {{ ref('int_heartbeat__row_events') }}
+    select e.* from {{ ref('int_heartbeat__row_events') }} as e
+    {% if rows_may_return %}
+    left anti join returning_rows as r on {{ same_row | join(' and ') }}
+    {% endif %}
     {% if is_incremental() %}
     where {{ heartbeat_fold_window(this) }}
+    {% endif %}
+    {% if rows_may_return %}
+    union all
+    select e.* from {{ ref('int_heartbeat__row_events') }} as e
+    left semi join returning_rows as r on {{ same_row | join(' and ') }}
     {% endif %}
 
 ),

@@ -91,3 +91,37 @@ def test_a_hard_row_added_to_a_job_that_ran_joins_its_next_run(heartbeat: Heartb
     first, second = heartbeat.job_runs("ja")
     assert sorted(u["sensor_id"] for u in second["range"]["upstreams"]) == ["a1", "a2"]
     assert first["token"] != second["token"]
+
+
+def test_a_row_removed_and_put_back_keeps_its_history_and_is_not_handed_what_its_job_consumed(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a job that ran over its row's first file, beside another job
+    rows = [control_row("trigger_file", "x", "jx"), control_row("trigger_file", "o", "jo")]
+    heartbeat.write_controls(rows)
+    heartbeat.define_jobs("jx", "jo")
+    for folder in ("x", "o"):
+        (heartbeat.config.trigger_root / folder).mkdir()  # type: ignore[operator]
+    heartbeat.tick()
+    heartbeat.drop_trigger_file("x", "x1")
+    assert heartbeat.tick().started == ["jx"]
+    heartbeat.wait_for_runs()
+    heartbeat.tick()
+    # WHEN its row leaves the controls CSV while the other job starts, then comes back in the tick that
+    # records the other job's run ending (a fold that reads only that tick's new events)
+    heartbeat.write_controls(rows[1:])
+    heartbeat.drop_trigger_file("o", "o1")
+    assert heartbeat.tick().started == ["jo"]
+    heartbeat.wait_for_runs()
+    heartbeat.write_controls(rows)
+    back = heartbeat.tick()
+    # THEN the row is back as it was: its file is not new again, its job does not start, and it is not
+    # left waiting for a run that ended long ago
+    assert back.error is None and back.runs_succeeded == 1 and back.started == []
+    assert heartbeat.job_status("jx") == {"COMPLETED"} and len(heartbeat.job_runs("jx")) == 1
+    # AND its next file starts the job with the range from the first run's end
+    heartbeat.drop_trigger_file("x", "x2")
+    assert heartbeat.tick().started == ["jx"]
+    heartbeat.wait_for_runs()
+    first, second = heartbeat.job_runs("jx")
+    assert second["range"]["upstreams"][0]["from"] == first["range"]["upstreams"][0]["to"]

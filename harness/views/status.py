@@ -293,6 +293,13 @@ def run_times(r: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
     return started, ended
 
 
+def start_unconfirmed(r: dict[str, Any]) -> bool:
+    """A start requested (the row IN_PROGRESS) whose run its backend has not confirmed: no run id since the
+    request (the row's latest run id, if any, is an earlier run's)."""
+    requested, confirmed = _time(r.get("job_start_timestamp")), _time(r.get("run_started_timestamp"))
+    return r.get("status") == IN_PROGRESS and requested is not None and (confirmed is None or confirmed < requested)
+
+
 def run_line(r: dict[str, Any]) -> str:
     started, ended = run_times(r)
     # the times in words from the row's own texts: `when` says them as it would the times read from them
@@ -307,6 +314,8 @@ def run_line(r: dict[str, Any]) -> str:
 def run_json(r: dict[str, Any]) -> dict[str, Any] | None:
     """The latest run's own times for `status --json` (run_times): a run going has no end, where the row's
     run_ended_at and job_end_timestamp still hold the previous run's."""
+    if start_unconfirmed(r):  # the row's run id, if any, is an earlier run's
+        return {"run_id": None, "requested_at": r["job_start_timestamp"], "confirmed": False, "going": True}
     if not r.get("latest_run_id"):
         return None
     started, ended = run_times(r)
@@ -340,7 +349,12 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(
             f"        range in parts (max_range {r.get('max_range')}): part {r.get('range_part')} of {r['range_parts']}"
         )
-    if r.get("latest_run_id"):
+    if start_unconfirmed(r):
+        lines.append(
+            f"        start requested {when(r['job_start_timestamp'])}, not confirmed by its backend yet: the next "
+            "tick sends the request again with the same token (one run at most)"
+        )
+    elif r.get("latest_run_id"):
         lines.append(f"        {run_line(r)}")
     refusal = current_refusal(r)
     if (

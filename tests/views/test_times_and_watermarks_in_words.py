@@ -140,3 +140,34 @@ def test_a_runs_line_says_its_times_as_the_datetimes_read_from_them(start: str |
     started, ended = status.run_times(row)
     assert line.startswith(f"run r1 started {when_by_datetime(started)}, ")
     assert (f"ended {when_by_datetime(ended)}" in line) if ended else line.endswith("no end recorded yet")
+
+
+def test_a_start_its_backend_has_not_confirmed_is_not_said_to_be_the_earlier_run_still_running() -> None:
+    # GIVEN a job whose run r1 ended, then a start requested at 13:00 that its backend did not confirm
+    row = {
+        "sensor_source": "trigger_file",
+        "sensor_id": "orders",
+        "trigger_job_id": "j",
+        "is_hard_dependency": True,
+        "status": "IN_PROGRESS",
+        "job_state": "UNPAUSED",
+        "status_change_timestamp": "2026-11-22T13:00:00+00:00",
+        "watermark": None,
+        "latest_run_id": "r1",
+        "run_started_timestamp": "2026-11-22T12:00:00+00:00",
+        "job_start_timestamp": "2026-11-22T13:00:00+00:00",
+        "run_ended_at": "2026-11-22T12:05:00+00:00",
+    }
+    # WHEN status says the row, THEN it says the request waits for confirmation, not that r1 still runs
+    lines = "\n".join(status._row_lines(row))
+    assert "start requested" in lines and "not confirmed by its backend yet" in lines
+    assert "r1" not in lines
+    assert status.run_json(row) == {
+        "run_id": None,
+        "requested_at": "2026-11-22T13:00:00+00:00",
+        "confirmed": False,
+        "going": True,
+    }
+    # AND once confirmed (a run id recorded after the request), the run is said as before
+    confirmed = row | {"latest_run_id": "r2", "run_started_timestamp": "2026-11-22T13:00:01+00:00"}
+    assert "run r2 started" in "\n".join(status._row_lines(confirmed))

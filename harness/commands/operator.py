@@ -216,6 +216,11 @@ def dry_run_lines(result: "DryRun", now: datetime) -> list[str]:
             f"to {describe(json.dumps(u['to']) if u['to'] is not None else None)}"
             for u in change["upstreams"]
         ]
+        lines += [
+            f"    note: {row} has new data: the tick folds it first and hands this run at most max_range steps "
+            "of the range above, oldest first (the rest to the runs after it)"
+            for row in result.parted.get(change["job_id"], [])
+        ]
     lines += [
         f"job {d.job_id} waits for time: {d.reason}; starts at the earliest at {when(d.earliest_start_at)} UTC"
         for d in result.decisions

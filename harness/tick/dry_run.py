@@ -37,6 +37,7 @@ class DryRun:
     would_start: list[dict[str, Any]] = field(default_factory=list)  # change ranges, as a start would send them
     unfolded: bool = False
     controls_note: str | None = None  # the controls CSV differs from the one the control table holds
+    parted: dict[str, list[str]] = field(default_factory=dict)  # job -> its rows whose new range a tick parts
 
 
 def dry_run(runtime: Runtime) -> DryRun:
@@ -55,14 +56,15 @@ def dry_run(runtime: Runtime) -> DryRun:
     rows_by_job: dict[str, list[ControlRow]] = {}
     for row in as_detected(runtime.tables.control_rows(), out.detections):
         rows_by_job.setdefault(row.key.trigger_job_id, []).append(row)
+    detected = {d.key for d in out.detections}
     for decision in out.decisions:
         if decision.should_start:
-            started = [
-                TriggeredRow.of(r)
-                for r in rows_by_job.get(decision.job_id, [])
-                if r.job_state == JobState.UNPAUSED.value
-            ]
-            out.would_start.append(change_range(decision.job_id, "dry-run", started))
+            rows = [r for r in rows_by_job.get(decision.job_id, []) if r.job_state == JobState.UNPAUSED.value]
+            out.would_start.append(change_range(decision.job_id, "dry-run", [TriggeredRow.of(r) for r in rows]))
+            # a tick folds first for these (the control table says where the part ends); a dry run folds nothing
+            parted = [f"{r.label} (max_range {r.max_range})" for r in rows if r.max_range and r.key in detected]
+            if parted:
+                out.parted[decision.job_id] = parted
     return out
 
 

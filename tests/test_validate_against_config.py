@@ -388,3 +388,50 @@ def test_validate_notes_a_trigger_folder_not_written_in_its_plain_form(
     assert "note: line 3 (trigger_file 'orders/' -> job j): the folder is written 'orders/'; write it 'orders'" in out
     assert "note: line 4 (trigger_file './orders' -> job j): the folder is written './orders'; write it" in out
     assert "note: line 2" not in out
+
+
+def test_a_max_range_changed_while_steps_wait_says_what_the_next_runs_are_handed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.state_layout import StateLayout
+
+    # GIVEN four rows whose last tick left steps of their range unconsumed (d: none), each with max_range 2
+    def row(name: str, max_range: str) -> dict[str, str]:
+        return {**control_row("trigger_file", name, f"job_{name}"), "max_range": max_range}
+
+    steps = json.dumps([json.dumps({"file": f"batch-{i}"}) for i in range(5)])
+    state = tmp_path / "state"
+    StateLayout(state).snapshot.parent.mkdir(parents=True)
+    StateLayout(state).snapshot.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {
+                        "sensor_source": "trigger_file",
+                        "sensor_id": name,
+                        "trigger_job_id": f"job_{name}",
+                        "max_range": 2,
+                        "range_steps": steps if name != "d" else "[]",
+                    }
+                    for name in "abcd"
+                ]
+            }
+        )
+    )
+    config = project(tmp_path, {"trigger_file": {"root": str(tmp_path)}, "state_dir": str(state)}, [])
+    # WHEN the CSV removes a's max_range, raises b's to 3, keeps c's, and raises d's
+    rows = [row("a", ""), row("b", "3"), row("c", "2"), row("d", "3")]
+    with (tmp_path / "seeds" / "heartbeat_controls.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "max_range"])
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out, _ = validate(config, capsys)
+    # THEN validate says what a's and b's next runs are handed; c and d have nothing to say
+    assert code == 0, out
+    notes = [line for line in out.splitlines() if line.startswith("note:") and "max_range" in line]
+    assert notes == [
+        "note: line 2 (trigger_file 'a' -> job job_a): max_range 2 removed with 5 steps of its range not consumed "
+        "yet (as of the last tick): its next run, at its next new data, is handed them all at once",
+        "note: line 3 (trigger_file 'b' -> job job_b): max_range 2 -> 3 with 5 steps of its range not consumed "
+        "yet (as of the last tick): they go in 2 runs",
+    ]

@@ -370,6 +370,8 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
             f"note: databricks.token_env: {token_env} is not set in this environment; the heartbeat's own (cron's) "
             "must set it, or every start is refused"
         )
+    for spec, change in _range_changes(config, specs):
+        print(f"note: {spec.name}: {change}")
     for spec in specs:
         if spec.preprocess_query and not of_new_data_alone(spec.preprocess_query):
             print(
@@ -378,6 +380,43 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
                 "for it at each tick until a row it keeps lands; docs/sources.md)"
             )
     return 0
+
+
+def _range_changes(config: Config, specs: Sequence[ControlSpec]) -> list[tuple[ControlSpec, str]]:
+    """The rows whose max_range the file changes while steps of their range are not consumed yet (the last
+    tick's snapshot): what their next runs are handed then. Nothing before the first tick or where the
+    snapshot cannot be read (`status` says why)."""
+    try:
+        snapshot = read_json(config.layout.snapshot)
+    except StateFileError:
+        return []
+    pending = {
+        (r["sensor_source"], r["sensor_id"], r["trigger_job_id"]): (r.get("max_range"), len(json.loads(steps)))
+        for r in (snapshot or {}).get("rows", [])
+        if (steps := r.get("range_steps"))
+    }
+    changes = []
+    for spec in specs:
+        before, steps = pending.get((spec.sensor_source, spec.sensor_id, spec.trigger_job_id), (None, 0))
+        if steps == 0 or before == spec.max_range:
+            continue
+        waiting = f"{steps} step{'s' if steps > 1 else ''} of its range not consumed yet (as of the last tick)"
+        if spec.max_range is None:
+            changes.append(
+                (
+                    spec,
+                    f"max_range {before} removed with {waiting}: its next run, at its next new data, is handed them all at once",
+                )
+            )
+        else:
+            runs = math.ceil(steps / spec.max_range)
+            changes.append(
+                (
+                    spec,
+                    f"max_range {before} -> {spec.max_range} with {waiting}: they go in {runs} run{'s' if runs > 1 else ''}",
+                )
+            )
+    return changes
 
 
 def _unstartable(config: Config, specs: Sequence[ControlSpec]) -> list[str]:

@@ -18,6 +18,7 @@ from dbt.cli.main import dbtRunner
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
+from harness.platform.dbt_runner import DbtOutcome
 from harness.refresh import runner
 
 EXAMPLES_DIR = PROJECT_DIR / "demo" / "refresh_examples"
@@ -45,6 +46,7 @@ BAD_MODELS = (
     "bad_unique_key",
     "bad_unique_key_range",
     "bad_fine_format",
+    "bad_unread_settings",
 )
 
 
@@ -118,10 +120,10 @@ class RefreshProject:
         frame = self.spark.createDataFrame(list(rows), schema or SOURCE_SCHEMAS[source])
         frame.write.mode("overwrite").format("parquet").saveAsTable(f"{self.schema}.src_{source}")
 
-    def run(self, *models: str, batch: str, fail_at: str | None = None, **variables: Any) -> None:
+    def run(self, *models: str, batch: str, fail_at: str | None = None, **variables: Any) -> DbtOutcome:
         """`dbt run` of the models, as the heartbeat's run `batch` would (raises DbtError on failure)."""
         with environment(HEARTBEAT_RUN_CONTEXT_ID=batch, HEARTBEAT_FAIL_AT=fail_at):
-            runner.run(self.config, ["run", "--select", *models], **variables)
+            return runner.run(self.config, ["run", "--select", *models], **variables)
 
     def load(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -74,6 +75,8 @@ def run_action(
     from harness.refresh.runner import run
 
     outcome = run(config, ["run", "--select", model], **(variables or {}), heartbeat_refresh=request)
+    for warning in outcome.warnings:  # dbt prints them in a user's own run; the in-process run is quiet
+        print(f"warning: {warning}", file=sys.stderr)
     if outcome.nodes == 0:
         raise RefreshError(
             f"no model {model} in the dbt project {config.project_dir}; a model of another project (one that "

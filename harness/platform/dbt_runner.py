@@ -47,6 +47,7 @@ NO_SEEDS_FOLDER = ".no-seeds-while-the-controls-csv-is-unreadable"  # inside the
 class DbtOutcome:
     seconds: float
     nodes: int
+    warnings: tuple[str, ...] = ()  # what the command warned of (a model's `exceptions.warn`, dbt's own)
 
 
 def active_config() -> Config | None:
@@ -126,15 +127,22 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
     from dbt.cli.main import dbtRunner  # 3 s of imports: paid only by a process that runs dbt
 
     started = time.monotonic()
+    warned: list[str] = []
+
+    def on_event(event: Any) -> None:  # called for every event, whatever the log level
+        if event.info.level == "warn":
+            warned.append(event.info.msg)
+
     with _registered(config):
-        result: dbtRunnerResult = dbtRunner(manifest=_manifest(config, extra_vars)).invoke(full)
+        runner = dbtRunner(manifest=_manifest(config, extra_vars), callbacks=[on_event])
+        result: dbtRunnerResult = runner.invoke(full)
     seconds = time.monotonic() - started
     failures = _failures(result)
     if not result.success or result.exception is not None:
         detail = "; ".join(failures) or headed(str(result.exception or "")) or f"see {config.dbt_log_path / 'dbt.log'}"
         raise DbtError(f"dbt {' '.join(command[:1])} failed: {detail}")
     nodes = len(result.result) if result.result is not None and hasattr(result.result, "__len__") else 0
-    return DbtOutcome(seconds=seconds, nodes=nodes)
+    return DbtOutcome(seconds=seconds, nodes=nodes, warnings=tuple(warned))
 
 
 def import_in_background(config: Config | None = None) -> threading.Thread | None:

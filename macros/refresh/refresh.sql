@@ -79,6 +79,7 @@
   {%- set raw = (config.get('meta') or {}).get('refresh') -%}
   {%- set params = heartbeat.heartbeat_refresh_params(model.name, raw) -%}
   {%- do heartbeat.heartbeat_refresh_check_unique_key(model.name, params, config.get('unique_key')) -%}
+  {%- do heartbeat.heartbeat_refresh_warn_unread_settings(model.name) -%}
   {%- set dataset = this.incorporate(type='table') -%}
   {%- set name = this.identifier -%}
   {{ return({

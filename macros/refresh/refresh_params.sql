@@ -97,6 +97,33 @@
       ~ given | join("', '") ~ "']}}" ~ custom) }}
 {% endmacro %}
 
+{#- dbt's settings of incremental and table models that the refresh does not read: it keeps its dataset,
+    batches and metrics its own way (docs/refresh.md: where the tables live, how a batch is applied, what a
+    new column does). Set on a refresh model, or on a folder of models it is in (`+on_schema_change` in
+    dbt_project.yml), each would change nothing, so each is said in one warning of the model's run. dbt sets
+    on_schema_change to 'ignore' on every model: that value says nothing. -#}
+{% macro heartbeat_refresh_unread_settings() %}
+  {{ return(['incremental_strategy', 'on_schema_change', 'incremental_predicates', 'predicates', 'merge_update_columns',
+             'merge_exclude_columns', 'partition_by', 'clustered_by', 'buckets', 'liquid_clustered_by', 'zorder',
+             'location_root', 'tblproperties']) }}
+{% endmacro %}
+
+{% macro heartbeat_refresh_warn_unread_settings(model_name) %}
+  {%- set unread = [] -%}
+  {%- for name in heartbeat.heartbeat_refresh_unread_settings() -%}
+    {%- set value = config.get(name) -%}
+    {%- if value is not none and value not in ('', [], {}) and not (name == 'on_schema_change' and value == 'ignore') -%}
+      {%- do unread.append(name ~ '=' ~ (value | tojson)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if unread -%}
+    {%- do exceptions.warn(
+        model_name ~ ": config " ~ unread | join(', ') ~ (" is" if unread | length == 1 else " are")
+        ~ " not read by materialized='refresh', which keeps its dataset, batches and metrics its own way (docs/refresh.md);"
+        ~ " remove " ~ ("it" if unread | length == 1 else "them") ~ " from the model's config, or from the folder's in dbt_project.yml") -%}
+  {%- endif -%}
+{% endmacro %}
+
 {#- refresh.keep_batches (meta.refresh of the model, else the var heartbeat_refresh_keep_batches): how many
     applied batches <model>__batches keeps one by one; older ones are folded into the model's baseline
     (docs/refresh.md, Retention). None: every batch is kept. It is not one of the parameters compared from

@@ -146,6 +146,26 @@ def test_unique_key_beside_the_refresh_parameters_is_refused_naming_the_setting_
     assert not project.exists("bad_unique_key__metrics") and not project.exists("bad_unique_key_range__metrics")
 
 
+def test_incremental_settings_beside_the_refresh_parameters_are_said_in_a_warning_and_the_batch_loads(
+    project: RefreshProject,
+) -> None:
+    # GIVEN a key refresh whose config also sets dbt's incremental_strategy, on_schema_change and partition_by
+    project.write_batch("bad_unread_settings", [(1, datetime(2026, 1, 1))])
+    # WHEN it runs
+    outcome = project.run("bad_unread_settings", batch="w1")
+    # THEN one warning names each setting as unread and where to remove it, and the batch loads as without them
+    (warning,) = [w for w in outcome.warnings if "bad_unread_settings" in w]
+    assert (
+        'bad_unread_settings: config incremental_strategy="merge", on_schema_change="append_new_columns", '
+        "partition_by=[\"updated_at\"] are not read by materialized='refresh'" in warning
+    ), warning
+    assert "remove them from the model's config, or from the folder's in dbt_project.yml" in warning
+    assert project.rows("bad_unread_settings", ["id", "s_batch_id"]) == [(1, "w1")]
+    # AND a refresh without them warns of nothing
+    project.write_batch("key_orders", [(1, "new", 1.0, datetime(2026, 1, 1))])
+    assert not [w for w in project.run("key_orders", batch="w1").warnings if "not read by" in w]
+
+
 def test_a_sequence_or_time_that_its_range_would_not_hold_exactly_is_refused(project: RefreshProject) -> None:
     # GIVEN sequence batches whose values decimal(38,9) would round or cannot hold (s_sequence places each row
     # in the batches' ranges: a row placed elsewhere would be deleted by another batch's range)

@@ -431,7 +431,7 @@ def test_a_max_range_changed_while_steps_wait_says_what_the_next_runs_are_handed
     notes = [line for line in out.splitlines() if line.startswith("note:") and "max_range" in line]
     assert notes == [
         "note: line 2 (trigger_file 'a' -> job job_a): max_range 2 removed with 5 steps of its range not consumed "
-        "yet (as of the last tick): its next run, at its next new data, is handed them all at once",
+        "yet (as of the last tick): its next run, at its next new data, is handed them all",
         "note: line 3 (trigger_file 'b' -> job job_b): max_range 2 -> 3 with 5 steps of its range not consumed "
         "yet (as of the last tick): they go in 2 runs",
     ]

@@ -402,20 +402,13 @@ def _range_changes(config: Config, specs: Sequence[ControlSpec]) -> list[tuple[C
             continue
         waiting = f"{steps} step{'s' if steps > 1 else ''} of its range not consumed yet (as of the last tick)"
         if spec.max_range is None:
-            changes.append(
-                (
-                    spec,
-                    f"max_range {before} removed with {waiting}: its next run, at its next new data, is handed them all at once",
-                )
-            )
+            note = f"max_range {before} removed with {waiting}: its next run, at its next new data, is handed them all"
         else:
             runs = math.ceil(steps / spec.max_range)
-            changes.append(
-                (
-                    spec,
-                    f"max_range {before} -> {spec.max_range} with {waiting}: they go in {runs} run{'s' if runs > 1 else ''}",
-                )
+            note = (
+                f"max_range {before} -> {spec.max_range} with {waiting}: they go in {runs} run{'s' if runs > 1 else ''}"
             )
+        changes.append((spec, note))
     return changes
 
 

@@ -75,6 +75,16 @@ def control_row(
     }
 
 
+def write_controls_csv(path: Path, rows: Iterable[Mapping[str, str]]) -> None:
+    """A controls CSV of `rows`: the user columns, and the optional ones only when a row sets them."""
+    rows = list(rows)
+    optional = [c for c in OPTIONAL_COLUMNS if any(c in row for row in rows)]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, *optional])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 @dataclass
 class HeartbeatHarness:
     spark: SparkSession
@@ -114,13 +124,7 @@ class HeartbeatHarness:
 
     # --- configuration -------------------------------------------------------------------------
     def write_controls(self, rows: Iterable[Mapping[str, str]]) -> None:
-        """The CSV with the user columns, and the optional ones only when a row sets them."""
-        rows = list(rows)
-        optional = [c for c in OPTIONAL_COLUMNS if any(c in row for row in rows)]
-        with self.config.controls_csv.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, *optional])
-            writer.writeheader()
-            writer.writerows(rows)
+        write_controls_csv(self.config.controls_csv, rows)
 
     def define_jobs(self, *job_ids: str, command: str = RECORDING_JOB, timeout: float | None = None) -> None:
         jobs = dict(self.config.local_jobs)

@@ -5,7 +5,6 @@ failed check says the same), and `validate` names the row and what to change."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,12 @@ import pytest
 
 from harness.commands import cli
 from harness.config import DELTA_JARS_ENV
-from harness.controls import USER_COLUMNS
 from harness.errors import SensorError
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
-from tests.support import control_row
+from tests.support import control_row, write_controls_csv
 
 CONNECTION = {"url": "jdbc:postgresql://127.0.0.1:5432/lake", "driver": "org.postgresql.Driver", "user": "hb"}
 CATALOG = {"properties": {"type": "sql", "uri": "sqlite:////nowhere/catalog.db", "warehouse": "file:///nowhere"}}
@@ -36,7 +34,7 @@ def no_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 def project(tmp_path: Path, sections: dict[str, Any], rows: list[dict[str, str]]) -> Path:
     """A project of its own: heartbeat.yml with `sections`, and a controls CSV of `rows` (line 2 on)."""
     (tmp_path / "seeds").mkdir()
-    write_rows(tmp_path / "seeds" / "heartbeat_controls.csv", rows)
+    write_controls_csv(tmp_path / "seeds" / "heartbeat_controls.csv", rows)
     return project_file(tmp_path, sections)
 
 
@@ -48,13 +46,6 @@ def project_file(tmp_path: Path, sections: dict[str, Any]) -> Path:
         json.dumps({"project_dir": str(tmp_path), "controls_csv": str(csv_path), **sections})
     )  # JSON is YAML
     return config
-
-
-def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def validate(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -320,7 +311,7 @@ def test_validate_says_every_problem_of_both_files_at_once(tmp_path: Path, capsy
     assert "unknown job_state '?'" in err
 
     # WHEN the CSV is fixed, THEN the refused section alone is said, and the CSV's own rows pass
-    write_rows(csv_path, [control_row("kafka", "orders", "j")])
+    write_controls_csv(csv_path, [control_row("kafka", "orders", "j")])
     code, out, err = validate(config, capsys)
     assert code == 2 and "request.timeout.msx" in err and "job_state" not in err
     assert f"{csv_path}: OK, 1 rows (checked against heartbeat.yml once that file is accepted)" in out
@@ -371,7 +362,7 @@ def test_validate_refuses_a_databricks_job_id_that_is_no_number_and_notes_an_uns
     assert "line 2 (published 'sales.orders' -> job orders-job): Databricks job ids are numbers" in err
     assert "line 3" not in err
     # WHEN the job is numbered, THEN it passes, noting the variable the heartbeat's environment must set
-    write_rows(tmp_path / "seeds" / "heartbeat_controls.csv", [control_row("published", "sales.orders", "41")])
+    write_controls_csv(tmp_path / "seeds" / "heartbeat_controls.csv", [control_row("published", "sales.orders", "41")])
     code, out, _ = validate(config, capsys)
     assert code == 0 and "note: databricks.token_env: HB_TEST_DBX_TOKEN is not set in this environment" in out
 
@@ -418,13 +409,9 @@ def test_a_max_range_changed_while_steps_wait_says_what_the_next_runs_are_handed
             }
         )
     )
-    config = project(tmp_path, {"trigger_file": {"root": str(tmp_path)}, "state_dir": str(state)}, [])
     # WHEN the CSV removes a's max_range, raises b's to 3, keeps c's, and raises d's
     rows = [row("a", ""), row("b", "3"), row("c", "2"), row("d", "3")]
-    with (tmp_path / "seeds" / "heartbeat_controls.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "max_range"])
-        writer.writeheader()
-        writer.writerows(rows)
+    config = project(tmp_path, {"trigger_file": {"root": str(tmp_path)}, "state_dir": str(state)}, rows)
     code, out, _ = validate(config, capsys)
     # THEN validate says what a's and b's next runs are handed; c and d have nothing to say
     assert code == 0, out

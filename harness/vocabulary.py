@@ -96,6 +96,8 @@ class EventType(str, Enum):
     CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
     CHANGE_PUBLISHED = "CHANGE_PUBLISHED"  # a producer registered a change of a table (no row: read by sensors)
     FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
+    # a row with an expected_within and no new data yet was first checked: its freshness counts from then
+    WATCH_STARTED = "WATCH_STARTED"
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was
@@ -142,6 +144,7 @@ class ControlRow:
     latest_event_fetched_timestamp: datetime | None = None  # the latest detection of new data
     expected_within: str | None = None  # the freshness expectation from the CSV (`26h`)
     freshness_missed_at: datetime | None = None  # the latest FRESHNESS_MISSED event of the row
+    watched_since: datetime | None = None  # the row's WATCH_STARTED: its freshness counts from then until data comes
     max_range: int | None = None  # the most steps one run is handed (None: the whole range)
     range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
     last_error: str | None = None  # the message of the row's latest error event (a failed check, a failed run, ...)
@@ -191,6 +194,7 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         latest_event_fetched_timestamp=utc(r["latest_event_fetched_timestamp"]),
         expected_within=r.get("expected_within"),
         freshness_missed_at=utc(r.get("freshness_missed_at")),
+        watched_since=utc(r.get("watched_since")),
         max_range=r.get("max_range"),
         range_end_watermark=r.get("range_end_watermark"),
         last_error=r.get("last_error"),

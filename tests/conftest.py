@@ -3,6 +3,7 @@ HOME and Databricks config, and no network but 127.0.0.1."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -44,6 +45,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _layer_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     layers.guard_unit(request.node, monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def _harness_logging() -> Iterator[None]:
+    """`cli.main` sets the `harness` logger up as a process's own (a handler on the stderr of the moment,
+    which a test's capture closes after it): put back as it was after each test."""
+    logger = logging.getLogger("harness")
+    handlers, level, propagate = logger.handlers[:], logger.level, logger.propagate
+    yield
+    logger.handlers[:], logger.propagate = handlers, propagate
+    logger.setLevel(level)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

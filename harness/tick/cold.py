@@ -9,7 +9,7 @@ does: polls the open runs, checks every sensed upstream whose check needs no Spa
 them) and judges freshness.
 
 At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
-upstream, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
+upstream or one to start watching, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
 read through Spark), it hands over: the full tick (harness.tick.run) opens Spark and does everything again
 from the tables, so every decision is a warm tick's. It takes this look's checks of the rows the tables
 still show as the snapshot did (harness.tick.sensing.FirstLook), so each upstream is checked once a
@@ -40,7 +40,7 @@ from harness.state.status_files import (
 from harness.state.tables import FOREVER, open_run_row
 from harness.tick import inbox, publications, retention
 from harness.tick.fold import fold_id, still_refused
-from harness.tick.freshness import judged, stale_rows
+from harness.tick.freshness import judged, stale_rows, to_watch
 from harness.tick.runtime import build_backend
 from harness.tick.sensing import FirstLook, sense, to_record
 from harness.tick.steps import Step, TickReport
@@ -168,8 +168,11 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
             errors=outcome.errors,
         )
 
-    if stale_rows(sensed, judged(sensed, outcome.events), datetime.now(timezone.utc)):
+    judged_rows = judged(sensed, outcome.events)
+    if stale_rows(sensed, judged_rows, datetime.now(timezone.utc)):
         return Handover("upstreams newly stale", look=look)
+    if to_watch(sensed, judged_rows):
+        return Handover("rows with an expected_within and no data yet to watch from now", look=look)
 
     with Step(report, "start jobs") as step:
         jobs = snapshot["jobs"]

@@ -4,8 +4,12 @@ Checked by the tick right after sensing, on the rows sensed in it: a row whose c
 new, and whose last new data (`latest_event_fetched_timestamp`, when the harness detected it) is
 older than `expected_within`, gets one FRESHNESS_MISSED event. One per lapse: the row's latest
 FRESHNESS_MISSED being newer than its last new data means this lapse was reported; the next detection
-ends the lapse. Rows not sensed this tick (their job is running or FAILED, they are PAUSED), rows whose
-check failed (that is reported as CHECK_FAILED) and rows that never had new data are not judged.
+ends the lapse. Rows not sensed this tick (their job is running or FAILED, they are PAUSED) and rows
+whose check failed (that is reported as CHECK_FAILED) are not judged.
+
+A row that never had new data counts from when it was first watched: its first check that found nothing
+new records WATCH_STARTED (the control table's `watched_since`), and an upstream that never delivers is
+stale once `expected_within` has passed since then, as one whose data stopped.
 
 Each lapse is notified once (`freshness.notify_command` and/or `freshness.webhook_url` in heartbeat.yml),
 before its event is appended, and the outcome is recorded in the event's details. A failing
@@ -39,13 +43,37 @@ def judged(rows: Sequence[ControlRow], sensing_events: Sequence[Event]) -> set[R
     return {r.key for r in rows} - answered
 
 
+def since(row: ControlRow) -> datetime | None:
+    """From when a row's freshness counts: its last new data, else when it was first watched."""
+    return row.latest_event_fetched_timestamp or row.watched_since
+
+
+def to_watch(rows: Sequence[ControlRow], judged: set[RowKey]) -> list[ControlRow]:
+    """The rows of `judged` with an expectation and nothing to count it from yet: no new data, not watched."""
+    return [r for r in rows if r.expected_within and since(r) is None and r.key in judged]
+
+
+def watch_events(rows: Sequence[ControlRow], sensing_events: Sequence[Event]) -> list[Event]:
+    """WATCH_STARTED for each row sensed in this tick (`rows`, `sensing_events` its checks' events) that
+    has an expected_within and neither new data nor a watch yet: its freshness counts from now."""
+    return [
+        Event(
+            EventType.WATCH_STARTED,
+            row=row.key,
+            message=f"{row.label}: no new data yet; expected within {row.expected_within}, counted from now",
+            details={"expected_within": row.expected_within},
+        )
+        for row in to_watch(rows, judged(rows, sensing_events))
+    ]
+
+
 def stale_rows(rows: Sequence[ControlRow], judged: set[RowKey], at: datetime) -> list[tuple[ControlRow, timedelta]]:
     """The rows of `judged` past their expectation at `at` whose lapse has no FRESHNESS_MISSED yet,
-    each with how long its upstream has been unchanged."""
+    each with how long its upstream has been unchanged (or, with no new data yet, watched)."""
     out = []
     for row in rows:
         expected = parse_duration(row.expected_within or "")
-        last = row.latest_event_fetched_timestamp
+        last = since(row)
         if not expected or last is None or row.key not in judged:
             continue
         if row.freshness_missed_at is not None and row.freshness_missed_at > last:
@@ -67,19 +95,27 @@ def freshness_events(
     at = at or now()
     events = []
     for row, age in stale_rows(rows, judged(rows, sensing_events), at):
-        assert row.latest_event_fetched_timestamp is not None  # stale_rows keeps only rows with one
+        last_change = row.latest_event_fetched_timestamp
         details: dict[str, Any] = {
             "upstream": row.label,
             "trigger_job_id": row.key.trigger_job_id,
             "expected_within": row.expected_within,
-            "last_change_at": row.latest_event_fetched_timestamp.isoformat(),
+            "last_change_at": last_change.isoformat() if last_change else None,
             "unchanged_seconds": round(age.total_seconds()),
             "detected_at": at.isoformat(),
         }
-        message = (
-            f"{row.label}: no new data for {in_words(age.total_seconds())}, expected within {row.expected_within} "
-            f"(new data last detected {row.latest_event_fetched_timestamp:%Y-%m-%d %H:%M:%S} UTC)"
-        )
+        if last_change is not None:
+            message = (
+                f"{row.label}: no new data for {in_words(age.total_seconds())}, expected within "
+                f"{row.expected_within} (new data last detected {last_change:%Y-%m-%d %H:%M:%S} UTC)"
+            )
+        else:
+            assert row.watched_since is not None  # stale_rows keeps only rows with a time to count from
+            details["watched_since"] = row.watched_since.isoformat()
+            message = (
+                f"{row.label}: no new data at all in {in_words(age.total_seconds())} of watching, expected "
+                f"within {row.expected_within} (watched since {row.watched_since:%Y-%m-%d %H:%M:%S} UTC)"
+            )
         notification = notify(
             {**details, "event_type": EventType.FRESHNESS_MISSED.value, "message": message}, settings, cwd
         )

@@ -39,7 +39,7 @@ from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
 from harness.tick import cold, fold, inbox, publications, retention
-from harness.tick.freshness import freshness_events
+from harness.tick.freshness import freshness_events, watch_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
 from harness.tick.steps import Step, TickReport
@@ -288,11 +288,16 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
     if any(r.expected_within for r in rows):
         with Step(report, "freshness") as step:
             missed = freshness_events(rows, sensed.events, config.settings.freshness, config.base_dir)
-            runtime.events.append(missed)
+            watched = watch_events(rows, sensed.events)
+            runtime.events.append(missed + watched)
             report.freshness_missed = len(missed)
             for e in missed:
                 log.warning("%s", e.message)
-            step.done(f"{len(missed)} upstreams newly stale", missed=len(missed))
+            step.done(
+                f"{len(missed)} upstreams newly stale, {len(watched)} with no data yet watched from now",
+                missed=len(missed),
+                watched=len(watched),
+            )
 
     found = detections(sensed.events)
     bounded = {r.key for r in rows if r.max_range is not None}

@@ -369,6 +369,10 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
+    elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):
+        lines.append(
+            f"        no new data yet: expected within {r.get('expected_within')}, watched since {when(r['watched_since'])}"
+        )
     return lines
 
 

@@ -31,6 +31,7 @@
     {'timestamp': 'last_error_timestamp', 'condition': 'is_error', 'values': {'last_error': 'message'}},
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
     {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
+    {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -95,18 +96,20 @@ new_facets as (
 
 ),
 
+{#- the table as the last fold left it: a column this version adds is NULL in a table an older one built -#}
+{%- set held = heartbeat_held_columns(this) if is_incremental() else none %}
 prior_facets as (
 
     select
         {{ key | join(', ') }},
         {%- for facet in facets %}
         {%- for column in facet['values'] %}
-        {{ column }},
+        {{ heartbeat_held_column(column, held) }},
         {%- endfor %}
-        {{ facet['timestamp'] }},
+        {{ heartbeat_held_column(facet['timestamp'], held) }},
         {%- endfor %}
-        range_steps,
-        range_steps_consumed
+        {{ heartbeat_held_column('range_steps', held) }},
+        {{ heartbeat_held_column('range_steps_consumed', held) }}
     {% if is_incremental() %}
     from {{ this }}
     {% else %}
@@ -223,6 +226,7 @@ final as (
         controls.expected_within,
         folded.freshness_missed,
         folded.freshness_missed_at,
+        folded.watched_since,
         folded.run_ended_at,
         controls.quiet_period,
         controls.min_interval,

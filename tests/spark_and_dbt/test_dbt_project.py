@@ -15,6 +15,7 @@ from harness.config import PROJECT_DIR, config_from_mapping
 from harness.errors import DbtError
 from harness.platform import dbt_runner
 from harness.state.event_log import Event, now
+from harness.state.tables import CONTROL_TABLE
 from harness.tick.fold import VIEWS_KEEP_PLANS
 from harness.vocabulary import EventType, RowKey
 from tests.support import HeartbeatHarness, control_row
@@ -165,6 +166,31 @@ def test_a_fold_reads_from_its_earliest_new_event_so_one_timed_hours_before_thos
     folded = {r.key: r for r in heartbeat.tables.control_rows()}[row]
     assert folded.freshness_missed_at == behind
     assert passed == [behind.isoformat()]
+
+
+def test_a_control_table_an_earlier_version_built_without_a_column_gets_it_at_the_next_fold(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a control table as a version of the heartbeat before watched_since left it
+    heartbeat.write_controls([control_row("trigger_file", "in", "j")])
+    heartbeat.define_jobs("j")
+    heartbeat.drop_trigger_file("in", "a.done")
+    heartbeat.tick_until_settled()
+    table = heartbeat.config.table(CONTROL_TABLE)
+    before = heartbeat.spark.table(table).drop("watched_since")
+    before.write.format("parquet").saveAsTable(f"{table}_earlier")
+    heartbeat.spark.sql(f"DROP TABLE {table}")
+    heartbeat.spark.sql(f"ALTER TABLE {table}_earlier RENAME TO {heartbeat.config.schema}.{CONTROL_TABLE}")
+    heartbeat.restart()
+
+    # WHEN the next tick folds a new batch
+    heartbeat.drop_trigger_file("in", "b.done")
+    report = heartbeat.tick_until_settled()
+
+    # THEN the fold read the older table (the column it lacked as NULL) and added the column
+    assert report.error is None and not any(r.error for r in heartbeat.reports), heartbeat.reports
+    assert "watched_since" in heartbeat.spark.table(table).columns
+    assert heartbeat.job_status("j") == {"COMPLETED"} and len(heartbeat.job_runs("j")) == 2
 
 
 def _plan(heartbeat: HeartbeatHarness, query: str) -> list[str]:

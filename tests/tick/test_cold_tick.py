@@ -414,6 +414,24 @@ def test_an_upstream_newly_past_its_expectation_hands_over(left: LeftState) -> N
 
 
 @pytest.mark.unit
+def test_a_row_expecting_data_that_never_had_any_hands_over_once_to_be_watched_then_is_judged_from_then(
+    left: LeftState,
+) -> None:
+    # GIVEN a row with an expectation and no new data ever detected, not watched yet
+    left.snapshot["rows"][0].update(expected_within="1h", latest_event_fetched_timestamp=None)
+    # WHEN a cold tick runs, THEN it hands over: the full tick records when the watch began
+    handover, _ = left.cold()
+    assert handover is not None and "no data yet to watch" in handover.reason
+    # and once watched, it ends cold until the expectation has passed since then, then hands over (stale)
+    left.snapshot["rows"][0]["watched_since"] = (datetime.now(timezone.utc) - timedelta(minutes=30)).isoformat()
+    handover, _ = left.cold()
+    assert handover is None
+    left.snapshot["rows"][0]["watched_since"] = (datetime.now(timezone.utc) - timedelta(hours=2)).isoformat()
+    handover, _ = left.cold()
+    assert handover is not None and "stale" in handover.reason
+
+
+@pytest.mark.unit
 def test_an_upstream_down_past_its_expectation_keeps_the_tick_cold_as_a_full_tick_records_nothing(
     left: LeftState,
 ) -> None:

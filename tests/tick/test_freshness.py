@@ -19,7 +19,7 @@ from harness.config import FreshnessSettings
 from harness.controls import USER_COLUMNS, read_controls
 from harness.errors import ControlsError
 from harness.state.event_log import Event
-from harness.tick.freshness import freshness_events
+from harness.tick.freshness import freshness_events, watch_events
 from harness.vocabulary import ControlRow, EventType, RowKey
 from tests.support import HeartbeatHarness, control_row
 
@@ -57,7 +57,12 @@ def receiver() -> Iterator[Receiver]:
     r.server.shutdown()
 
 
-def _row(expected: str | None, last_change: datetime | None, missed_at: datetime | None = None) -> ControlRow:
+def _row(
+    expected: str | None,
+    last_change: datetime | None,
+    missed_at: datetime | None = None,
+    watched_since: datetime | None = None,
+) -> ControlRow:
     return ControlRow(
         RowKey("trigger_file", "orders", "j"),
         None,
@@ -75,6 +80,7 @@ def _row(expected: str | None, last_change: datetime | None, missed_at: datetime
         latest_event_fetched_timestamp=last_change,
         expected_within=expected,
         freshness_missed_at=missed_at,
+        watched_since=watched_since,
     )
 
 
@@ -131,6 +137,37 @@ def test_a_stale_upstream_is_reported_once_per_lapse_and_a_change_ends_the_lapse
     assert len(receiver.received) == 2
 
 
+def test_an_upstream_that_never_delivers_is_watched_from_its_first_check_and_reported_once_when_overdue(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    settings = FreshnessSettings(webhook_url=receiver.url)
+    never = _row("26h", None)
+    # GIVEN a row expected within 26h that never had new data: its first check starts the watch
+    (watch,) = watch_events([never], [])
+    assert watch.event_type is EventType.WATCH_STARTED and watch.row == never.key
+    assert freshness_events([never], [], settings, tmp_path, at=T0 + timedelta(days=30)) == []  # nothing to count from
+    # a row watched already, one with data, one without an expectation, a failed check: no watch
+    assert watch_events([_row("26h", None, watched_since=T0)], []) == []
+    assert watch_events([_row("26h", T0)], []) == [] and watch_events([_row(None, None)], []) == []
+    assert watch_events([never], [Event(EventType.CHECK_FAILED, row=never.key)]) == []
+
+    # WHEN 27h pass after the watch began with no data
+    watched = _row("26h", None, watched_since=T0)
+    assert freshness_events([watched], [], settings, tmp_path, at=T0 + timedelta(hours=25)) == []
+    (event,) = freshness_events([watched], [], settings, tmp_path, at=T0 + timedelta(hours=27))
+
+    # THEN one FRESHNESS_MISSED saying it never delivered, notified; the lapse is reported once
+    assert event.event_type is EventType.FRESHNESS_MISSED
+    assert event.message == (
+        "trigger_file:orders: no new data at all in 27.0 h of watching, expected within 26h "
+        "(watched since 2026-11-22 06:00:00 UTC)"
+    )
+    assert event.details["last_change_at"] is None and event.details["watched_since"] == T0.isoformat()
+    assert [r["upstream"] for r in receiver.received] == ["trigger_file:orders"]
+    reported = _row("26h", None, missed_at=T0 + timedelta(hours=27), watched_since=T0)
+    assert freshness_events([reported], [], settings, tmp_path, at=T0 + timedelta(days=9)) == []
+
+
 @pytest.mark.scenario
 def test_a_failing_notification_is_recorded_in_the_event_and_not_retried(tmp_path: Path) -> None:
     broken = Receiver(status=500)
@@ -170,4 +207,37 @@ def test_a_tick_records_freshness_missed_once_notifies_and_status_shows_the_row_
     assert event["trigger_job_id"] == "j" and "expected within 1s" in event["message"]
     assert [r["upstream"] for r in receiver.received] == ["trigger_file:orders"]
     assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    assert "STALE (freshness missed " in capsys.readouterr().out
+
+
+def test_a_tick_watches_an_upstream_that_never_delivered_and_records_it_stale_once_overdue(
+    heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a row expecting new data every 3 seconds whose trigger folder stays empty
+    heartbeat.write_controls([control_row("trigger_file", "orders", "j") | {"expected_within": "3s"}])
+    heartbeat.define_jobs("j")
+    (heartbeat.config.trigger_root / "orders").mkdir()  # type: ignore[operator]
+    config = str(heartbeat.write_config_file())
+
+    # WHEN the first tick checks it and finds nothing
+    assert heartbeat.tick().error is None
+
+    # THEN its check started the watch, which the control table and status show
+    (watch,) = heartbeat.events("WATCH_STARTED")
+    (row,) = heartbeat.tables.control_rows()
+    assert row.watched_since is not None and row.latest_event_fetched_timestamp is None
+    assert cli.main(["--config", config, "status"]) == 0
+    assert "no new data yet: expected within 3s, watched since" in capsys.readouterr().out
+
+    # WHEN ticks go on without data until the expectation has passed since the watch began
+    heartbeat.tick()
+    time.sleep(max(0.0, (row.watched_since + timedelta(seconds=3.2) - datetime.now(timezone.utc)).total_seconds()))
+    heartbeat.tick()
+    heartbeat.tick()
+
+    # THEN one FRESHNESS_MISSED saying it never delivered, and status shows the row stale
+    (event,) = heartbeat.events("FRESHNESS_MISSED")
+    assert "no new data at all in" in event["message"] and "expected within 3s" in event["message"]
+    assert not any(r.error for r in heartbeat.reports) and len(heartbeat.events("WATCH_STARTED")) == 1
+    assert cli.main(["--config", config, "status"]) == 0
     assert "STALE (freshness missed " in capsys.readouterr().out

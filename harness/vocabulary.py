@@ -98,6 +98,7 @@ class EventType(str, Enum):
     FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
     # a row with an expected_within and no new data yet was first checked: its freshness counts from then
     WATCH_STARTED = "WATCH_STARTED"
+    REQUEST_DROPPED = "REQUEST_DROPPED"  # a queued `complete` / `retry` not applied, and why
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was

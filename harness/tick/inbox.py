@@ -43,6 +43,22 @@ class Request:
         namespace = uuid.UUID(hex=self.request_id)
         return [replace(e, event_id=uuid.uuid5(namespace, _row_name(e)).hex) for e in events]
 
+    def dropped(self, rows: Sequence[ControlRow], message: str) -> list[Event]:
+        """REQUEST_DROPPED on each row of the job, saying why the request was not applied (`status` and
+        `why` show it); the ids are derived from the request, as its events' are."""
+        namespace = uuid.UUID(hex=self.request_id)
+        events = [
+            Event(
+                EventType.REQUEST_DROPPED,
+                row=r.key,
+                message=message,
+                details={"command": self.command, "requested_at": self.requested_at.isoformat()},
+            )
+            for r in rows
+            if r.key.trigger_job_id == self.job_id
+        ]
+        return [replace(e, event_id=uuid.uuid5(namespace, f"dropped|{_row_name(e)}").hex) for e in events]
+
 
 def _row_name(event: Event) -> str:
     row = event.row

@@ -59,11 +59,12 @@ log = logging.getLogger("harness.tick.run")
 def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str, str]) -> int:
     """The queued publications and `complete` / `retry` requests, oldest first, after this tick's run
     ends (`tracked`). A request closes its job's latest run once: one that finds no run of its job to
-    close, or a run this tick already closed (found succeeded, or closed by an earlier request), is said
-    and dropped (the run's own outcome, or the first request, stands). A `retry` of a job whose run its
-    backend says is still going (`running`: job -> run, from this tick's polls) is said and dropped: it
-    would start the job a second time beside that run, whose end would never be recorded. (A run the
-    backend cannot tell of, lost or unreadable, is retried: that is what `retry` is for.)"""
+    close, or a run this tick already closed (found succeeded, or closed by an earlier request), is
+    dropped (the run's own outcome, or the first request, stands). A `retry` of a job whose run its
+    backend says is still going (`running`: job -> run, from this tick's polls) is dropped: it would
+    start the job a second time beside that run, whose end would never be recorded. (A run the backend
+    cannot tell of, lost or unreadable, is retried: that is what `retry` is for.) A dropped request is
+    said in the log and recorded on its job's rows (REQUEST_DROPPED), which `status` and `why` show."""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
@@ -78,22 +79,24 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
     for request in requests:
         when = f"requested at {request.requested_at.isoformat()}"
         named = f"{request.command} of job {request.job_id} {when}"
+        dropped = None
         if request.job_id in closed:
-            log.warning("%s: %s before it was applied; nothing done", named, closed[request.job_id])
+            dropped = f"{named}: {closed[request.job_id]} before it was applied; nothing done"
         elif request.command == "retry" and request.job_id in running:
-            log.warning(
-                "%s: its run %s is still running (its backend says so this tick): a retry would start the job "
-                "a second time beside it; nothing done. Wait for the run to end (retry it if it fails), or "
-                "cancel it in its backend, then retry",
-                named,
-                running[request.job_id],
+            dropped = (
+                f"{named}: its run {running[request.job_id]} is still running (its backend says so this tick): a "
+                "retry would start the job a second time beside it; nothing done. Wait for the run to end (retry "
+                "it if it fails), or cancel it in its backend, then retry"
             )
         elif events := request.events(rows, when):
             runtime.events.append(with_publications(runtime, events))
             closed[request.job_id] = f"its run was closed by the {request.command} {when}"
             applied += 1
         else:
-            log.warning("%s: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done", named)
+            dropped = f"{named}: the job has no run IN_PROGRESS or FAILED (check --job-id); nothing done"
+        if dropped is not None:
+            log.warning("%s", dropped)
+            runtime.events.append(request.dropped(rows, dropped))
         inbox.done(request)
     return published + applied
 

@@ -367,6 +367,8 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        last error {when(r['last_error_timestamp'])}{over}: {r['last_error']}")
     if refusal:
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
+    if r.get("request_dropped_at") and r["request_dropped_at"] >= (r.get("status_change_timestamp") or ""):
+        lines.append(f"        request dropped {when(r['request_dropped_at'])}: {r.get('request_dropped')}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):

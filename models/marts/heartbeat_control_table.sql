@@ -32,6 +32,7 @@
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
     {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
+    {'timestamp': 'request_dropped_at', 'condition': 'is_request_dropped', 'values': {'request_dropped': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -227,6 +228,8 @@ final as (
         folded.freshness_missed,
         folded.freshness_missed_at,
         folded.watched_since,
+        folded.request_dropped,
+        folded.request_dropped_at,
         folded.run_ended_at,
         controls.quiet_period,
         controls.min_interval,

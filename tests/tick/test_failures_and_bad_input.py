@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from harness.commands import cli
 from harness.tick import inbox
 from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
@@ -83,12 +84,14 @@ def test_a_retry_queued_while_its_run_was_succeeding_leaves_the_success_standing
     assert report.error is None and report.runs_succeeded == 1 and report.started == []
     assert any("retry of job r" in r.getMessage() and "succeeded" in r.getMessage() for r in caplog.records)
     assert heartbeat.events("RETRY_REQUESTED") == []
+    (dropped,) = heartbeat.events("REQUEST_DROPPED")  # recorded on the job's row, for `status` and `why`
+    assert dropped["trigger_job_id"] == "r" and "succeeded" in dropped["message"]
     assert len(heartbeat.job_runs("r")) == 1 and heartbeat.job_status("r") == {"COMPLETED"}
     assert not list(heartbeat.config.layout.inbox.glob("*.json"))
 
 
 def test_a_retry_of_a_run_still_going_is_dropped_and_the_run_is_followed_to_its_end(
-    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a job whose run is going (it waits for a file the test writes)
     release = heartbeat.root / "release"
@@ -109,10 +112,18 @@ def test_a_retry_of_a_run_still_going_is_dropped_and_the_run_is_followed_to_its_
     assert report.error is None and report.runs_running == 1 and report.started == [] and report.requests_applied == 0
     assert any("still running" in r.getMessage() and "retry of job long" in r.getMessage() for r in caplog.records)
     assert heartbeat.events("RETRY_REQUESTED") == [] and heartbeat.job_status("long") == {"IN_PROGRESS"}
+    # AND recorded on the job's row: `status` says it was dropped and why while the run goes on
+    (dropped,) = heartbeat.events("REQUEST_DROPPED")
+    assert dropped["trigger_job_id"] == "long" and "still running" in dropped["message"]
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    said = [line.strip() for line in capsys.readouterr().out.splitlines() if "request dropped" in line]
+    assert len(said) == 1 and "retry of job long" in said[0] and "still running" in said[0], said
     # AND the run's end is recorded when it ends
     heartbeat.wait_for_runs()
     assert heartbeat.tick().runs_succeeded == 1
     assert heartbeat.job_status("long") == {"COMPLETED"} and len(heartbeat.events("TRIGGER_REQUESTED")) == 1
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    assert "request dropped" not in capsys.readouterr().out  # the row moved on since
 
 
 def test_requests_queued_together_close_the_run_once_the_first_standing(

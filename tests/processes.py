@@ -6,7 +6,6 @@ a node dies) and read back what it left: the runs, the snapshot `status` prints,
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -21,10 +20,9 @@ from typing import Any
 import yaml
 
 from harness.config import PROJECT_DIR
-from harness.controls import USER_COLUMNS
 from harness.faults import CRASH_ENV
 from tests.jobs_api_server import FAST, JobsApiServer
-from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row
+from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row, write_controls_csv
 
 PROCESS_TIMEOUT_SECONDS = 300
 UPSTREAM = "orders"
@@ -56,10 +54,9 @@ class HeartbeatProcess:
         """heartbeat.yml and the controls CSV: the trigger folder `orders` and `more_rows` feeding the job;
         `settings` are further top-level keys of heartbeat.yml (e.g. spark_remote)."""
         self.seeds.mkdir(parents=True, exist_ok=True)
-        with (self.seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
-            writer.writeheader()
-            writer.writerows([control_row("trigger_file", UPSTREAM, self.job_id), *more_rows])
+        write_controls_csv(
+            self.seeds / "heartbeat_controls.csv", [control_row("trigger_file", UPSTREAM, self.job_id), *more_rows]
+        )
         (self.root / "triggers" / UPSTREAM).mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "state_dir": str(self.state),

@@ -3,7 +3,6 @@ metastore and warehouse) and the schema come from heartbeat.yml alone, read by t
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -15,8 +14,7 @@ import pytest
 import yaml
 
 from harness.config import PROJECT_DIR
-from harness.controls import USER_COLUMNS
-from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row
+from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row, write_controls_csv
 
 pytestmark = pytest.mark.process  # the `dbt` command line, as users run it
 
@@ -30,10 +28,7 @@ def test_state_dir_and_schema_named_only_in_heartbeat_yml_are_what_dbt_and_the_h
     seeds = SESSION_SEEDS / f"cli_{tmp_path.name}"
     seeds.mkdir(parents=True, exist_ok=True)
     request.addfinalizer(lambda: shutil.rmtree(seeds, ignore_errors=True))
-    with (seeds / "heartbeat_controls.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
-        writer.writeheader()
-        writer.writerow(control_row("trigger_file", "in", "j"))
+    write_controls_csv(seeds / "heartbeat_controls.csv", [control_row("trigger_file", "in", "j")])
     (tmp_path / "triggers" / "in").mkdir(parents=True)
     state = tmp_path / "only-here"
     config = tmp_path / "heartbeat.yml"

@@ -5,7 +5,6 @@ runs the three commands and prints what is loaded."""
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -15,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import PROJECT_DIR
-from harness.controls import USER_COLUMNS
 from harness.state.event_reader import refresh_index
-from tests.support import control_row
+from tests.support import control_row, write_controls_csv
 
 HEAVY = (
     "pyarrow",
@@ -128,10 +126,9 @@ def test_a_cron_tick_loads_the_sql_parser_only_to_check_a_preprocess_query(tmp_p
     when a controls CSV with a preprocess_query is read."""
     # GIVEN a controls CSV with a preprocess_query on its row
     csv_path = tmp_path / "heartbeat_controls.csv"
-    with csv_path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=USER_COLUMNS)
-        writer.writeheader()
-        writer.writerow(control_row("kafka", "orders", "job", preprocess_query="select * from sensor_new_data"))
+    write_controls_csv(
+        csv_path, [control_row("kafka", "orders", "job", preprocess_query="select * from sensor_new_data")]
+    )
     script = (
         "import sys\n"
         "from pathlib import Path\n"

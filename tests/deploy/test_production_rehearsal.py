@@ -16,7 +16,6 @@ the Connect session (`--set dbt_target=local`) since there is no SQL warehouse t
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -35,10 +34,9 @@ import pytest
 from deltalake import write_deltalake
 
 from harness.config import PROJECT_DIR
-from harness.controls import USER_COLUMNS
 from tests.bundle_resolution import ResolvedBundle, load, resolve
 from tests.jobs_api_server import JobsApiServer
-from tests.support import control_row
+from tests.support import control_row, write_controls_csv
 from tests.wheel_build import build_distributions
 
 pytestmark = pytest.mark.process
@@ -277,16 +275,14 @@ def test_the_shipped_wheel_runs_the_bundles_tasks_on_spark_connect(
     connect_server.sql(f"DROP TABLE IF EXISTS {HIVE_TABLE}")
     connect_server.sql(f"CREATE TABLE {HIVE_TABLE} (id BIGINT, ds STRING) USING parquet PARTITIONED BY (ds)")
     connect_server.sql(f"INSERT INTO {HIVE_TABLE} PARTITION (ds = '2026-01-04') VALUES (1), (2)")
-    with (ws.files / "seeds" / "heartbeat_controls.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(USER_COLUMNS))
-        writer.writeheader()
-        writer.writerows(
-            [
-                control_row("trigger_file", "orders", str(JOB)),
-                control_row("delta_table", str(delta), str(JOB)),
-                control_row("hive_table", HIVE_TABLE, str(JOB)),
-            ]
-        )
+    write_controls_csv(
+        ws.files / "seeds" / "heartbeat_controls.csv",
+        [
+            control_row("trigger_file", "orders", str(JOB)),
+            control_row("delta_table", str(delta), str(JOB)),
+            control_row("hive_table", HIVE_TABLE, str(JOB)),
+        ],
+    )
     jobs_api.add_job(JOB, "example-downstream", parameters=["heartbeat_run_context_id", "heartbeat_change_range"])
     tick = ws.command("heartbeat", "tick")
     state = ws.volumes / "spark_catalog" / "heartbeat" / "state"

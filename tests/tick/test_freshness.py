@@ -3,7 +3,6 @@ webhook, against a receiver on 127.0.0.1), and what `status` shows."""
 
 from __future__ import annotations
 
-import csv
 import json
 import threading
 import time
@@ -16,12 +15,12 @@ import pytest
 
 from harness.commands import cli
 from harness.config import FreshnessSettings
-from harness.controls import USER_COLUMNS, read_controls
+from harness.controls import read_controls
 from harness.errors import ControlsError
 from harness.state.event_log import Event
 from harness.tick.freshness import freshness_events, watch_events
 from harness.vocabulary import ControlRow, EventType, RowKey
-from tests.support import HeartbeatHarness, control_row
+from tests.support import HeartbeatHarness, control_row, write_controls_csv
 
 T0 = datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc)
 
@@ -87,16 +86,14 @@ def _row(
 def test_expected_within_must_be_a_positive_duration_and_the_column_is_optional(tmp_path: Path) -> None:
     path = tmp_path / "heartbeat_controls.csv"
     row = control_row("trigger_file", "orders", "j")
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])
-        writer.writeheader()
-        writer.writerows(
-            [
-                row | {"expected_within": "26x"},
-                {**row, "sensor_id": "b", "expected_within": "0h"},
-                {**row, "sensor_id": "c", "expected_within": "90m"},
-            ]
-        )
+    write_controls_csv(
+        path,
+        [
+            row | {"expected_within": "26x"},
+            {**row, "sensor_id": "b", "expected_within": "0h"},
+            {**row, "sensor_id": "c", "expected_within": "90m"},
+        ],
+    )
     with pytest.raises(ControlsError) as refused:
         read_controls(path)
     assert "line 2 (trigger_file 'orders' -> job j): expected_within '26x' is not a positive duration" in str(
@@ -188,10 +185,7 @@ def test_a_tick_records_freshness_missed_once_notifies_and_status_shows_the_row_
     heartbeat: HeartbeatHarness, receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a row expecting new data every second, whose data came once
-    with heartbeat.config.controls_csv.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*USER_COLUMNS, "expected_within"])
-        writer.writeheader()
-        writer.writerow(control_row("trigger_file", "orders", "j") | {"expected_within": "1s"})
+    heartbeat.write_controls([control_row("trigger_file", "orders", "j") | {"expected_within": "1s"}])
     heartbeat.define_jobs("j")
     heartbeat.with_sections(freshness={"webhook_url": receiver.url})
     heartbeat.drop_trigger_file("orders", "batch1")

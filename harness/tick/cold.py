@@ -9,11 +9,12 @@ does: polls the open runs, checks every sensed upstream whose check needs no Spa
 them) and judges freshness.
 
 At the first thing that would be recorded or started (an ended run, new data, a failed check, a stale
-upstream or one to start watching, a ready job, a queued request, a changed CSV or dbt project) or that needs Spark (a source
-read through Spark), it hands over: the full tick (harness.tick.run) opens Spark and does everything again
-from the tables, so every decision is a warm tick's. It takes this look's checks of the rows the tables
-still show as the snapshot did (harness.tick.sensing.FirstLook), so each upstream is checked once a
-tick. Nothing here writes an event, so a kill at any point leaves the state as it was.
+upstream or one to start watching, a ready job, a queued request, a changed CSV or dbt project) or that
+needs Spark (a source read through Spark), it hands over: the full tick (harness.tick.run) opens Spark
+and does everything again from the tables, so every decision is a warm tick's. It takes this look's
+checks of the rows the tables still show as the snapshot did (harness.tick.sensing.FirstLook), so each
+upstream is checked once a tick. Nothing here writes an event, so a kill at any point leaves the state
+as it was.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ def test_run_loop_logs_json_lines_only_and_a_stop_to_its_process_group_lets_the_
 def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml(tmp_path: Path) -> None:
     # GIVEN a loop whose heartbeat.yml does not define the job a landed file feeds: its start is refused
     hb = HeartbeatProcess(tmp_path, "local", "new_job")
-    hb.write_config(runs={"refused_start_retry_seconds": 5})  # the refused start is tried again soon after the fix
+    # the refused start is tried again at most 5 s after the fix (dbt's default waits 60 s, doubling to an hour)
+    hb.write_config(runs={"refused_start_retry_seconds": 5, "refused_start_retry_max_seconds": 5})
     full = hb.config.read_text()
     hb.config.write_text(yaml.safe_dump({**yaml.safe_load(full), "local_runner": {"jobs": {}}}))
     hb.drop("batch1")

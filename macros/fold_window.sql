@@ -29,7 +29,7 @@
   them).
 -#}
 {% macro heartbeat_fold_first_day(relation) -%}
-  {%- if not execute or model.resource_type == 'unit_test' or flags.WHICH not in ('run', 'build') -%}
+  {%- if not heartbeat_queries_tables() -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set query -%}

@@ -1,9 +1,18 @@
 {#-
+  Whether this dbt invocation runs the model over its tables, so a macro may query them: not while dbt
+  parses, runs a unit test (whose `this` is a fixture, not the table) or only compiles (`dbt compile`,
+  `dbt docs generate`: no query is run for them).
+-#}
+{% macro heartbeat_queries_tables() -%}
+  {{ return(execute and model.resource_type != 'unit_test' and flags.WHICH in ('run', 'build')) }}
+{%- endmacro %}
+
+{#-
   The columns `relation` holds (lower case), to read a table an earlier version of the heartbeat built:
-  none (every column taken as held) while dbt parses, compiles or runs a unit test.
+  none (every column taken as held) where the invocation queries no table (heartbeat_queries_tables).
 -#}
 {% macro heartbeat_held_columns(relation) -%}
-  {%- if not execute or model.resource_type == 'unit_test' or flags.WHICH not in ('run', 'build') -%}
+  {%- if not heartbeat_queries_tables() -%}
     {{ return(none) }}
   {%- endif -%}
   {{ return(adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list) }}

@@ -87,6 +87,8 @@ class EventType(str, Enum):
     RUN_START_FAILED = "RUN_START_FAILED"  # the backend refused the run; the rows go back as they were
     RUN_START_UNCONFIRMED = "RUN_START_UNCONFIRMED"  # no answer; the same token is re-sent next tick
     RUN_POLL_FAILED = "RUN_POLL_FAILED"  # a started run's state could not be read; polled again next tick
+    # a run whose state could not be read reads again, still running: the row's last error is cleared
+    RUN_POLL_RECOVERED = "RUN_POLL_RECOVERED"
     RUN_SUCCEEDED = "RUN_SUCCEEDED"
     RUN_FAILED = "RUN_FAILED"  # failed, timed out or cancelled
     RUN_SKIPPED = "RUN_SKIPPED"  # the backend skipped the run (a run of the job going): started again later

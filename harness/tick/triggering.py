@@ -333,6 +333,15 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
         if status.state is RunState.RUNNING:
             outcome.running += 1
             outcome.running_jobs[run.job_id] = run.run_id
+            if run.last_poll_error is not None:  # it could not be read before: the row's error is past
+                outcome.events.extend(
+                    _row_events(
+                        run,
+                        EventType.RUN_POLL_RECOVERED,
+                        run_id=run.run_id,
+                        message=f"job {run.job_id}: run {run.run_id} reads again: still running",
+                    )
+                )
             age = (datetime.now(timezone.utc) - run.requested_at).total_seconds()
             if age > stuck_after_seconds and not run.flagged_stuck:
                 outcome.events.extend(

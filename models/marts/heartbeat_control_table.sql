@@ -28,7 +28,7 @@
     {'timestamp': 'run_started_timestamp', 'condition': 'is_run_start', 'values': {'latest_run_id': 'run_id'}},
     {'timestamp': 'job_end_timestamp', 'condition': 'is_run_end', 'values': {'run_ended_at': 'run_ended_at'}},
     {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {'last_success_watermark': 'watermark_after'}},
-    {'timestamp': 'last_error_timestamp', 'condition': 'is_error', 'values': {'last_error': 'message'}},
+    {'timestamp': 'last_error_timestamp', 'condition': 'is_error or is_error_cleared', 'values': {'last_error': 'case when is_error then message end'}},
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
     {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},

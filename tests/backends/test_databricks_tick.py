@@ -10,9 +10,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from harness.commands import cli
 from harness.tick import inbox
 from tests.jobs_api_server import FakeRun, JobsApiServer
 from tests.support import HeartbeatHarness, control_row, use_databricks
+
+
+def status_text(heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> str:
+    """What `python -m harness status` prints for the heartbeat."""
+    capsys.readouterr()
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    return capsys.readouterr().out
 
 
 def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
@@ -168,7 +178,7 @@ def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
 
 
 def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
-    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a started run whose state the workspace refuses to give (runs/get answers 400 every time)
     jobs_api.add_job(401)
@@ -187,6 +197,22 @@ def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
     assert failed["message"].count("cannot read run") == 1 and "run is archived" in failed["message"]
     assert "run is archived" in row_of(heartbeat, "401")["last_error"]
     assert len(jobs_api.calls("/runs/get")) >= 3
+
+    assert "run is archived" in status_text(heartbeat, capsys)
+
+    # WHEN the workspace answers again while the run goes on, THEN that is recorded once, and the row's
+    # error is cleared: `status` no longer shows a failure that is over
+    jobs_api.faults.clear()
+    for _ in range(2):
+        assert heartbeat.tick().runs_running == 1
+    (recovered,) = heartbeat.events("RUN_POLL_RECOVERED")
+    assert recovered["message"].endswith("reads again: still running")
+    assert row_of(heartbeat, "401")["last_error"] is None
+    assert "run is archived" not in status_text(heartbeat, capsys)
+    # AND the same failure once more is recorded at once (not an hour after the first)
+    jobs_api.fail("/runs/get", 400, times=1, error_code="INVALID_STATE", message="run is archived")
+    heartbeat.tick()
+    assert len(heartbeat.events("RUN_POLL_FAILED")) == 2
 
     # WHEN the workspace answers again and the run succeeded, THEN the next tick records it
     jobs_api.faults.clear()

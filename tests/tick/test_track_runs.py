@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from harness.backends.base import JobBackend, RunRequest, RunStatus, StartUncertain
+from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartUncertain
 from harness.errors import BackendError
 from harness.tick.triggering import OpenRun, TriggeredRow, track_runs
 from harness.vocabulary import EventType, RowKey
@@ -47,6 +47,29 @@ def test_a_start_sent_again_and_unconfirmed_alike_is_recorded_once_an_hour() -> 
     assert len(track_runs([unconfirmed(first.message, hours_ago)], backend, 3600).events) == 1
     # AND another failure is recorded at once
     assert len(track_runs([unconfirmed("refused: quota", minute_ago)], backend, 3600).events) == 1
+
+
+class Answering(Unanswering):
+    """The same workspace once it answers again: the run is still going."""
+
+    def poll(self, job_id: str, run_id: str) -> RunStatus:
+        return RunStatus(RunState.RUNNING)
+
+
+def test_a_run_that_reads_again_after_a_failed_poll_clears_the_error_once() -> None:
+    minute_ago = datetime.now(timezone.utc) - timedelta(minutes=1)
+    started = unconfirmed("job j: cannot read run r1: no answer", minute_ago)
+    started.run_id = "r1"
+    # WHEN a run whose last poll failed reads again, still running, THEN that is recorded on its row
+    done = track_runs([started], Answering(), 3600)
+    (recovered,) = done.events
+    assert recovered.event_type is EventType.RUN_POLL_RECOVERED and recovered.run_id == "r1"
+    assert recovered.message == "job j: run r1 reads again: still running" and done.running == 1
+    # WHEN it reads fine again (the recovery folded: no poll error left), THEN nothing more is recorded
+    started.last_poll_error = None
+    assert track_runs([started], Answering(), 3600).events == []
+    # AND a failure after it is recorded at once, though alike the first
+    assert len(track_runs([started], Unanswering(), 3600).events) == 1
 
 
 def test_an_unconfirmed_start_of_a_job_removed_from_the_controls_csv_is_said_when_sent_again(

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
+from harness.commands import cli
 from harness.config import (
     PROJECT_DIR,
     Config,
@@ -288,3 +289,10 @@ def spy_on_reads(monkeypatch: pytest.MonkeyPatch, sensor: type[Sensor[Any]]) -> 
 
     monkeypatch.setattr(sensor, "read_position", counted)
     return reads
+
+
+def status_output(heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> str:
+    """What `python -m harness status` prints for the heartbeat (run in this process)."""
+    capsys.readouterr()
+    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
+    return capsys.readouterr().out

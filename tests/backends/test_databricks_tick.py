@@ -12,17 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.commands import cli
 from harness.tick import inbox
 from tests.jobs_api_server import FakeRun, JobsApiServer
-from tests.support import HeartbeatHarness, control_row, use_databricks
-
-
-def status_text(heartbeat: HeartbeatHarness, capsys: pytest.CaptureFixture[str]) -> str:
-    """What `python -m harness status` prints for the heartbeat."""
-    capsys.readouterr()
-    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
-    return capsys.readouterr().out
+from tests.support import HeartbeatHarness, control_row, status_output, use_databricks
 
 
 def row_of(heartbeat: HeartbeatHarness, job_id: str) -> dict[str, Any]:
@@ -198,7 +190,7 @@ def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
     assert "run is archived" in row_of(heartbeat, "401")["last_error"]
     assert len(jobs_api.calls("/runs/get")) >= 3
 
-    assert "run is archived" in status_text(heartbeat, capsys)
+    assert "run is archived" in status_output(heartbeat, capsys)
 
     # WHEN the workspace answers again while the run goes on, THEN that is recorded once, and the row's
     # error is cleared: `status` no longer shows a failure that is over
@@ -208,7 +200,7 @@ def test_a_run_that_cannot_be_read_is_recorded_once_not_on_every_tick(
     (recovered,) = heartbeat.events("RUN_POLL_RECOVERED")
     assert recovered["message"].endswith("reads again: still running")
     assert row_of(heartbeat, "401")["last_error"] is None
-    assert "run is archived" not in status_text(heartbeat, capsys)
+    assert "run is archived" not in status_output(heartbeat, capsys)
     # AND the same failure once more is recorded at once (not an hour after the first)
     jobs_api.fail("/runs/get", 400, times=1, error_code="INVALID_STATE", message="run is archived")
     heartbeat.tick()

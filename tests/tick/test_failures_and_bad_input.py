@@ -7,10 +7,9 @@ import time
 
 import pytest
 
-from harness.commands import cli
 from harness.tick import inbox
 from harness.vocabulary import EventType
-from tests.support import HeartbeatHarness, control_row
+from tests.support import HeartbeatHarness, control_row, status_output
 
 
 def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartbeat: HeartbeatHarness) -> None:
@@ -115,15 +114,13 @@ def test_a_retry_of_a_run_still_going_is_dropped_and_the_run_is_followed_to_its_
     # AND recorded on the job's row: `status` says it was dropped and why while the run goes on
     (dropped,) = heartbeat.events("REQUEST_DROPPED")
     assert dropped["trigger_job_id"] == "long" and "still running" in dropped["message"]
-    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
-    said = [line.strip() for line in capsys.readouterr().out.splitlines() if "request dropped" in line]
+    said = [line.strip() for line in status_output(heartbeat, capsys).splitlines() if "request dropped" in line]
     assert len(said) == 1 and "retry of job long" in said[0] and "still running" in said[0], said
     # AND the run's end is recorded when it ends
     heartbeat.wait_for_runs()
     assert heartbeat.tick().runs_succeeded == 1
     assert heartbeat.job_status("long") == {"COMPLETED"} and len(heartbeat.events("TRIGGER_REQUESTED")) == 1
-    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
-    assert "request dropped" not in capsys.readouterr().out  # the row moved on since
+    assert "request dropped" not in status_output(heartbeat, capsys)  # the row moved on since
 
 
 def test_requests_queued_together_close_the_run_once_the_first_standing(

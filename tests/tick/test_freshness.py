@@ -20,7 +20,7 @@ from harness.errors import ControlsError
 from harness.state.event_log import Event
 from harness.tick.freshness import freshness_events, watch_events
 from harness.vocabulary import ControlRow, EventType, RowKey
-from tests.support import HeartbeatHarness, control_row, write_controls_csv
+from tests.support import HeartbeatHarness, control_row, status_output, write_controls_csv
 
 T0 = datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc)
 
@@ -200,8 +200,7 @@ def test_a_tick_records_freshness_missed_once_notifies_and_status_shows_the_row_
     (event,) = heartbeat.events("FRESHNESS_MISSED")
     assert event["trigger_job_id"] == "j" and "expected within 1s" in event["message"]
     assert [r["upstream"] for r in receiver.received] == ["trigger_file:orders"]
-    assert cli.main(["--config", str(heartbeat.write_config_file()), "status"]) == 0
-    assert "STALE (freshness missed " in capsys.readouterr().out
+    assert "STALE (freshness missed " in status_output(heartbeat, capsys)
 
 
 def test_a_tick_watches_an_upstream_that_never_delivered_and_records_it_stale_once_overdue(

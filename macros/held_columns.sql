@@ -1,13 +1,4 @@
 {#-
-  Whether this dbt invocation runs the model over its tables, so a macro may query them: not while dbt
-  parses, runs a unit test (whose `this` is a fixture, not the table) or only compiles (`dbt compile`,
-  `dbt docs generate`: no query is run for them).
--#}
-{% macro heartbeat_queries_tables() -%}
-  {{ return(execute and model.resource_type != 'unit_test' and flags.WHICH in ('run', 'build')) }}
-{%- endmacro %}
-
-{#-
   The columns `relation` holds (lower case), to read a table an earlier version of the heartbeat built:
   none (every column taken as held) where the invocation queries no table (heartbeat_queries_tables).
 -#}

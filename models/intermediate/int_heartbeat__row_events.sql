@@ -36,6 +36,7 @@ classified as (
         event_type in ({{ heartbeat_event_types_with('run_end') }}) as is_run_end,
         event_type in ({{ heartbeat_event_types_with('success') }}) as is_success,
         event_type in ({{ heartbeat_event_types_with('error') }}) as is_error,
+        event_type in ({{ heartbeat_event_types_with('poll_failure') }}) as is_poll_failure,
         event_type in ({{ heartbeat_event_types_with('error_cleared') }}) as is_error_cleared,
         event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as is_start_refusal,
         event_type in ({{ heartbeat_event_types_with('closes_run') }}) as closes_run,

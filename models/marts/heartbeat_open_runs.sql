@@ -51,10 +51,10 @@ row_requests as (
         {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start') }} as run_id,
         max(case when is_run_start then event_time end) as run_started_at,
         max(case when event_type = 'RUN_STUCK' then 1 else 0 end) as is_flagged_stuck,
-        -- the backend's latest failure to answer for the run: to read its state, or to confirm its start;
+        -- the backend's latest failure to answer for the run (poll_failure): to read its state, or to confirm its start;
         -- NULL once it answered again (error_cleared), so that a new failure is recorded at once
-        {{ heartbeat_latest_value('case when is_error_cleared then null else message end', 'event_time', "event_type in ('RUN_POLL_FAILED', 'RUN_START_UNCONFIRMED') or is_error_cleared") }} as last_poll_error,
-        max(case when event_type in ('RUN_POLL_FAILED', 'RUN_START_UNCONFIRMED') or is_error_cleared then event_time end) as last_poll_error_at,
+        {{ heartbeat_latest_value('case when is_error_cleared then null else message end', 'event_time', 'is_poll_failure or is_error_cleared') }} as last_poll_error,
+        max(case when is_poll_failure or is_error_cleared then event_time end) as last_poll_error_at,
         {{ heartbeat_earliest_value('struct(watermark_before, watermark_after, details)', 'event_time', 'is_trigger') }} as intent
     from (select * from events distribute by idempotency_token)
     group by idempotency_token, sensor_source, sensor_id, trigger_job_id

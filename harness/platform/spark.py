@@ -54,15 +54,6 @@ ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
 # At its start the embedded metastore (DataNucleus) looks for ORM files of its classes in every jar on the
 # class path; Hive ships none (its mapping is package.jdo), so the search finds nothing, in 0.3-0.4 s.
 METASTORE_ORM_FILES = "spark.hadoop.datanucleus.metadata.supportORM"
-# Projections, predicates and orderings built outside a whole-stage plan (a write's output rows, a
-# collect's, a scan's partition filter, an operator with no generated code) are evaluated as written
-# instead of each being generated as Java and compiled first. The heartbeat's queries are many and small:
-# generating that code, sizing it (Spark strips each piece's comments with a regular expression: 6.5 % of
-# a CI worker's JVM samples, whole-stage plans' code included) and compiling or finding it again cost
-# more than evaluating their few rows. Whole-stage plans, which carry a query's bulk, are compiled as
-# before (docs/performance.md, "Projections evaluated, not compiled"). Spark documents the setting as
-# internal: it picks one of two implementations of the same expressions, which Spark's tests hold equal.
-INTERPRETED_PROJECTIONS = ("spark.sql.codegen.factoryMode", "NO_CODEGEN")
 
 
 DATABRICKS_RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"  # set on Databricks compute
@@ -198,7 +189,6 @@ def get_spark(config: Config) -> SparkSession:
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
         .config(ICU_CASE_MAPPINGS, "false")
-        .config(*INTERPRETED_PROJECTIONS)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")

@@ -6,10 +6,12 @@ the seed) until the next fold (`EventLog.folds`); the open runs, a view over the
 log, until the next append of such events or fold (`EventLog.run_events`). A tick with nothing new reads
 no table at all, and a tick's appends do not make it read the control table again. The trigger set also
 depends on the clock (a refused start, a quiet period, a minimum gap, a start window wait until a given
-time), so its reading is kept only until the earliest of those times. Tables are read through Arrow
-(`records`), a fraction of the cost of Spark's rows, and sorted there. After a fold, the readings a step
-needs are taken side by side (`read_together`): each read's fixed cost is mostly planning on the driver,
-one core each.
+time), so its reading is kept only until the earliest of those times. Which tables the schema holds is
+one listing, kept until the next fold or until a tick lists it again (`list_again`: an operator may have
+dropped one); looking up each table cost 3 to 16 metastore calls, about ten a busy tick. Tables are read
+through Arrow (`records`), a fraction of the cost of Spark's rows, and sorted there. After a fold, the
+readings a step needs are taken side by side (`read_together`): each read's fixed cost is mostly planning
+on the driver, one core each.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ TRIGGER_SET = "heartbeat_trigger_set"
 TRIGGER_SET_AS_IF = "heartbeat_trigger_set_as_if"  # compiled, never built: its SQL runs here
 OPEN_RUNS = "heartbeat_open_runs"
 SENSED_KEYS = f"{ELIGIBILITY}:keys"
+LISTING = "the schema's tables"  # the key of the kept listing
 KEY_COLUMNS = tuple(f.name for f in fields(RowKey))  # a control row's key
 ROW_ORDER = ("trigger_job_id", "sensor_source", "sensor_id")  # the order the control table is read in
 DETECTED_SCHEMA = StructType(
@@ -193,7 +196,23 @@ class Tables:
             self._kept[key] = (counter, until, value)
 
     def exists(self, name: str) -> bool:
-        return bool(self.spark.catalog.tableExists(self.config.table(name)))
+        """Whether the heartbeat's schema holds the table or view `name` (from the kept listing)."""
+        if self._log is None:
+            return bool(self.spark.catalog.tableExists(self.config.table(name)))
+        return name.lower() in self._listing()
+
+    def _listing(self) -> frozenset[str]:
+        return self._kept_or(LISTING, self._list)
+
+    def list_again(self) -> None:
+        """Forgets the kept listing of the schema: the next `exists` lists it again."""
+        self._kept.pop(LISTING, None)
+
+    def _list(self) -> frozenset[str]:
+        """The names of the schema's tables and views, in one metastore listing (SHOW TABLES; its
+        temporary views are not the schema's)."""
+        rows = self.spark.sql(f"SHOW TABLES IN {self.config.catalog}.{self.config.schema}").collect()
+        return frozenset(str(r["tableName"]).lower() for r in rows if not r["isTemporary"])
 
     def _kept_or(
         self,
@@ -225,6 +244,7 @@ class Tables:
             for reading in readings:
                 reading()
             return
+        self._listing()  # most readings ask it first: taken once, not once a thread
         for done in [_readers().submit(reading) for reading in readings]:
             done.result()
 

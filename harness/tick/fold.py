@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 # The as-if trigger set is compiled, never built (its SQL reads a temporary view: Tables.job_decisions_as_if).
 ALL_MODELS = ["+heartbeat_trigger_set", "+heartbeat_sensing_eligibility", "+heartbeat_open_runs", TRIGGER_SET_AS_IF]
+BUILT_MODELS = (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS)  # what a full build leaves in the schema
 NO_TESTS = ["--exclude-resource-type", "unit_test", "--exclude-resource-type", "test"]
 # dbt-spark's incremental build makes a temporary view of the model's SELECT, then inserts from it. A
 # temporary view made by SQL keeps its text, so Spark analyzes the model again where the insert reads it;
@@ -83,8 +84,9 @@ def plan(runtime: Runtime) -> FoldPlan:
         record_rejection(runtime, error)
     if with_seed:
         return FoldPlan(True, True, error, "the controls CSV changed")
-    # A built process still checks that the control table is there (an operator may have dropped it).
-    runtime.views_built = (runtime.views_built and runtime.tables.exists(CONTROL_TABLE)) or views_current(runtime)
+    # A built process still checks that the models are there (an operator may have dropped one: the
+    # tick lists the schema again at its start).
+    runtime.views_built = (runtime.views_built and models_listed(runtime)) or views_current(runtime)
     if not runtime.views_built:
         if error is None and not runtime.tables.exists(SEED):
             # lost with the models (a lost metastore), where the readings a cold tick kept show it loaded
@@ -146,8 +148,12 @@ def views_current(runtime: Runtime) -> bool:
     return (
         recorded.exists()
         and recorded.read_text().strip() == dbt_runner.project_digest(runtime.config)
-        and all(runtime.tables.exists(name) for name in (CONTROL_TABLE, ELIGIBILITY, TRIGGER_SET, OPEN_RUNS))
+        and models_listed(runtime)
     )
+
+
+def models_listed(runtime: Runtime) -> bool:
+    return all(runtime.tables.exists(name) for name in BUILT_MODELS)
 
 
 def seed_vars(config: Config) -> dict[str, Any]:

@@ -220,6 +220,7 @@ def say_removed_jobs(unconfirmed: Sequence[OpenRun], jobs: Collection[str]) -> N
 
 def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None:
     config = runtime.config
+    runtime.tables.list_again()  # the schema as it is now, not as the last tick left it (an operator may drop a table)
 
     with Step(report, "track runs") as step:
         runs = open_runs(runtime.tables.open_runs())

@@ -269,6 +269,9 @@ class FailingTables:
     """The tables of a tick whose first read (the open runs) fails as Spark fails (a stand-in: the point
     is the tick's handling of the failure, not Spark)."""
 
+    def list_again(self) -> None:
+        pass
+
     def open_runs(self) -> list[Any]:
         raise Py4JJavaError(JAVA_TEXT)
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from harness.config import PROJECT_DIR, Config
-from harness.state.tables import CONTROL_TABLE, OPEN_RUNS, TRIGGER_SET, Tables
+from harness.controls import SEED
+from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, Tables
 from harness.tick.cold import facts
 from harness.tick.runtime import Runtime
 from tests.support import LogCounters
@@ -26,8 +27,9 @@ class CountingTables(Tables):
         super().__init__(None, config, counters)  # type: ignore[arg-type]
         self.reads: Counter[str] = Counter()
 
-    def exists(self, name: str) -> bool:
-        return True
+    def _list(self) -> frozenset[str]:
+        self.reads["listing"] += 1
+        return frozenset({CONTROL_TABLE, TRIGGER_SET, OPEN_RUNS, ELIGIBILITY, SEED})
 
     def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         self.reads[name] += 1
@@ -56,12 +58,30 @@ def test_a_reading_is_kept_until_a_fold_and_the_open_runs_until_a_runs_event(con
     # WHEN a run's events are appended to the log, THEN only the open runs (a view over them) are read again
     counters.run_events += 1
     tables.control_rows(), tables.job_decisions(), tables.open_runs()
-    assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 2}
+    assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 2, "listing": 1}
 
-    # WHEN a fold changes what dbt built, THEN everything is read again
+    # WHEN a fold changes what dbt built, THEN everything is read again, the schema listed once more
     counters.run_events, counters.folds = counters.run_events + 1, counters.folds + 1
     tables.control_rows(), tables.job_decisions(), tables.open_runs()
-    assert tables.reads == {CONTROL_TABLE: 2, TRIGGER_SET: 2, OPEN_RUNS: 3}
+    assert tables.reads == {CONTROL_TABLE: 2, TRIGGER_SET: 2, OPEN_RUNS: 3, "listing": 2}
+
+
+def test_the_schema_is_listed_once_for_every_table_until_a_fold_or_a_new_tick(config: Config) -> None:
+    # GIVEN tables that answered whether each model is there, and the seed
+    counters = LogCounters()
+    tables = CountingTables(config, counters)
+    assert all(tables.exists(name) for name in (CONTROL_TABLE, TRIGGER_SET, OPEN_RUNS, ELIGIBILITY, SEED))
+    assert not tables.exists("heartbeat_other") and tables.exists(CONTROL_TABLE.upper())
+    assert tables.reads == {"listing": 1}
+
+    # WHEN a tick lists the schema again (an operator may have dropped a table), THEN it is listed once more
+    tables.list_again()
+    tables.exists(CONTROL_TABLE), tables.exists(SEED)
+    assert tables.reads == {"listing": 2}
+    # AND a fold (which may have made tables) too
+    counters.folds += 1
+    tables.exists(CONTROL_TABLE), tables.exists(SEED)
+    assert tables.reads == {"listing": 3}
 
 
 def test_without_a_version_nothing_is_kept(config: Config) -> None:
@@ -103,7 +123,7 @@ def test_the_snapshots_readings_are_taken_side_by_side_once_each(config: Config)
     # AND what the snapshot then shows reads nothing more
     runtime = Runtime(config=config, spark=None, events=None, tables=tables, sensors=None, backend=None)  # type: ignore[arg-type]
     tables.job_decisions(), tables.control_table(), tables.sensed_rows(), facts(runtime)
-    assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 1, "sensed": 1, "digest": 1}
+    assert tables.reads == {CONTROL_TABLE: 1, TRIGGER_SET: 1, OPEN_RUNS: 1, "sensed": 1, "digest": 1, "listing": 1}
 
 
 def test_readings_side_by_side_run_on_the_same_threads_at_every_tick(config: Config) -> None:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from harness.state.tables import TRIGGER_SET
 from harness.tick import inbox
 from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row, status_output
@@ -141,6 +142,22 @@ def test_requests_queued_together_close_the_run_once_the_first_standing(
     dropped = [r.getMessage() for r in caplog.records if "its run was closed by the complete" in r.getMessage()]
     assert len(dropped) == 2 and dropped[1].startswith("retry of job g")
     assert heartbeat.job_status("g") == {"COMPLETED"} and len(heartbeat.job_runs("g")) == 1
+
+
+def test_a_model_an_operator_dropped_is_built_again_at_the_next_tick_of_the_same_process(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a process whose first tick built the models
+    heartbeat.given_working_job("j")
+
+    # WHEN an operator drops the trigger set (a view over the control table) and a file lands
+    heartbeat.spark.sql(f"DROP VIEW {heartbeat.config.table(TRIGGER_SET)}")
+    heartbeat.drop_trigger_file("in", "batch1")
+    report = heartbeat.tick()
+
+    # THEN the tick builds the models again and starts the job (it does not read an empty trigger set)
+    assert report.error is None and report.started == ["j"]
+    assert heartbeat.spark.catalog.tableExists(heartbeat.config.table(TRIGGER_SET))
 
 
 def test_bad_csv_is_refused_once_and_the_last_good_controls_keep_running(

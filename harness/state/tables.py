@@ -8,7 +8,7 @@ no table at all, and a tick's appends do not make it read the control table agai
 depends on the clock (a refused start, a quiet period, a minimum gap, a start window wait until a given
 time), so its reading is kept only until the earliest of those times. Which tables the schema holds is
 one listing, kept until the next fold or until a tick lists it again (`list_again`: an operator may have
-dropped one); looking up each table cost 3 to 16 metastore calls, about ten a busy tick. Tables are read
+dropped one); a busy tick looked up tables about ten times, 3 metastore calls each. Tables are read
 through Arrow (`records`), a fraction of the cost of Spark's rows, and sorted there. After a fold, the
 readings a step needs are taken side by side (`read_together`): each read's fixed cost is mostly planning
 on the driver, one core each.

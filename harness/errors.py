@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 
 ONE_LINE_CHARS = 500  # the root cause `status` shows; the full trace is in the tick's log
@@ -69,6 +70,19 @@ def root_cause(exc: BaseException) -> str:
         return _fit(head, ONE_LINE_CHARS)
     room = ONE_LINE_CHARS - len(" - cause: ") - len(cause)  # the cause whole, the head fitted beside it
     return f"{_fit(head, room)} - cause: {cause}" if room >= 60 else _fit(f"{head} - cause: {cause}", ONE_LINE_CHARS)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is, or was caused by, a write to a full disk: Python's OSError ENOSPC, or a Java
+    IOException's text (a write in Spark's JVM)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            return True
+        if "No space left on device" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _java_cause(lines: list[str]) -> str | None:

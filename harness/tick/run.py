@@ -31,7 +31,7 @@ from datetime import date, datetime, timezone
 from typing import Callable, Collection, Mapping, Sequence
 
 from harness.config import Config
-from harness.errors import ControlsError, DbtError, HeartbeatError, root_cause
+from harness.errors import ControlsError, DbtError, HeartbeatError, disk_full, root_cause
 from harness.faults import crash_point, tick_started
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
@@ -169,6 +169,12 @@ def open_recorded(
         raise
 
 
+DISK_FULL = (
+    "The state folder's disk is full: free space, nothing else is needed (what a failed write left is never "
+    "read; docs/operations.md, When the state folder's disk fills)"
+)
+
+
 def run_tick(
     runtime: Runtime,
     report: TickReport | None = None,
@@ -191,15 +197,18 @@ def run_tick(
         log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
         report.error = root_cause(exc)
-        log.exception(
-            "tick %s failed in step %s: %s",
-            report.tick_id,
-            report.step,
-            report.error,
-            extra={"tick_id": report.tick_id, "step": report.step},
-        )
+        where = {"tick_id": report.tick_id, "step": report.step}
+        if disk_full(exc):  # what to do is known: its trace would only fill the log
+            log.error(
+                "tick %s failed in step %s: %s. %s", report.tick_id, report.step, report.error, DISK_FULL, extra=where
+            )
+        else:
+            log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error, extra=where)
     finally:
-        record_tick(runtime.config.state_dir, report.result(started_at, time.monotonic() - started))
+        try:
+            record_tick(runtime.config.state_dir, report.result(started_at, time.monotonic() - started))
+        except OSError as unrecorded:  # a full disk: the `run` loop goes on, and `status` says the disk is full
+            log.warning("tick %s is not in the health record: %s", report.tick_id, unrecorded)
     return report
 
 

@@ -3,6 +3,7 @@ no process): a refused controls CSV, a failed tick's root cause, run times, each
 
 from __future__ import annotations
 
+import errno
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from harness.commands import cli
 from harness.config import load_config
-from harness.errors import ONE_LINE_CHARS, ConfigError, DbtError, HeartbeatError, root_cause
+from harness.errors import ONE_LINE_CHARS, ConfigError, DbtError, HeartbeatError, disk_full, root_cause
 from harness.jobs import publish
 from harness.state import status_files
 from harness.state_layout import StateLayout
@@ -138,6 +139,21 @@ JAVA_TEXT = (
     + "Caused by: java.lang.RuntimeException: file:/state/controls.parquet is not a Parquet file. "
     "Expected magic number at tail, but found [65, 66, 67, 10]\n\tat org.apache.parquet.Reader(R.java:1)\n"
 )
+
+
+def test_a_full_disk_is_told_from_pythons_error_and_from_spark_jvms_whatever_wraps_it() -> None:
+    java = JAVA_TEXT.replace(
+        "file:/state/controls.parquet is not a Parquet file", "java.io.IOException: No space left on device"
+    )
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as exc:
+            raise RuntimeError("cannot append the events") from exc
+    except RuntimeError as wrapped:
+        assert disk_full(wrapped)
+    assert disk_full(Py4JJavaError(java))
+    assert not disk_full(Py4JJavaError(JAVA_TEXT)) and not disk_full(OSError(errno.EACCES, "Permission denied"))
 
 
 def test_the_root_cause_of_a_java_failure_is_one_line_leading_with_the_cause() -> None:
@@ -297,6 +313,38 @@ def test_a_failed_tick_logs_its_trace_with_tick_id_and_step_as_json(
     assert "is not a Parquet file" in line["message"] and "Caused by:" in line["exception"]
     last = json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]
     assert last["step"] == "track runs" and last["error"].startswith("java.lang.RuntimeException: ")
+
+
+class FullDiskTables(FailingTables):
+    """The tables of a tick whose first write finds the state folder's disk full."""
+
+    def open_runs(self) -> list[Any]:
+        raise OSError(errno.ENOSPC, "No space left on device", "/state/heartbeat.lock")
+
+
+def test_a_tick_on_a_full_disk_says_what_to_do_in_one_line_and_a_run_loop_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.tick import run
+
+    # GIVEN JSON logs, a full disk under the state folder: the tick's step and its health record fail to write
+    cli.setup_logging("json", False)
+
+    def no_space(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "/state/health.json")
+
+    monkeypatch.setattr(run, "record_tick", no_space)
+    # WHEN a tick runs, THEN it returns its report (a `run` loop goes on to its next tick)
+    report = run.run_tick(runtime_of(FullDiskTables(), tmp_path))
+    assert report.error is not None and "No space left on device" in report.error
+    # AND its error line says what to do, with no trace; a warning says the health record missed the tick
+    lines = [json.loads(text) for text in capsys.readouterr().err.splitlines()]
+    (error,) = [line for line in lines if line["level"] == "ERROR"]
+    assert "disk is full: free space, nothing else is needed" in error["message"] and "exception" not in error
+    assert (error["tick_id"], error["step"]) == (report.tick_id, "track runs")
+    assert [line["message"] for line in lines if line["level"] == "WARNING"] == [
+        f"tick {report.tick_id} is not in the health record: [Errno 28] No space left on device: '/state/health.json'"
+    ]
 
 
 LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v20261125T060430_65ea0c66/" + (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import re
+from typing import Iterator
 
 ONE_LINE_CHARS = 500  # the root cause `status` shows; the full trace is in the tick's log
 PY4J_CALL = re.compile(r"An error occurred while calling [\w$.]+\.?")  # py4j's line over a Java exception
@@ -56,9 +57,7 @@ def root_cause(exc: BaseException) -> str:
     Spark's JVM is its cause alone (`java.lang.RuntimeException: file:/x.parquet is not a Parquet file`):
     py4j's own line (`An error occurred while calling o70.collectToPython.`) names no more than a call."""
     head = _first_line(exc)
-    inner = exc
-    while inner.__cause__ is not None or (inner.__context__ is not None and not inner.__suppress_context__):
-        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+    *_, inner = _chain(exc)
     cause = _java_cause([line for text in (str(exc), str(inner)) for line in text.splitlines()])
     cause = cause or (_first_line(inner) if inner is not exc else None)
     if cause is None:
@@ -75,14 +74,18 @@ def root_cause(exc: BaseException) -> str:
 def disk_full(exc: BaseException) -> bool:
     """Whether `exc` is, or was caused by, a write to a full disk: Python's OSError ENOSPC, or a Java
     IOException's text (a write in Spark's JVM)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
-            return True
-        if "No space left on device" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(
+        (isinstance(link, OSError) and link.errno == errno.ENOSPC) or "No space left on device" in str(link)
+        for link in _chain(exc)
+    )
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then each exception it was raised from or while handling, as Python's trace shows them."""
+    link: BaseException | None = exc
+    while link is not None:
+        yield link
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
 
 
 def _java_cause(lines: list[str]) -> str | None:

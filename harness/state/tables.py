@@ -197,8 +197,6 @@ class Tables:
 
     def exists(self, name: str) -> bool:
         """Whether the heartbeat's schema holds the table or view `name` (from the kept listing)."""
-        if self._log is None:
-            return bool(self.spark.catalog.tableExists(self.config.table(name)))
         return name.lower() in self._listing()
 
     def _listing(self) -> frozenset[str]:

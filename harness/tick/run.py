@@ -162,11 +162,17 @@ def open_recorded(
     except Exception as exc:
         report = report or new_report()
         report.error, report.step = root_cause(exc), "open spark"
-        try:
-            record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
-        except OSError as unrecorded:  # the error that matters is the session's
-            log.warning("the failed tick is not in the health record: %s", unrecorded)
+        record_result(config, report, started_at, started)  # the error that matters is the session's
         raise
+
+
+def record_result(config: Config, report: TickReport, started_at: datetime, started: float) -> None:
+    """The tick's result in the health record. A write that fails (a full disk) is said in the log and
+    ends nothing: a `run` loop goes on, and `status` says the disk is full from the disk itself."""
+    try:
+        record_tick(config.state_dir, report.result(started_at, time.monotonic() - started))
+    except OSError as unrecorded:
+        log.warning("tick %s is not in the health record: %s", report.tick_id, unrecorded)
 
 
 DISK_FULL = (
@@ -205,10 +211,7 @@ def run_tick(
         else:
             log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error, extra=where)
     finally:
-        try:
-            record_tick(runtime.config.state_dir, report.result(started_at, time.monotonic() - started))
-        except OSError as unrecorded:  # a full disk: the `run` loop goes on, and `status` says the disk is full
-            log.warning("tick %s is not in the health record: %s", report.tick_id, unrecorded)
+        record_result(runtime.config, report, started_at, started)
     return report
 
 

@@ -196,7 +196,11 @@ class Tables:
             self._kept[key] = (counter, until, value)
 
     def exists(self, name: str) -> bool:
-        """Whether the heartbeat's schema holds the table or view `name` (from the kept listing)."""
+        """Whether the heartbeat's schema holds the table or view `name` (from the kept listing). Without
+        an event log nothing is kept, and the table is looked up alone: such a reader (the tests' own)
+        may come before the schema exists, where a listing would fail."""
+        if self._log is None:
+            return bool(self.spark.catalog.tableExists(self.config.table(name)))
         return name.lower() in self._listing()
 
     def _listing(self) -> frozenset[str]:

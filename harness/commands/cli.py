@@ -82,6 +82,16 @@ def setup_logging(fmt: str, verbose: bool) -> None:
     root.propagate = False
     for noisy in ("py4j", "pyspark", "SQLQueryContextLogger"):
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    if not any(isinstance(f, Py4jRootRecords) for f in logging.getLogger().filters):
+        logging.getLogger().addFilter(Py4jRootRecords())
+
+
+class Py4jRootRecords(logging.Filter):
+    """py4j logs a call the JVM did not answer (a JVM that died) on the root logger, with its trace, besides
+    raising it: the tick reports the error raised, in one line (a JSON line with `--log-format json`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and f"{os.sep}py4j{os.sep}" in record.pathname)
 
 
 def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[StateBusyError], int]) -> int:
@@ -136,6 +146,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         nonlocal again, ticks_left
         from harness.platform import jvm_options
+        from harness.platform.spark import jvm_ended
         from harness.tick.run import open_recorded, run_tick
 
         if not args.max_ticks and not args.until_idle:
@@ -150,14 +161,22 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             started = time.monotonic()
             report = run_tick(runtime)
             ticks += 1
-            if report.error:
+            ended = jvm_ended()
+            if report.error and not ended:
                 log.error("tick %s ended with an error; retrying at the next tick", report.tick_id)
             if args.max_ticks and ticks >= args.max_ticks:
                 break
             if args.until_idle and report.idle:
                 log.info("idle: this tick started nothing and no run is going")
                 break
-            if watched.changed():
+            if ended:  # every later tick would fail on it: a new JVM, as for a changed heartbeat.yml
+                log.error(
+                    "Spark's JVM %s (by the end of tick %s): the loop starts again with a new one "
+                    '(docs/operations.md, "Seeing that ticks fail")',
+                    ended,
+                    report.tick_id,
+                )
+            if ended or watched.changed():
                 again = True
                 ticks_left = args.max_ticks - ticks if args.max_ticks else None
                 break

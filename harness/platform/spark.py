@@ -130,6 +130,18 @@ def jvm_ignoring_stop_signals() -> Iterator[None]:
         java_gateway.Popen = spawn  # type: ignore[misc]
 
 
+def jvm_ended() -> str | None:
+    """How the Spark JVM this process started has ended, if it has (`killed by signal 9`: most often the
+    kernel's out-of-memory killer, which picks the largest process), else None: while it runs, and
+    where this process started none (Spark Connect, a Databricks job's own session). Every Spark call
+    after its end fails, so a `run` loop starts again with a new one (harness.commands.cli)."""
+    process = getattr(SparkContext._gateway, "proc", None)  # PySpark's Popen of the JVM (spark-submit execs it)
+    code = process.poll() if process is not None else None
+    if code is None:
+        return None
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
 def get_spark(config: Config) -> SparkSession:
     """Create (or reuse) the session; idempotent within a process."""
     # Timestamps are naive UTC everywhere; PySpark converts them with the process's local time zone,

@@ -179,6 +179,10 @@ DISK_FULL = (
     "The state folder's disk is full: free space, nothing else is needed (what a failed write left is never "
     "read; docs/operations.md, When the state folder's disk fills)"
 )
+JVM_ENDED = (
+    "The next tick starts a new one (a `run` loop starts again at once); when it recurs, the kernel's log "
+    "(`dmesg`) says whether its out-of-memory killer ended it (docs/operations.md, Seeing that ticks fail)"
+)
 
 
 def run_tick(
@@ -198,21 +202,29 @@ def run_tick(
     started_at, started = started_at or datetime.now(timezone.utc), started or time.monotonic()
     try:
         _steps(runtime, report, look)
-    except (DbtError, ControlsError) as exc:  # dbt's own report (with Spark's trace), or what to change in the CSV
-        report.error = root_cause(exc)
-        log.error("%s", exc, extra={"tick_id": report.tick_id, "step": report.step})
     except Exception as exc:  # noqa: BLE001 - an unexpected failure ends this tick, never the `run` loop
-        report.error = root_cause(exc)
-        where = {"tick_id": report.tick_id, "step": report.step}
-        if disk_full(exc):  # what to do is known: its trace would only fill the log
-            log.error(
-                "tick %s failed in step %s: %s. %s", report.tick_id, report.step, report.error, DISK_FULL, extra=where
-            )
-        else:
-            log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error, extra=where)
+        say_failed(report, exc)
     finally:
         record_result(runtime.config, report, started_at, started)
     return report
+
+
+def say_failed(report: TickReport, exc: Exception) -> None:
+    """The failed tick's error in one line (report.error, for the health record) and in the log: with what to
+    do where the cause is known (a full disk, Spark's JVM ended), else with its trace; dbt's own report
+    (which holds Spark's trace) or what to change in the controls CSV as they are."""
+    from harness.platform.spark import jvm_ended  # loaded already: the full tick opened Spark
+
+    ended = jvm_ended()
+    report.error = root_cause(exc) if ended is None else f"Spark's JVM {ended} ({root_cause(exc)})"
+    where = {"tick_id": report.tick_id, "step": report.step}
+    advice = JVM_ENDED if ended is not None else DISK_FULL if disk_full(exc) else None
+    if advice is not None:  # its trace would only fill the log
+        log.error("tick %s failed in step %s: %s. %s", report.tick_id, report.step, report.error, advice, extra=where)
+    elif isinstance(exc, (DbtError, ControlsError)):
+        log.error("%s", exc, extra=where)
+    else:
+        log.exception("tick %s failed in step %s: %s", report.tick_id, report.step, report.error, extra=where)
 
 
 def say_removed_jobs(unconfirmed: Sequence[OpenRun], jobs: Collection[str]) -> None:

@@ -347,6 +347,84 @@ def test_a_tick_on_a_full_disk_says_what_to_do_in_one_line_and_a_run_loop_goes_o
     ]
 
 
+class EndedJvm:
+    """PySpark's Popen of a JVM that ended with `code` (negative: killed by that signal)."""
+
+    def __init__(self, code: int | None) -> None:
+        self.code = code
+
+    def poll(self) -> int | None:
+        return self.code
+
+
+@pytest.mark.parametrize(
+    "gateway, said",
+    [
+        (None, None),  # no JVM started by this process (before Spark opens, Spark Connect)
+        (SimpleNamespace(proc=EndedJvm(None)), None),  # running
+        (SimpleNamespace(proc=EndedJvm(-9)), "was killed by signal 9"),
+        (SimpleNamespace(proc=EndedJvm(1)), "exited with code 1"),
+    ],
+)
+def test_how_the_spark_jvm_ended_is_told_from_its_process(
+    gateway: object, said: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark import SparkContext
+
+    from harness.platform.spark import jvm_ended
+
+    monkeypatch.setattr(SparkContext, "_gateway", gateway)
+    assert jvm_ended() == said
+
+
+class NoJvmTables(FailingTables):
+    """The tables of a tick whose Spark JVM was killed: a call to it is refused, as py4j refuses it."""
+
+    def open_runs(self) -> list[Any]:
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+
+def test_a_tick_whose_spark_jvm_was_killed_says_so_and_what_happens_next_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark import SparkContext
+
+    from harness.tick.run import run_tick
+
+    # GIVEN JSON logs and a tick whose JVM the kernel killed (the out-of-memory killer's signal)
+    cli.setup_logging("json", False)
+    monkeypatch.setattr(SparkContext, "_gateway", SimpleNamespace(proc=EndedJvm(-9)))
+    # WHEN it runs
+    report = run_tick(runtime_of(NoJvmTables(), tmp_path))
+    # THEN its error, in the health record too, names the JVM's end before the refused call, and its one
+    # error line (no trace) says what happens next and where to look
+    assert report.error == "Spark's JVM was killed by signal 9 (ConnectionRefusedError: [Errno 111] Connection refused)"
+    (error,) = [json.loads(text) for text in capsys.readouterr().err.splitlines() if '"ERROR"' in text]
+    assert "exception" not in error and report.error in error["message"]
+    assert "a `run` loop starts again at once" in error["message"] and "dmesg" in error["message"]
+    assert json.loads(StateLayout(tmp_path).health.read_text())["last_tick"]["error"] == report.error
+
+
+def test_py4j_own_trace_of_a_call_the_jvm_did_not_answer_is_left_out_of_the_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from py4j import java_gateway
+
+    # GIVEN the harness's JSON logs
+    cli.setup_logging("json", False)
+    # WHEN py4j logs a failed call on the root logger, as its send_command does, and another library warns
+    root_record = logging.LogRecord(
+        "root", logging.ERROR, java_gateway.__file__, 1059, "Exception while sending command.", None, None
+    )
+    other = logging.LogRecord("urllib3", logging.WARNING, logging.__file__, 1, "retrying", None, None)
+    # THEN py4j's record is dropped (the tick reports the error raised, in one line); the other one is kept
+    assert not logging.getLogger().filter(root_record) and logging.getLogger().filter(other)
+    cli.setup_logging("json", False)  # set up again (each command does): one filter, not two
+    assert sum(isinstance(f, cli.Py4jRootRecords) for f in logging.getLogger().filters) == 1
+
+
 LONG_PATH = "file:/work/state/warehouse/heartbeat.db/heartbeat_control_table__v20261125T060430_65ea0c66/" + (
     "part-00000-66c59aa5-aa4d-44d0-9a0d-bf2b4c77ae5b-c000.snappy.parquet"
 )

@@ -74,8 +74,19 @@ def test_run_loop_logs_json_lines_only_and_a_stop_to_its_process_group_lets_the_
         assert len(done.stdout.splitlines()) == lines, command
 
 
+def kill_its_jvm(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL to the loop's Spark JVM alone, as the kernel's out-of-memory killer sends it (the JVM of the
+    loop before it started again is a zombie until the process ends: not that one)."""
+    found = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-g", str(proc.pid)], capture_output=True, text=True)
+    (pid,) = [
+        p for p, stat, name in (line.split() for line in found.stdout.splitlines()) if name == "java" and stat[0] != "Z"
+    ]
+    os.kill(int(pid), signal.SIGKILL)
+
+
 @pytest.mark.process
-def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml(tmp_path: Path) -> None:
+def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml_and_when_its_jvm_is_killed(tmp_path: Path) -> None:
+    """A process: a loop that starts itself again, and a JVM killed under a Python process that lives on."""
     # GIVEN a loop whose heartbeat.yml does not define the job a landed file feeds: its start is refused
     hb = HeartbeatProcess(tmp_path, "local", "new_job")
     # the refused start is tried again at most 5 s after the fix (dbt's default waits 60 s, doubling to an hour)
@@ -103,6 +114,13 @@ def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml(tmp_path: Path) 
         wait_for("changed: the loop starts again with it")
         wait_for("1 started (new_job)")
         hb.wait_for_runs()
+        # WHEN its Spark JVM is killed and a file lands, THEN the loop says so, starts again with a new JVM
+        # (every call to the old one would fail), and the landing starts the job
+        kill_its_jvm(proc)
+        hb.drop("batch2")
+        wait_for("the loop starts again with a new one")
+        wait_for("1 started (new_job)", 2)
+        hb.wait_for_runs()
         os.killpg(proc.pid, signal.SIGTERM)
         code = hb.finish(proc)
     finally:
@@ -111,7 +129,10 @@ def test_a_run_loop_starts_again_with_its_changed_heartbeat_yml(tmp_path: Path) 
             os.killpg(proc.pid, signal.SIGKILL)
     text = hb.output()
     assert code == 0, text
-    assert text.count("changed and is refused") == 1 and len(hb.runs()) == 1
+    assert text.count("changed and is refused") == 1 and len(hb.runs()) == 2
+    # the loop said it once (and the tick that met the killed JVM, if one did, in one line): no trace
+    assert text.count("the loop starts again with a new one") == 1 and "Traceback" not in text, text
+    assert hb.health()["last_tick"]["error"] is None
 
 
 def test_a_tick_is_idle_only_when_it_started_nothing_and_no_run_is_going() -> None:

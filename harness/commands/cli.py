@@ -146,7 +146,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     def action() -> int:
         nonlocal again, ticks_left
         from harness.platform import jvm_options
-        from harness.platform.spark import jvm_ended
+        from harness.platform.spark import end_jvm, jvm_ended
         from harness.tick.run import open_recorded, run_tick
 
         if not args.max_ticks and not args.until_idle:
@@ -184,6 +184,8 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             # for the tick that detects and starts it, however long the ticks take (a longer tick: at once).
             stop.wait(max(0.0, args.interval - (time.monotonic() - started)))
         log.info("stopped after %d ticks", ticks)
+        if again:
+            end_jvm()
         return 0
 
     try:

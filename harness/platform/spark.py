@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 import warnings
@@ -140,6 +141,21 @@ def jvm_ended() -> str | None:
     if code is None:
         return None
     return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+def end_jvm(timeout: float = 60.0) -> None:
+    """End the Spark JVM this process started, if it runs, and wait for it: a `run` loop that starts again
+    in its own place (a new program in the same process) would leave it a zombie until the process ends.
+    PySpark's gateway exits once its stdin, this process's pipe, closes."""
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None or process.poll() is not None:
+        return
+    process.stdin.close()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def get_spark(config: Config) -> SparkSession:

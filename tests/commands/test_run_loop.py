@@ -75,12 +75,10 @@ def test_run_loop_logs_json_lines_only_and_a_stop_to_its_process_group_lets_the_
 
 
 def kill_its_jvm(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL to the loop's Spark JVM alone, as the kernel's out-of-memory killer sends it (the JVM of the
-    loop before it started again is a zombie until the process ends: not that one)."""
-    found = subprocess.run(["ps", "-o", "pid=,stat=,comm=", "-g", str(proc.pid)], capture_output=True, text=True)
-    (pid,) = [
-        p for p, stat, name in (line.split() for line in found.stdout.splitlines()) if name == "java" and stat[0] != "Z"
-    ]
+    """SIGKILL to the loop's Spark JVM alone, as the kernel's out-of-memory killer sends it; the loop's one
+    JVM (the one before it started again ended, and is no zombie of the new program)."""
+    found = subprocess.run(["pgrep", "-g", str(proc.pid), "-x", "java"], capture_output=True, text=True)
+    (pid,) = found.stdout.split()
     os.kill(int(pid), signal.SIGKILL)
 
 

@@ -148,7 +148,7 @@ def end_jvm(timeout: float = 60.0) -> None:
     in its own place (a new program in the same process) would leave it a zombie until the process ends.
     PySpark's gateway exits once its stdin, this process's pipe, closes."""
     process = getattr(SparkContext._gateway, "proc", None)
-    if process is None or process.poll() is not None:
+    if process is None or process.stdin is None or process.poll() is not None:
         return
     process.stdin.close()
     try:

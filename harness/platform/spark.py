@@ -131,12 +131,18 @@ def jvm_ignoring_stop_signals() -> Iterator[None]:
         java_gateway.Popen = spawn  # type: ignore[misc]
 
 
+def _jvm_process() -> Any:
+    """PySpark's Popen of the JVM this process started (spark-submit execs it), or None: none started
+    (Spark Connect to a server, a Databricks job's own session)."""
+    return getattr(SparkContext._gateway, "proc", None)
+
+
 def jvm_ended() -> str | None:
     """How the Spark JVM this process started has ended, if it has (`killed by signal 9`: most often the
     kernel's out-of-memory killer, which picks the largest process), else None: while it runs, and
     where this process started none (Spark Connect, a Databricks job's own session). Every Spark call
     after its end fails, so a `run` loop starts again with a new one (harness.commands.cli)."""
-    process = getattr(SparkContext._gateway, "proc", None)  # PySpark's Popen of the JVM (spark-submit execs it)
+    process = _jvm_process()
     code = process.poll() if process is not None else None
     if code is None:
         return None
@@ -147,7 +153,7 @@ def end_jvm(timeout: float = 60.0) -> None:
     """End the Spark JVM this process started, if it runs, and wait for it: a `run` loop that starts again
     in its own place (a new program in the same process) would leave it a zombie until the process ends.
     PySpark's gateway exits once its stdin, this process's pipe, closes."""
-    process = getattr(SparkContext._gateway, "proc", None)
+    process = _jvm_process()
     if process is None or process.stdin is None or process.poll() is not None:
         return
     process.stdin.close()

@@ -350,6 +350,8 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
         )
         report.started, report.start_refused = started.started, started.refused
         report.start_unconfirmed = started.unconfirmed
+        for message in started.problems:  # a tick goes on past them: warnings, as a failed check's
+            log.warning("%s", message)
         step.done(
             f"{len(decisions)} jobs, {len(ready)} ready: {_named(started.started, 'started')}, "
             f"{_named(started.refused, 'refused')}, {_named(started.unconfirmed, 'unconfirmed')}",

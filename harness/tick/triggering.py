@@ -200,6 +200,7 @@ class StartOutcome:
     started: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each refused or unconfirmed start's message, once
 
     def add(self, result: StartResult, job_id: str) -> None:
         {
@@ -267,6 +268,8 @@ def start_jobs(
     for run, (run_events, result) in zip(runs, answers):
         recorded.extend(run_events)
         outcome.add(result, run.job_id)
+        if result is not StartResult.STARTED and run_events:
+            outcome.problems.append(run_events[0].message or f"job {run.job_id}: start {result.value}")
     events.append(recorded)
     crash_point("start:outcome-recorded")
     return outcome

@@ -242,7 +242,7 @@ def test_a_first_tick_without_a_controls_csv_says_what_to_write_and_builds_nothi
 
 
 def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries_on(
-    heartbeat: HeartbeatHarness,
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     # GIVEN a job that is not defined for the local runner, and a trigger root that does not exist
     heartbeat.write_controls([control_row("trigger_file", "in", "ghost")])
@@ -254,7 +254,8 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
     # WHEN ticks run
     missing_root = heartbeat.tick()
     heartbeat.with_config(trigger_root=real_root)
-    refused = heartbeat.tick()
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        refused = heartbeat.tick()
 
     # THEN each problem is an error event with a message saying what to change, and no tick failed
     assert missing_root.error is None and missing_root.check_errors == 1
@@ -264,6 +265,9 @@ def test_missing_trigger_root_and_unknown_job_become_errors_and_the_tick_carries
     assert refused.error is None and refused.start_refused == ["ghost"]
     (start_failed,) = heartbeat.events(EventType.RUN_START_FAILED.value)
     assert "job ghost is not defined in local_runner.jobs" in start_failed["message"]
+    # and the tick's own log (cron's mail) warns with the same words, as for a failed check
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned.count(start_failed["message"]) == 1, warned
     # the data is kept: the row is still waiting with its new data
     assert heartbeat.job_status("ghost") == {"NEW_EVENT_AVAILABLE"}
 

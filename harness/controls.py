@@ -9,6 +9,7 @@ never reaches a table. A loaded seed records the digest of the file it holds (ta
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import io
 import unicodedata
@@ -148,6 +149,12 @@ def _choices(values: type) -> str:
     return ", ".join(v.value for v in values)  # type: ignore[attr-defined]
 
 
+def _near(word: str, choices: list[str]) -> str:
+    """` (did you mean X?)` when one of `choices` is close to `word` (a typo), else nothing."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _dependency_flag(row: dict[str, str]) -> str:
     """The row's dependency flag as the staging model reads it: without its spaces, in capitals."""
     return row.get("dependency_flag", "").replace(" ", "").upper()
@@ -176,7 +183,8 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             problems.append(f"{column} is empty")
     source = row.get("sensor_source", "").strip().lower()
     if source and source not in {s.value for s in SensorSource}:
-        problems.append(f"unknown sensor_source {source!r}; expected one of {_choices(SensorSource)}")
+        near = _near(source, [s.value for s in SensorSource])
+        problems.append(f"unknown sensor_source {source!r}{near}; expected one of {_choices(SensorSource)}")
     read_type = row.get("sensor_read_type", "").strip().lower()
     if read_type and read_type not in {r.value for r in ReadType}:
         problems.append(f"unknown sensor_read_type {read_type!r}; expected batch or streaming")
@@ -309,7 +317,8 @@ def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
         if missing:
             parts.append(f"missing columns: {', '.join(missing)}")
         if unknown:
-            parts.append(f"unknown columns: {', '.join(unknown)}")
+            known = list(USER_COLUMNS + OPTIONAL_COLUMNS)
+            parts.append(f"unknown columns: {', '.join(c + _near(c, known) for c in unknown)}")
         if twice:
             parts.append(f"columns named twice: {', '.join(twice)}")
         raise ControlsError(f"{path}: header refused ({'; '.join(parts)})")

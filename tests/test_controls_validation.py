@@ -60,7 +60,15 @@ def test_free_text_may_end_in_a_line_break(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, expected",
     [
-        ({"sensor_source": "kafak"}, "line 3 (kafak 't2' -> job j): unknown sensor_source 'kafak'"),
+        (
+            {"sensor_source": "kafak"},
+            "line 3 (kafak 't2' -> job j): unknown sensor_source 'kafak' (did you mean kafka?)",
+        ),
+        (
+            {"sensor_source": "trigger_files"},
+            "unknown sensor_source 'trigger_files' (did you mean trigger_file?); expected",
+        ),
+        ({"sensor_source": "oracle"}, "unknown sensor_source 'oracle'; expected one of"),  # nothing close: no guess
         ({"job_state": "STOPPED"}, "unknown job_state 'STOPPED'"),
         ({"dependency_flag": "maybe"}, "unknown dependency_flag 'maybe'"),
         ({"sensor_read_type": "stream"}, "unknown sensor_read_type 'stream'"),
@@ -125,6 +133,16 @@ def test_missing_and_unknown_columns_are_refused(tmp_path: Path) -> None:
     header = [c for c in USER_COLUMNS if c != "job_state"] + ["owner"]
     row = {k: v for k, v in control_row("kafka", "t", "j").items() if k != "job_state"} | {"owner": "me"}
     with pytest.raises(ControlsError, match="missing columns: job_state; unknown columns: owner"):
+        read_controls(write(tmp_path / "c.csv", [row], header))
+
+
+def test_an_unknown_column_close_to_a_known_one_is_named_with_it(tmp_path: Path) -> None:
+    header = [c for c in USER_COLUMNS if c != "trigger_job_id"] + ["trigger_jobid"]
+    row = {k: v for k, v in control_row("kafka", "t", "j").items() if k != "trigger_job_id"} | {"trigger_jobid": "j"}
+    with pytest.raises(
+        ControlsError,
+        match=r"missing columns: trigger_job_id; unknown columns: trigger_jobid \(did you mean trigger_job_id\?\)",
+    ):
         read_controls(write(tmp_path / "c.csv", [row], header))
 
 

@@ -23,6 +23,7 @@ Every tick's outcome goes to the health record (`status` shows failing ticks).
 from __future__ import annotations
 
 import logging
+import shlex
 import sqlite3
 import time
 import uuid
@@ -242,6 +243,19 @@ def say_removed_jobs(unconfirmed: Sequence[OpenRun], jobs: Collection[str]) -> N
             )
 
 
+def say_failed_runs(events: Sequence[Event]) -> None:
+    """Each run this tick found failed, once, as a WARNING line of the tick's log (cron's mail): its rows
+    are not sensed and its job not started until then."""
+    failed = {e.row.trigger_job_id: e.message for e in events if e.event_type is EventType.RUN_FAILED and e.row}
+    for job_id, message in failed.items():
+        log.warning(
+            "%s; the job starts no new run until it is retried or completed by hand, or a later run of it "
+            "succeeds (`python -m harness why --job %s`)",
+            message,
+            shlex.quote(job_id),
+        )
+
+
 def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None:
     config = runtime.config
     runtime.tables.list_again()  # the schema as it is now, not as the last tick left it (an operator may drop a table)
@@ -270,6 +284,7 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
             repaired=tracked.repaired,
             recovered=len(recovered),
         )
+        say_failed_runs(tracked.events)
 
     with Step(report, "requests") as step:
         report.requests_applied = apply_requests(runtime, tracked.events + recovered, tracked.running_jobs)

@@ -13,7 +13,9 @@ from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row, status_output
 
 
-def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartbeat: HeartbeatHarness) -> None:
+def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(
+    heartbeat: HeartbeatHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     # GIVEN a job whose command fails
     heartbeat.write_controls([control_row("trigger_file", "in", "f")])
     heartbeat.define_jobs("f")
@@ -23,9 +25,10 @@ def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartb
     heartbeat.wait_for_runs()
 
     # WHEN its run fails and more data arrives
-    failed = heartbeat.tick()
-    heartbeat.drop_trigger_file("in", "batch2")
-    blocked = heartbeat.tick()
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        failed = heartbeat.tick()
+        heartbeat.drop_trigger_file("in", "batch2")
+        blocked = heartbeat.tick()
 
     # THEN it stays FAILED with the command's message, and the new file is not sensed nor the job started
     assert failed.runs_failed == 1
@@ -33,6 +36,12 @@ def test_failed_job_is_neither_sensed_nor_started_until_completed_by_hand(heartb
     assert blocked.upstreams_checked == 0 and blocked.started == []
     reason = heartbeat.decisions()["f"].reason
     assert reason.startswith("last run failed: job f: run local-") and "exit code 1" in reason
+    # and the tick that found the failure (not the next one) warns in its log, saying what the job waits for
+    (warned,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned.startswith("job f: run local-") and "exit code 1" in warned, warned
+    assert warned.endswith(
+        "until it is retried or completed by hand, or a later run of it succeeds (`python -m harness why --job f`)"
+    )
 
     # WHEN it is completed by hand (`python -m harness complete --job-id f`) and the command is fixed
     heartbeat.set_exit_code("f", 0)

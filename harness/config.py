@@ -11,7 +11,6 @@ this same file when dbt runs from the command line) all read their settings from
 
 from __future__ import annotations
 
-import difflib
 import glob
 import math
 import os
@@ -34,6 +33,7 @@ from harness.config_source import (
 )
 from harness.errors import ConfigError
 from harness.redact import register_secret
+from harness.suggest import typos_of
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / CONTROLS_FILE
@@ -471,7 +471,7 @@ def _problems(exc: ValidationError) -> list[str]:
                 )
                 continue
             valid = _keys_at(HeartbeatFile, loc[:-1])
-            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            close = typos_of(key, valid, limit=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys here: {', '.join(sorted(valid))}"
             lines.append(f"{dotted}: unknown key{hint}")
         else:

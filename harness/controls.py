@@ -9,7 +9,6 @@ never reaches a table. A loaded seed records the digest of the file it holds (ta
 from __future__ import annotations
 
 import csv
-import difflib
 import hashlib
 import io
 import unicodedata
@@ -23,6 +22,7 @@ from harness.errors import ControlsError
 from harness.partition_filter import check_row as check_partition_filter
 from harness.preprocess import PLACEHOLDER, check_query
 from harness.start_window import parse_start_window
+from harness.suggest import did_you_mean, typos_of
 from harness.text_file import read_text
 from harness.vocabulary import KINDS, JobState, ReadType, SensorSource, is_path
 
@@ -150,9 +150,9 @@ def _choices(values: type) -> str:
 
 
 def _near(word: str, choices: list[str]) -> str:
-    """` (did you mean X?)` when one of `choices` is close to `word` (a typo), else nothing."""
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
-    return f" (did you mean {close[0]}?)" if close else ""
+    """` (did you mean X?)` when `word` is a typo of one of `choices`, else nothing."""
+    guess = did_you_mean(typos_of(word, choices, limit=1))
+    return f" ({guess})" if guess else ""
 
 
 def _dependency_flag(row: dict[str, str]) -> str:

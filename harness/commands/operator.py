@@ -21,6 +21,7 @@ from harness.config_source import CONTROLS_FILE, InStateFolder
 from harness.errors import HeartbeatError
 from harness.state import event_reader, queue_files, status_files
 from harness.state.lock import StateLock
+from harness.suggest import close_to, did_you_mean
 from harness.views import status
 from harness.views.watermarks import describe, when
 from harness.vocabulary import EventType
@@ -38,6 +39,12 @@ def _snapshot(config: InStateFolder) -> dict[str, Any] | None:
 def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     """A job asked for that the control table does not hold (none before the first tick)."""
     return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
+
+
+def _guess(snapshot: dict[str, Any] | None, job_id: str) -> str:
+    """`did you mean ...? ` naming the control table's jobs close to `job_id`, else nothing."""
+    guess = did_you_mean(close_to(job_id, sorted(j["job_id"] for j in (snapshot or {}).get("jobs", []))))
+    return f"{guess} " if guess else ""
 
 
 def _events(config: InStateFolder, query: event_reader.EventQuery) -> list[dict[str, Any]]:
@@ -133,10 +140,12 @@ def cmd_events(config: InStateFolder, args: argparse.Namespace) -> int:
         config,
         event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types, limit=args.limit),
     )
-    if not events and args.job is not None and _unknown_job(_snapshot(config), args.job):
+    snapshot = _snapshot(config) if not events and args.job is not None else None
+    if not events and args.job is not None and _unknown_job(snapshot, args.job):
         print(
             f"job {args.job} is not in the control table (as of the last tick) and has no events since "
-            f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; check trigger_job_id in the controls CSV"
+            f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; {_guess(snapshot, args.job)}check trigger_job_id in the "
+            "controls CSV"
         )
         return 1
     if args.json:
@@ -172,7 +181,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
         print(
             f"warning: job {job_id} is not in the control table (as of the last tick), so the report has no "
-            "timeline for it; check trigger_job_id in the controls CSV",
+            f"timeline for it; {_guess(snapshot, job_id)}check trigger_job_id in the controls CSV",
             file=sys.stderr,
         )
     return 1 if unknown else 0

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any, Collection, Sequence
 
 from harness.durations import in_words
+from harness.suggest import close_to, did_you_mean
 from harness.views.watermarks import describe, fit, when
 from harness.vocabulary import JobState, RowKey, Status, latest_run_end, upstream_label
 
@@ -416,9 +417,12 @@ def render(
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
     elif not selected:
+        known = [j["job_id"] for j in snapshot["jobs"]]
+        near = close_to(selection.job_id, known) if selection.job_id and selection.job_id not in known else []
         lines.append(
             "no job matches "
             + " and ".join(f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v)
+            + (f"; {did_you_mean(near)}" if near else "")
         )
     elif len(listed) < len(selected):
         lines.append(not_listed_line(selected[len(listed) :]))
@@ -525,10 +529,9 @@ def render_why(
         )
     found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
     if not found:
-        known = sorted(j["job_id"] for j in snapshot["jobs"])
-        near = [k for k in known if job_id.lower() in k.lower()][:5]
+        guess = did_you_mean(close_to(job_id, sorted(j["job_id"] for j in snapshot["jobs"])))
         line = f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)" + (
-            f"; did you mean {', '.join(near)}?" if near else ""
+            f"; {guess}" if guess else ""
         )
         if refused:
             line = "\n".join([line + _in_refused_csv(job_id, refused, refused_jobs)] + controls_refused(refused))

@@ -730,6 +730,38 @@ def test_status_why_and_events_of_an_unknown_job_all_exit_1(tmp_path: Path, caps
     assert "job nope is not in the control table" in capsys.readouterr().out
 
 
+def test_a_mistyped_job_id_is_refused_naming_the_jobs_it_is_close_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a control table of daily_orders and hourly_orders (no event yet)
+    config = _state_with_rows(tmp_path, row("daily_orders"), row("hourly_orders", "u"))
+    (log := tmp_path / "events").mkdir()
+    (tmp_path / "state" / "events.location").write_text(log.as_uri() + "\n")
+    # WHEN `why` and `complete` are given a job id with two letters swapped
+    assert cli.main(["--config", config, "why", "--job", "daily_ordres"]) == 1
+    why = capsys.readouterr().out
+    assert cli.main(["--config", config, "complete", "--job-id", "daily_ordres"]) == 2
+    complete = capsys.readouterr().err
+    # THEN each names the job it is a typo of, and queues nothing
+    assert why.startswith("job daily_ordres is not in the control table") and "; did you mean daily_orders?" in why
+    assert (
+        "is not in the control table (as of the last tick); did you mean daily_orders? check trigger_job_id" in complete
+    )
+    assert not (tmp_path / "state" / "inbox").exists() or not list((tmp_path / "state" / "inbox").glob("*.json"))
+    # and a part of a name lists the jobs holding it, in `status`, `events` and `report` too
+    assert cli.main(["--config", config, "why", "--job", "orders"]) == 1
+    assert "; did you mean daily_orders, hourly_orders?" in capsys.readouterr().out
+    assert cli.main(["--config", config, "status", "--job", "orders"]) == 1
+    assert "no job matches --job orders; did you mean daily_orders, hourly_orders?" in capsys.readouterr().out
+    assert cli.main(["--config", config, "events", "--job", "hourly"]) == 1
+    assert "; did you mean hourly_orders? check trigger_job_id" in capsys.readouterr().out
+    assert cli.main(["--config", config, "report", "--job", "daily"]) == 1
+    assert "; did you mean daily_orders? check trigger_job_id" in capsys.readouterr().err
+    # a known job that another filter leaves out gets no guess
+    assert cli.main(["--config", config, "status", "--job", "daily_orders", "--state", "failed"]) == 0
+    assert "no job matches --job daily_orders and --state failed\n" in capsys.readouterr().out + "\n"
+
+
 def test_status_lists_the_most_urgent_jobs_first_and_counts_the_rest_which_all_lists(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,7 +38,6 @@ from harness.config_source import StateFolder, locate_state
 from harness.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.state.lock import StateLock
 from harness.state.status_files import read_json, record_tick, snapshot_rows
-from harness.suggest import close_to, did_you_mean
 from harness.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 
 if TYPE_CHECKING:
@@ -256,10 +255,9 @@ def _manual(config: Config, command: str, job_id: str) -> int:
         if started:  # a job's last task, before the tick that started it wrote its snapshot
             print(f"note: job {job_id} started after the last tick's snapshot ({started}): checked when applied")
         elif not job_rows:
-            guess = did_you_mean(close_to(job_id, sorted({r.key.trigger_job_id for r in rows or []})))
             raise HeartbeatError(
                 f"job {job_id} is not in the control table (as of the last tick); "
-                f"{guess + ' ' if guess else ''}check trigger_job_id in the controls CSV"
+                f"{operator.job_guess(snapshot, job_id)}check trigger_job_id in the controls CSV"
             )
         else:
             print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")

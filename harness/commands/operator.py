@@ -41,7 +41,7 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
-def _guess(snapshot: dict[str, Any] | None, job_id: str) -> str:
+def job_guess(snapshot: dict[str, Any] | None, job_id: str) -> str:
     """`did you mean ...? ` naming the control table's jobs close to `job_id`, else nothing."""
     guess = did_you_mean(close_to(job_id, sorted(j["job_id"] for j in (snapshot or {}).get("jobs", []))))
     return f"{guess} " if guess else ""
@@ -140,14 +140,15 @@ def cmd_events(config: InStateFolder, args: argparse.Namespace) -> int:
         config,
         event_reader.EventQuery(since, job_id=args.job, upstream=args.upstream, event_types=types, limit=args.limit),
     )
-    snapshot = _snapshot(config) if not events and args.job is not None else None
-    if not events and args.job is not None and _unknown_job(snapshot, args.job):
-        print(
-            f"job {args.job} is not in the control table (as of the last tick) and has no events since "
-            f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; {_guess(snapshot, args.job)}check trigger_job_id in the "
-            "controls CSV"
-        )
-        return 1
+    if not events and args.job is not None:
+        snapshot = _snapshot(config)
+        if _unknown_job(snapshot, args.job):
+            print(
+                f"job {args.job} is not in the control table (as of the last tick) and has no events since "
+                f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; {job_guess(snapshot, args.job)}check trigger_job_id "
+                "in the controls CSV"
+            )
+            return 1
     if args.json:
         for event in events:
             print(json.dumps(event_reader.plain(event), default=str))
@@ -181,7 +182,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
         print(
             f"warning: job {job_id} is not in the control table (as of the last tick), so the report has no "
-            f"timeline for it; {_guess(snapshot, job_id)}check trigger_job_id in the controls CSV",
+            f"timeline for it; {job_guess(snapshot, job_id)}check trigger_job_id in the controls CSV",
             file=sys.stderr,
         )
     return 1 if unknown else 0

@@ -40,12 +40,19 @@ def wait_for(condition: object, timeout: float, what: str) -> None:
     raise SystemExit(f"latency bench: timed out waiting for {what}")
 
 
-def job_status(state: Path) -> str | None:
+def recorded_ended(state: Path, run_id: str) -> bool:
+    """Whether the status snapshot shows the run `run_id` as the job's latest, ended successfully. The run's
+    own id, not the status alone: the snapshot on disk while the tick that started the run still folds is
+    the one before, where the previous run shows COMPLETED (a file landed then finds its row in progress,
+    not sensed, and waits for the run's end: the landing to start would measure the run, not the tick)."""
     try:
         snapshot = json.loads((state / "status.json").read_text())
     except (OSError, ValueError):
-        return None
-    return next((r["status"] for r in snapshot["rows"] if r["trigger_job_id"] == "latency_job"), None)
+        return False
+    return any(
+        r["trigger_job_id"] == "latency_job" and r["latest_run_id"] == run_id and r["status"] == "COMPLETED"
+        for r in snapshot["rows"]
+    )
 
 
 def main() -> None:
@@ -113,7 +120,7 @@ def main() -> None:
             wait_for(lambda: (starts / new).read_text().strip(), 10, "the job's start time")
             latencies.append(float((starts / new).read_text()) - landed)
             print(f"landing {i + 1:2d}: job started {latencies[-1]:.2f}s after the file landed", flush=True)
-            wait_for(lambda: job_status(state) == "COMPLETED", 120, f"landing {i}'s run to be recorded")
+            wait_for(lambda: recorded_ended(state, new), 120, f"landing {i}'s run to be recorded")
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=120)

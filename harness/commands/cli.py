@@ -257,7 +257,7 @@ def _manual(config: Config, command: str, job_id: str) -> int:
         elif not job_rows:
             raise HeartbeatError(
                 f"job {job_id} is not in the control table (as of the last tick); "
-                f"{operator.job_guess(snapshot, job_id)}check trigger_job_id in the controls CSV"
+                f"{operator.guess_before(snapshot, job_id)}check trigger_job_id in the controls CSV"
             )
         else:
             print(f"job {job_id} has no run IN_PROGRESS or FAILED (as of the last tick): nothing to {command}")

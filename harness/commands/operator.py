@@ -21,7 +21,6 @@ from harness.config_source import CONTROLS_FILE, InStateFolder
 from harness.errors import HeartbeatError
 from harness.state import event_reader, queue_files, status_files
 from harness.state.lock import StateLock
-from harness.suggest import close_to, did_you_mean
 from harness.views import status
 from harness.views.watermarks import describe, when
 from harness.vocabulary import EventType
@@ -41,9 +40,10 @@ def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
     return job_id is not None and (snapshot is None or all(j["job_id"] != job_id for j in snapshot["jobs"]))
 
 
-def job_guess(snapshot: dict[str, Any] | None, job_id: str) -> str:
-    """`did you mean ...? ` naming the control table's jobs close to `job_id`, else nothing."""
-    guess = did_you_mean(close_to(job_id, sorted(j["job_id"] for j in (snapshot or {}).get("jobs", []))))
+def guess_before(snapshot: dict[str, Any] | None, job_id: str) -> str:
+    """The guess of a job id not in the control table (status.job_guess), as the start of the sentence
+    that says what to check (`did you mean X? check ...`), else nothing."""
+    guess = status.job_guess(snapshot, job_id)
     return f"{guess} " if guess else ""
 
 
@@ -145,7 +145,7 @@ def cmd_events(config: InStateFolder, args: argparse.Namespace) -> int:
         if _unknown_job(snapshot, args.job):
             print(
                 f"job {args.job} is not in the control table (as of the last tick) and has no events since "
-                f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; {job_guess(snapshot, args.job)}check trigger_job_id "
+                f"{since.strftime('%Y-%m-%d %H:%M:%S')} UTC; {guess_before(snapshot, args.job)}check trigger_job_id "
                 "in the controls CSV"
             )
             return 1
@@ -182,7 +182,7 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
     for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
         print(
             f"warning: job {job_id} is not in the control table (as of the last tick), so the report has no "
-            f"timeline for it; {job_guess(snapshot, job_id)}check trigger_job_id in the controls CSV",
+            f"timeline for it; {guess_before(snapshot, job_id)}check trigger_job_id in the controls CSV",
             file=sys.stderr,
         )
     return 1 if unknown else 0

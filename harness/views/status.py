@@ -417,12 +417,12 @@ def render(
     if not snapshot["jobs"]:
         lines.append("the control table has no rows: add rows to the controls CSV")
     elif not selected:
-        known = [j["job_id"] for j in snapshot["jobs"]]
-        near = close_to(selection.job_id, known) if selection.job_id and selection.job_id not in known else []
+        known = {j["job_id"] for j in snapshot["jobs"]}
+        guess = job_guess(snapshot, selection.job_id) if selection.job_id and selection.job_id not in known else ""
         lines.append(
             "no job matches "
             + " and ".join(f"{k} {v}" for k, v in (("--job", selection.job_id), ("--state", selection.state)) if v)
-            + (f"; {did_you_mean(near)}" if near else "")
+            + (f"; {guess}" if guess else "")
         )
     elif len(listed) < len(selected):
         lines.append(not_listed_line(selected[len(listed) :]))
@@ -509,6 +509,12 @@ def _in_refused_csv(job_id: str, refusal: str, refused_jobs: Collection[str] | N
     return "; a job only in the refused controls CSV is not loaded until the file is fixed"
 
 
+def job_guess(snapshot: dict[str, Any] | None, job_id: str) -> str:
+    """`did you mean A, B?` naming the snapshot's jobs close to `job_id` (by name), else nothing: the one
+    guess of every command given a job id the control table does not hold."""
+    return did_you_mean(close_to(job_id, sorted(j["job_id"] for j in (snapshot or {}).get("jobs", []))))
+
+
 def render_why(
     snapshot: dict[str, Any] | None,
     job_id: str,
@@ -529,7 +535,7 @@ def render_why(
         )
     found = [(job, rows, view) for job, rows, view in jobs_of(snapshot) if job["job_id"] == job_id]
     if not found:
-        guess = did_you_mean(close_to(job_id, sorted(j["job_id"] for j in snapshot["jobs"])))
+        guess = job_guess(snapshot, job_id)
         line = f"job {job_id} is not in the control table (as the tick {snapshot['tick_id']} left it)" + (
             f"; {guess}" if guess else ""
         )

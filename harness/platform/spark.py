@@ -64,17 +64,22 @@ SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 @contextmanager
 def jvm_output_to(path: Path) -> Iterator[None]:
     """The JVM started inside this block writes its own output (the start-up banner, the JDK's
-    incubator warning, Spark's error log) to `path` instead of the terminal; Python's stderr is
-    restored when the block ends."""
+    incubator warning, Spark's error log, what it prints when it dies) to `path` instead of the terminal;
+    Python's stdout and stderr are restored when the block ends. The JVM then holds none of the command's
+    own output open: a reader of it (cron, a pipe) sees it end when the command does, not after the JVM's
+    shutdown (about 0.5 s), which goes on behind it (harness.platform.metastore_lock)."""
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
         with path.open("ab") as target:
-            os.dup2(target.fileno(), 2)
+            for fd in saved:
+                os.dup2(target.fileno(), fd)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, kept in saved.items():
+            os.dup2(kept, fd)
+            os.close(kept)
 
 
 def java_option_string(options: list[str]) -> str:

@@ -4,6 +4,7 @@ after the UTC settings the heartbeat's naive-UTC timestamps rely on are applied.
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -59,3 +60,14 @@ def test_the_harness_session_maps_case_as_the_controls_validator_does_without_ic
     words = ["Trigger_File", "DELTA", "unPaused", " TrUe ", "\u212aafka", "Ärger", "straße", "ΣΊΣΥΦΟΣ", "Ǆemal"]
     rows = spark.createDataFrame([(w,) for w in words], "w string").selectExpr("w", "lower(w) l", "upper(w) u")
     assert {(r.w, r.l, r.u) for r in rows.collect()} == {(w, w.lower(), w.upper()) for w in words}
+
+
+def test_the_harness_jvm_holds_none_of_the_commands_own_output(spark: SparkSession) -> None:
+    # A reader of a command's output (cron, a pipe) sees it end when the command does: the JVM writes its
+    # own output to the state's spark.log, so its shutdown after the command holds no pipe of the command's.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pid = jvm.java.lang.ProcessHandle.current().pid()
+    jvm_output = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)}
+    assert all(target.endswith("/spark.log") for target in jvm_output.values()), jvm_output
+    assert os.readlink("/proc/self/fd/1") not in jvm_output.values()

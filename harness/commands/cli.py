@@ -108,7 +108,7 @@ def _locked(config: Config, action: Callable[[], int], when_busy: Callable[[Stat
 def _runtime(config: Config, *, parse_ahead: bool = False):  # type: ignore[no-untyped-def]
     from harness.tick.runtime import Runtime  # Spark and dbt load only for commands that need them
 
-    return Runtime.open(config, parse_ahead=parse_ahead)
+    return Runtime.open(config, parse_ahead=parse_ahead, for_life=True)  # one runtime a process
 
 
 def cmd_tick(config: Config, args: argparse.Namespace) -> int:

@@ -125,7 +125,7 @@ def train(state_dir: Path, then: Callable[[Path], None]) -> None:
     """Run what a tick runs on a session of its own (in `state_dir`), then `then` (the ticks of a
     heartbeat: harness.tick.archive_training); the JVM writes the archive as it exits."""
     from harness.config import PROJECT_DIR, Config
-    from harness.platform.spark import get_spark
+    from harness.platform.spark import end_jvm, get_spark
     from harness.state_layout import StateLayout
 
     spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
@@ -142,6 +142,7 @@ def train(state_dir: Path, then: Callable[[Path], None]) -> None:
     spark.table("archive_training.events").orderBy("id").collect()
     then(state_dir)
     spark.stop()
+    end_jvm()  # the JVM writes the archive as it exits: whole once this process ends
 
 
 def make_archive() -> Path:
@@ -151,8 +152,7 @@ def make_archive() -> Path:
     dump = target.with_name(f"{target.name}.{os.getpid()}.part")
     with tempfile.TemporaryDirectory(prefix="heartbeat-class-archive-") as work:
         env = {**os.environ, DUMP_ENV: str(dump), "SPARK_LOCAL_IP": "127.0.0.1"}
-        # Reading the output to its end waits for the JVM too (it shares the output), so the archive it
-        # writes as it exits is whole before it is moved into place.
+        # The trainer waits for its JVM's exit (train), so the archive is whole before it is moved into place.
         done = subprocess.run(
             [sys.executable, "-m", TRAINER, str(Path(work) / "state")],
             env=env,

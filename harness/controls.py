@@ -50,8 +50,8 @@ OPTIONAL_COLUMNS = (
 )
 # Optional columns that hold a duration (`90s`, `10m`, `2h`).
 DURATION_COLUMNS = ("expected_within", "quiet_period", "min_interval")
-# Optional columns about the job, not the row: every row of a job must hold the same value.
-JOB_COLUMNS = ("min_interval", "start_window")
+# Columns about the job, not the row: every row of a job must hold the same value.
+JOB_COLUMNS = ("trigger_job_name", "min_interval", "start_window")
 # dbt's seed loader (agate) warns when a column_types entry matches no column of the file: expected for
 # these in a CSV written before they existed. The adapter imports this module before every seed load.
 for _column in OPTIONAL_COLUMNS:
@@ -265,7 +265,8 @@ def parse_max_range(text: str) -> int | None:
 
 
 def _job_column_problems(specs: list[ControlSpec]) -> list[str]:
-    """A job-level column (min_interval, start_window) must hold one value for all the job's rows."""
+    """A job-level column (trigger_job_name, min_interval, start_window) must hold one value for all the
+    job's rows."""
     problems = []
     for column in JOB_COLUMNS:
         by_job: dict[str, dict[str, list[int]]] = {}

@@ -365,6 +365,23 @@ def test_rows_of_a_job_that_disagree_on_a_job_column_are_refused_naming_the_line
     assert "job other" not in message
 
 
+def test_rows_of_a_job_that_give_it_different_names_are_refused_naming_the_lines(tmp_path: Path) -> None:
+    # GIVEN a job whose rows name it in two ways (a name edited on one row only), beside a job that agrees
+    rows = [
+        control_row("kafka", "a", "j"),
+        control_row("kafka", "b", "j") | {"trigger_job_name": "orders nightly"},
+        control_row("kafka", "c", "other"),
+        control_row("kafka", "d", "other"),
+    ]
+    # THEN the file is refused, naming the job and each name's lines: the trigger set shows one name a job
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows))
+    message = str(refused.value)
+    assert "job j: its rows disagree on trigger_job_name ('j-name' on line 2; 'orders nightly' on line 3)" in message
+    assert "write the same value on every row of the job" in message
+    assert "job other" not in message
+
+
 def test_max_range_is_optional_and_read_as_a_number(tmp_path: Path) -> None:
     # GIVEN a CSV without the column and one where a row sets it
     old = read_controls(write(tmp_path / "old.csv", [control_row("kafka", "t", "j")]))

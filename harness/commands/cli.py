@@ -135,6 +135,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     watched = config_watch.watch(config.config_path, args.config, dict(args.set))
     again = False
     ticks_left: int | None = None  # a `--max-ticks` loop started again goes on with the ticks it has left
+    wait_to_start_again = 0.0  # a JVM that keeps ending: seconds the loop waits before it starts again
 
     def on_signal(signum: int, frame: object) -> None:
         log.info("stopping after the current tick (signal %d)", signum)
@@ -144,7 +145,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def action() -> int:
-        nonlocal again, ticks_left
+        nonlocal again, ticks_left, wait_to_start_again
         from harness.platform import jvm_options
         from harness.platform.spark import end_jvm, jvm_ended
         from harness.tick.run import open_recorded, run_tick
@@ -164,17 +165,24 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             ended = jvm_ended()
             if report.error and not ended:
                 log.error("tick %s ended with an error; retrying at the next tick", report.tick_id)
+            if not report.error:
+                config_watch.tick_ended_well()
             if args.max_ticks and ticks >= args.max_ticks:
                 break
             if args.until_idle and report.idle:
                 log.info("idle: this tick started nothing and no run is going")
                 break
             if ended:  # every later tick would fail on it: a new JVM, as for a changed heartbeat.yml
+                endings = config_watch.jvm_ended_again()
+                wait_to_start_again = config_watch.wait_before_starting_again(endings, args.interval)
                 log.error(
-                    "Spark's JVM %s (by the end of tick %s): the loop starts again with a new one "
+                    "Spark's JVM %s (by the end of tick %s): the loop starts again with a new one%s "
                     '(docs/operations.md, "Seeing that ticks fail")',
                     ended,
                     report.tick_id,
+                    f" in {wait_to_start_again:g} s ({endings} times in a row, no tick ended well between them)"
+                    if wait_to_start_again
+                    else "",
                 )
             if ended or watched.changed():
                 again = True
@@ -197,6 +205,8 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
             code = action()
         finally:
             lock.release()
+        if again:
+            stop.wait(wait_to_start_again)  # the state and the JVM let go; a stop meanwhile ends the loop
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

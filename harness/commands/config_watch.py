@@ -65,5 +65,38 @@ def start_again(ticks_left: int | None = None) -> None:
     os.execv(sys.executable, [sys.executable, *again_argv(sys.orig_argv[1:], ticks_left)])
 
 
+# How many times in a row Spark's JVM ended under the loop, carried to the process that starts again.
+JVM_ENDINGS_ENV = "HEARTBEAT_JVM_ENDINGS"
+LONGEST_WAIT_SECONDS = 300.0  # a JVM that keeps ending: the loop starts again at least every 5 minutes
+
+
+def jvm_ended_again() -> int:
+    """One more ending of Spark's JVM under the loop: how many in a row now (none between them ended a tick
+    well), carried to the process that starts again."""
+    endings = jvm_endings() + 1
+    os.environ[JVM_ENDINGS_ENV] = str(endings)
+    return endings
+
+
+def jvm_endings() -> int:
+    text = os.environ.get(JVM_ENDINGS_ENV, "")
+    return int(text) if text.isdigit() else 0
+
+
+def tick_ended_well() -> None:
+    """A tick that ended without an error: the next ending of the JVM is the first again."""
+    os.environ.pop(JVM_ENDINGS_ENV, None)
+
+
+def wait_before_starting_again(endings: int, interval: float) -> float:
+    """Seconds a loop whose JVM ended `endings` times in a row waits before it starts again: none the first
+    time (a new JVM is the next tick), then the interval, doubled at each ending, up to 5 minutes. A JVM that
+    keeps ending (a node too small for the heartbeat beside its jobs) then costs the node a start-up every
+    few minutes, not at every tick."""
+    if endings <= 1:
+        return 0.0
+    return float(min(LONGEST_WAIT_SECONDS, max(interval, 1.0) * 2 ** (endings - 2)))
+
+
 def again_argv(argv: list[str], ticks_left: int | None) -> list[str]:
     return [*argv, "--max-ticks", str(ticks_left)] if ticks_left else list(argv)

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.config_watch import ConfigWatch, again_argv
+from harness.commands.config_watch import (
+    JVM_ENDINGS_ENV,
+    ConfigWatch,
+    again_argv,
+    jvm_ended_again,
+    tick_ended_well,
+    wait_before_starting_again,
+)
 from harness.errors import ConfigError
 
 
@@ -53,3 +60,20 @@ def test_a_loop_started_again_goes_on_with_the_ticks_it_has_left() -> None:
     again = again_argv(started, 3)
     assert again[:2] == ["-m", "harness"] and parser().parse_args(again[2:]).max_ticks == 3
     assert again_argv(started, None) == started  # a loop until stopped: the same command
+
+
+@pytest.mark.unit
+def test_a_jvm_that_keeps_ending_makes_the_loop_wait_longer_each_time_until_a_tick_ends_well(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(JVM_ENDINGS_ENV, "0")  # put back as it was after the test, as the functions change it
+    # WHEN Spark's JVM ends under the loop four times in a row (each loop's process starts the next one,
+    # which inherits its environment)
+    waits = [wait_before_starting_again(jvm_ended_again(), 10) for _ in range(4)]
+    # THEN the first restart is at once (a new JVM is the next tick), then after the interval, doubled each time
+    assert waits == [0.0, 10.0, 20.0, 40.0]
+    # AND a JVM that never stays up is started again at least every 5 minutes, however short the interval
+    assert wait_before_starting_again(20, 10) == 300.0 and wait_before_starting_again(3, 0) == 2.0
+    # WHEN a tick then ends well, THEN the next ending is the first again
+    tick_ended_well()
+    assert wait_before_starting_again(jvm_ended_again(), 10) == 0.0

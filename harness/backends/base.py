@@ -33,6 +33,14 @@ class RunStatus:
     ended_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class LaterSuccess:
+    """A run of a failed job that succeeded after the failure (started or repaired by hand)."""
+
+    run_id: str
+    ended_at: datetime | None = None  # the run's own end, when the backend says it
+
+
 class StartRefused(Exception):
     """The backend definitely did not start the run (unknown job, no permission, bad request).
     A later attempt may use a new token."""
@@ -55,7 +63,9 @@ class JobBackend(ABC):
     def poll(self, job_id: str, run_id: str) -> RunStatus:
         """The run's state now. Raise BackendError when it cannot be read."""
 
-    def successful_run_after(self, job_id: str, since: datetime, failed_run_id: str | None = None) -> str | None:
+    def successful_run_after(
+        self, job_id: str, since: datetime, failed_run_id: str | None = None
+    ) -> LaterSuccess | None:
         """A run of the job that succeeded after `since` (started by hand), or the failed run
         `failed_run_id` itself, repaired since and succeeded, if the backend can tell."""
         return None

@@ -52,7 +52,15 @@ from databricks.sdk.service.jobs import (
     TerminationTypeType,
 )
 
-from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused, StartUncertain
+from harness.backends.base import (
+    JobBackend,
+    LaterSuccess,
+    RunRequest,
+    RunState,
+    RunStatus,
+    StartRefused,
+    StartUncertain,
+)
 from harness.config import Config, JobParameterNames, env_secret
 from harness.errors import BackendError, ConfigError
 from harness.redact import redact, register_secret
@@ -333,7 +341,9 @@ class DatabricksBackend(JobBackend):
             raise BackendError(f"Databricks job {job_id}: cannot read run {run_id}: {_describe(exc)}") from None
         return run_status(run)
 
-    def successful_run_after(self, job_id: str, since: datetime, failed_run_id: str | None = None) -> str | None:
+    def successful_run_after(
+        self, job_id: str, since: datetime, failed_run_id: str | None = None
+    ) -> LaterSuccess | None:
         """The failed run itself when it was repaired in the workspace (it keeps its start time, taken
         by the workspace's clock: not compared with `since`, the heartbeat's), else a run started by
         hand that succeeded, started at `since` or after."""
@@ -343,16 +353,17 @@ class DatabricksBackend(JobBackend):
             raise BackendError(f"Databricks job {job_id}: {exc}") from None
         since_ms = int(since.astimezone(UTC).timestamp() * 1000)
 
-        def find(c: WorkspaceClient) -> str | None:
+        def find(c: WorkspaceClient) -> LaterSuccess | None:
             if failed_run_id is not None and failed_run_id.strip().isdigit():
                 try:
-                    if succeeded(c.jobs.get_run(int(failed_run_id))):
-                        return failed_run_id
+                    repaired = c.jobs.get_run(int(failed_run_id))
+                    if succeeded(repaired):
+                        return LaterSuccess(failed_run_id, _end_time(repaired))
                 except NotFound:
                     pass  # deleted: a run by hand may still have succeeded
             for run in c.jobs.list_runs(job_id=numeric, completed_only=True, start_time_from=since_ms):
                 if succeeded(run) and (run.start_time or 0) >= since_ms:
-                    return str(run.run_id)
+                    return LaterSuccess(str(run.run_id), _end_time(run))
             return None
 
         try:
@@ -408,7 +419,12 @@ def succeeded(run: Run | BaseRun) -> bool:
 
 
 def _ended(run: Run) -> datetime:
-    return datetime.fromtimestamp(run.end_time / 1000, tz=UTC) if run.end_time else datetime.now(UTC)
+    return _end_time(run) or datetime.now(UTC)
+
+
+def _end_time(run: Run | BaseRun) -> datetime | None:
+    """When the run ended, by the workspace's clock; None when the workspace does not say."""
+    return datetime.fromtimestamp(run.end_time / 1000, tz=UTC) if run.end_time else None
 
 
 def _from_state(run: Run) -> RunStatus:

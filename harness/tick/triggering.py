@@ -358,7 +358,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
                 )
             continue
         # When the run itself ended (the event records when the heartbeat learned it).
-        ended = {"run_ended_at": status.ended_at.isoformat()} if status.ended_at else {}
+        ended = _ended_at(status.ended_at)
         if status.state is RunState.SKIPPED:
             # Not a failure: nothing ran. The rows go back as they were and the job is started again,
             # with the same range (or a longer one) and a new token, after the refused-start wait.
@@ -413,11 +413,16 @@ def _is_new_poll_failure(run: OpenRun, message: str) -> bool:
 
 
 def manual_events(
-    job_rows: Sequence[ControlRow], event_type: EventType, message: str, run_id: str | None = None
+    job_rows: Sequence[ControlRow],
+    event_type: EventType,
+    message: str,
+    run_id: str | None = None,
+    run_ended_at: datetime | None = None,
 ) -> list[Event]:
     """Close a job's latest run by hand: MANUAL_COMPLETE (its range counts as consumed) or
     RETRY_REQUESTED (its range is handed to the next run). Only rows IN_PROGRESS or FAILED move. A run
-    that failed keeps the end it had: closing it by hand is not when it ended."""
+    that failed keeps the end it had: closing it by hand is not when it ended. A later run found to have
+    succeeded (`run_id`) closes it with that run's own end, `run_ended_at`, when the backend said it."""
     status = Status.COMPLETED if event_type is EventType.MANUAL_COMPLETE else Status.NEW_EVENT_AVAILABLE
     return [
         Event(
@@ -429,7 +434,7 @@ def manual_events(
             watermark_before=r.last_success_watermark,
             watermark_after=r.trigger_watermark if event_type is EventType.MANUAL_COMPLETE else None,
             message=message,
-            details=_ended_before(r) if run_id is None else {},
+            details=_ended_before(r) if run_id is None else _ended_at(run_ended_at),
         )
         for r in job_rows
         if r.status in (Status.IN_PROGRESS.value, Status.FAILED.value)
@@ -438,9 +443,11 @@ def manual_events(
 
 def _ended_before(row: ControlRow) -> dict[str, str]:
     """The end of the row's latest run, when it ended before it was closed by hand (it failed)."""
-    if row.status != Status.FAILED.value or row.run_ended_at is None:
-        return {}
-    return {"run_ended_at": row.run_ended_at.isoformat()}
+    return _ended_at(row.run_ended_at) if row.status == Status.FAILED.value else {}
+
+
+def _ended_at(ended: datetime | None) -> dict[str, str]:
+    return {"run_ended_at": ended.isoformat()} if ended is not None else {}
 
 
 def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list[Event]:
@@ -457,19 +464,20 @@ def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list
         last = max(started, key=lambda r: cast(datetime, r.job_start_timestamp))
         since = cast(datetime, last.job_start_timestamp)
         try:
-            run_id = backend.successful_run_after(
+            found = backend.successful_run_after(
                 job_id, since.replace(tzinfo=since.tzinfo or timezone.utc), last.latest_run_id
             )
         except BackendError as exc:
             log.warning("job %s: cannot look for a later successful run: %s", job_id, redact(str(exc)))
             continue
-        if run_id:
+        if found:
             out.extend(
                 manual_events(
                     job_rows,
                     EventType.MANUAL_COMPLETE,
-                    f"job {job_id}: run {run_id} succeeded after the failure",
-                    run_id,
+                    f"job {job_id}: run {found.run_id} succeeded after the failure",
+                    found.run_id,
+                    found.ended_at,
                 )
             )
     return out

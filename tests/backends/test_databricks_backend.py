@@ -9,7 +9,7 @@ import socket
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -357,8 +357,10 @@ def test_successful_run_after_finds_only_a_success_started_after_the_failure(
     success = jobs_api.run_by_hand(123, "SUCCESS")
     for _ in range(25):
         jobs_api.run_by_hand(123, "CANCELED")
-    # THEN it is found, through the pages of runs/list
-    assert b.successful_run_after("123", failed_at) == str(success)
+    # THEN it is found, through the pages of runs/list, with its own end (the workspace's clock)
+    found = b.successful_run_after("123", failed_at)
+    assert found is not None and found.run_id == str(success)
+    assert found.ended_at == datetime.fromtimestamp(cast(int, jobs_api.runs[success].end_time) / 1000, UTC)
     lists = jobs_api.calls("/runs/list")
     assert lists[-1].query["completed_only"] == "true" and "page_token" in lists[-1].query
 
@@ -378,7 +380,8 @@ def test_a_failed_run_repaired_in_the_workspace_is_found_whatever_its_start_time
     jobs_api.end_run(int(run_id), "SUCCESS")
     # THEN it is found by its id, not by a start time the two clocks disagree on
     assert b.successful_run_after("123", intent_at) is None
-    assert b.successful_run_after("123", intent_at, run_id) == run_id
+    repaired = b.successful_run_after("123", intent_at, run_id)
+    assert repaired is not None and repaired.run_id == run_id and repaired.ended_at is not None
 
 
 # --- dbt's databricks target where the job sets no environment (serverless) ----------------------

@@ -7,8 +7,9 @@ import itertools
 import json
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -77,7 +78,11 @@ def test_runs_are_tracked_to_completed_failed_or_stuck_and_failed_jobs_wait_for_
 
     # THEN both leave FAILED and start again with the new file, from the range their failed run consumed
     assert sorted(third.started) == ["102", "103"]
-    assert [e["run_id"] for e in heartbeat.events("MANUAL_COMPLETE") if e["trigger_job_id"] == "103"] == [str(by_hand)]
+    (recovered,) = [e for e in heartbeat.events("MANUAL_COMPLETE") if e["trigger_job_id"] == "103"]
+    assert recovered["run_id"] == str(by_hand)
+    # AND the run found by hand closes 103's failure with its own end, as the workspace says it
+    ended_by_hand = datetime.fromtimestamp(cast(int, jobs_api.runs[by_hand].end_time) / 1000, UTC)
+    assert json.loads(recovered["details"])["run_ended_at"] == ended_by_hand.isoformat()
     for job in ("102", "103"):
         newest = jobs_api.started_runs(int(job))[-1]
         (upstream,) = jobs_api.change_range(newest)["upstreams"]

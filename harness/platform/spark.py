@@ -20,7 +20,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 import warnings
 from contextlib import contextmanager
@@ -62,24 +61,39 @@ SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
 @contextmanager
-def jvm_output_to(path: Path) -> Iterator[None]:
-    """The JVM started inside this block writes its own output (the start-up banner, the JDK's
-    incubator warning, Spark's error log, what it prints when it dies) to `path` instead of the terminal;
-    Python's stdout and stderr are restored when the block ends. The JVM then holds none of the command's
-    own output open: a reader of it (cron, a pipe) sees it end when the command does, not after the JVM's
-    shutdown (about 0.5 s), which goes on behind it (harness.platform.metastore_lock)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = {fd: os.dup(fd) for fd in (1, 2)}
-    try:
-        with path.open("ab") as target:
-            for fd in saved:
-                os.dup2(target.fileno(), fd)
-        yield
-    finally:
-        for fd, kept in saved.items():
-            os.dup2(kept, fd)
-            os.close(kept)
+def jvm_started_apart(output: Path) -> Iterator[None]:
+    """A JVM started inside this block writes its own output (the start-up banner, the JDK's incubator
+    warning, Spark's error log, what it prints when it dies) to `output`, and ignores SIGTERM, as PySpark
+    starts it ignoring SIGINT; both are set on the JVM's process alone, as PySpark spawns it.
+      - Its output: the JVM holds none of the command's own output open, so a reader of it (cron, a pipe)
+        sees it end when the command does, not after the JVM's shutdown (about 0.5 s), which goes on
+        behind it (harness.platform.metastore_lock). What the harness itself writes while the JVM starts
+        (dbt's parse beside it, a `run` loop's "stopping" line) stays the command's.
+      - SIGTERM: a stop sent to the heartbeat's process group (systemd's `systemctl stop`, `kill -- -PGID`)
+        reached the JVM too, which died in the middle of the loop's tick while the loop was finishing it;
+        now only the Python process takes the signal: a `run` loop finishes its tick, a `tick` process
+        ends, and the JVM with it (PySpark's gateway exits when its stdin, the Python process's pipe,
+        closes). HotSpot installs no handler for a signal ignored when it starts."""
+    from pyspark import java_gateway
+
+    spawn = java_gateway.Popen
+    with output.open("ab") as target:
+
+        def popen(*args: Any, **kwargs: Any) -> Any:
+            pyspark_own = kwargs.get("preexec_fn")
+
+            def before_exec() -> None:
+                if pyspark_own is not None:
+                    pyspark_own()
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+            return spawn(*args, **{**kwargs, "preexec_fn": before_exec, "stdout": target, "stderr": target})
+
+        java_gateway.Popen = popen  # type: ignore[assignment,misc]
+        try:
+            yield
+        finally:
+            java_gateway.Popen = spawn  # type: ignore[misc]
 
 
 def java_option_string(options: list[str]) -> str:
@@ -105,35 +119,6 @@ def in_utc(spark: SparkSession) -> SparkSession:
     if spark.conf.get(SESSION_TIME_ZONE, None) != "UTC":
         spark.conf.set(SESSION_TIME_ZONE, "UTC")
     return spark
-
-
-@contextmanager
-def jvm_ignoring_stop_signals() -> Iterator[None]:
-    """A JVM started meanwhile ignores SIGTERM, as PySpark starts it ignoring SIGINT. A stop sent to the
-    heartbeat's process group (systemd's `systemctl stop`, `kill -- -PGID`) reached the JVM too, which died
-    in the middle of the loop's tick while the loop was finishing it; now only the Python process takes
-    the signal: a `run` loop finishes its tick, a `tick` process ends, and the JVM with it (PySpark's
-    gateway exits when its stdin, the Python process's pipe, closes). HotSpot installs no handler for a
-    signal ignored when it starts; the ignore is set in the child alone, after PySpark's own."""
-    from pyspark import java_gateway
-
-    spawn = java_gateway.Popen
-
-    def popen(*args: Any, **kwargs: Any) -> Any:
-        pyspark_own = kwargs.get("preexec_fn")
-
-        def before_exec() -> None:
-            if pyspark_own is not None:
-                pyspark_own()
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-        return spawn(*args, **{**kwargs, "preexec_fn": before_exec})
-
-    java_gateway.Popen = popen  # type: ignore[assignment,misc]
-    try:
-        yield
-    finally:
-        java_gateway.Popen = spawn  # type: ignore[misc]
 
 
 def _jvm_process() -> Any:
@@ -239,7 +224,7 @@ def get_spark(config: Config) -> SparkSession:
         builder = builder.config("spark.sql.extensions", DELTA_EXTENSION).config(
             "spark.sql.catalog.spark_catalog", DELTA_CATALOG
         )
-    with jvm_output_to(config.layout.spark_log), jvm_ignoring_stop_signals():
+    with jvm_started_apart(config.layout.spark_log):
         spark = builder.getOrCreate()
     # PySpark also logs every failed query with its Java stack trace; the error itself is raised.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)

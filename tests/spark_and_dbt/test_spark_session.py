@@ -5,15 +5,24 @@ after the UTC settings the heartbeat's naive-UTC timestamps rely on are applied.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from pyspark import java_gateway
 from pyspark.sql import SparkSession
 
 from harness.config import PROJECT_DIR, Config
-from harness.platform.spark import DATABRICKS_RUNTIME_ENV, ICU_CASE_MAPPINGS, SESSION_TIME_ZONE, get_spark
+from harness.platform.spark import (
+    DATABRICKS_RUNTIME_ENV,
+    ICU_CASE_MAPPINGS,
+    SESSION_TIME_ZONE,
+    get_spark,
+    jvm_started_apart,
+)
 
 pytestmark = pytest.mark.scenario
 
@@ -71,3 +80,27 @@ def test_the_harness_jvm_holds_none_of_the_commands_own_output(spark: SparkSessi
     jvm_output = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)}
     assert all(target.endswith("/spark.log") for target in jvm_output.values()), jvm_output
     assert os.readlink("/proc/self/fd/1") not in jvm_output.values()
+
+
+def test_only_the_jvms_process_writes_to_its_log_and_ignores_sigterm(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a process PySpark spawns as it spawns the JVM, while the harness starts it apart
+    log_file = tmp_path / "spark.log"
+    with jvm_started_apart(log_file):
+        os.write(1, b"the command's own line\n")  # as the process writes them: to its descriptors
+        os.write(2, b"a run loop's stopping line\n")
+        child = java_gateway.Popen(
+            ["sh", "-c", "echo the jvm line; grep SigIgn /proc/self/status"], stdin=subprocess.PIPE
+        )
+        child.communicate()
+    # THEN what the command writes meanwhile stays its own, and the JVM's output goes to the log
+    written = capfd.readouterr()
+    assert "the command's own line" in written.out and "a run loop's stopping line" in written.err
+    assert "the jvm line" not in written.out + written.err
+    jvm_line, ignored = log_file.read_text().splitlines()
+    assert jvm_line == "the jvm line"
+    # AND the JVM's process ignores SIGTERM (a stop to the process group is the loop's to handle), this one does not
+    assert int(ignored.split()[1], 16) & (1 << (signal.SIGTERM - 1))
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN
+    assert java_gateway.Popen is subprocess.Popen  # PySpark's own again after the block

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the harness p
 from pyspark.sql import SparkSession  # noqa: E402
 
 from harness.consume import read_range  # noqa: E402
-from harness.platform.spark import LOG4J_CONFIG, jvm_output_to  # noqa: E402
+from harness.platform.spark import LOG4J_CONFIG, jvm_started_apart  # noqa: E402
 
 change_range = json.loads(os.environ["HEARTBEAT_CHANGE_RANGE"])
 print(f"job {os.environ['HEARTBEAT_JOB_ID']} run {os.environ['HEARTBEAT_RUN_ID']}")
@@ -19,7 +19,7 @@ for upstream in change_range["upstreams"]:
     print(f"  {upstream['sensor_source']}:{upstream['sensor_id']} from {upstream['from']} to {upstream['to']}")
 
 # Its own local session (no metastore: the heartbeat's state folder is the heartbeat's), started quietly.
-with jvm_output_to(Path(os.devnull)):
+with jvm_started_apart(Path(os.devnull)):
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("demo-orders-job")

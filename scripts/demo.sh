@@ -29,6 +29,16 @@ runs_of() {  # the output of every run of job $1 so far, oldest first
   done
 }
 
+succeeded() {  # the demo stops, with the run's output, when job $1's newest run did not succeed
+  local run
+  run=$(dirname "$(grep -l "\"job_id\": \"$1\"" "$HEARTBEAT_STATE_DIR"/local_runs/local-*/meta.json | sort | tail -1)")
+  if ! grep -q '"exit_code": 0' "$run/result.json"; then
+    echo "demo: the newest run of $1 did not succeed ($(cat "$run/result.json")):" >&2
+    cat "$run/output.log" >&2
+    exit 1
+  fi
+}
+
 newest_run_output() {
   cat "$(ls -d "$HEARTBEAT_STATE_DIR"/local_runs/local-* | sort | tail -1)/output.log"
 }
@@ -46,6 +56,7 @@ ticks_until_idle
 
 echo "== what demo_orders_job was handed"
 runs_of demo_orders_job
+succeeded demo_orders_job
 echo "== what demo_customers_job did (every record new: N)"
 runs_of demo_customers_job
 python -m harness status
@@ -55,11 +66,13 @@ python -m harness retry --job-id demo_customers_job
 ticks_until_idle
 echo "== the same extract loaded again: every record unchanged (U), nothing twice"
 newest_run_output
+succeeded demo_customers_job
 
 echo "== customers_002.csv lands: changed (C), same with a newer date (S), new (N), older than the dataset (O)"
 echo customers_002.csv > demo/triggers/demo_customers_landed/customers_002.ready
 ticks_until_idle
 newest_run_output
+succeeded demo_customers_job
 
 echo "== recompute the customers dataset from its kept batches (refresh reset, in the downstream project)"
 env -u HEARTBEAT_STATE_DIR python -m harness --config demo/downstream/heartbeat.yml refresh reset --model customers --project-dir demo/downstream  # its own state folder

@@ -1,7 +1,10 @@
 """A `run` loop's heartbeat.yml, looked at after each tick: the loop's settings are those it started
 with, so a changed file that is valid is applied by starting the loop again (the same command, a new
 process: a new JVM, once); a changed file that is refused is said, once, and the loop goes on with the
-settings it has, as a cron tick would refuse to start with it."""
+settings it has, as a cron tick would refuse to start with it.
+
+How the loop starts again lives here too (`start_again`), for a changed file as for a JVM that ended
+under it, with how many times in a row the JVM ended and how long the loop waits before it starts again."""
 
 from __future__ import annotations
 

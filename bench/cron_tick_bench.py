@@ -10,6 +10,11 @@ which starts a job for each row they feed; the next tick records the runs' ends)
 processes of lake.orders, each followed by the tick that applies it (and starts the job it feeds) and
 one that records that run's end, then `complete` processes. Prints the median, minimum and maximum
 seconds of each, and for the ticks that find work the median of each step (from the tick's log lines).
+Then the same work warm, on the same state in the same hour: one `run` process (one JVM for all its
+ticks), --ticks + 1 files landed one after another; from the state's tick records, the seconds of each
+tick that started the job and of each that recorded its run's end, the first of each left out (its
+queries' first run in that JVM), and how much more the cold process took (the issue's target: a busy
+cron tick costs the warm tick's work + at most 10 s).
 `--source DIR` runs the harness of another checkout (for a before/after on the same machine).
 With --preprocess the state has one more row: a Delta table by path (written with delta-rs) whose
 preprocess_query keeps only rows marked `done`; after the first tick (which runs the query over the
@@ -25,8 +30,11 @@ query drops (the first runs it over them, the next ones have nothing new).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -133,14 +141,72 @@ class Heartbeat:
     def wait_for_runs(self) -> None:
         wait_for_runs(self.base / "state" / "runs")
 
+    def ticks(self) -> list[dict[str, object]]:
+        """The state's tick records, oldest first (a line a kill cut short is skipped)."""
+        path = self.base / "state" / "ticks.jsonl"
+        records = []
+        for text in path.read_text().splitlines() if path.exists() else []:
+            try:
+                records.append(json.loads(text))
+            except ValueError:
+                continue
+        return records
+
+    def warm(self, landings: int) -> tuple[list[float], list[float]]:
+        """`landings` + 1 files landed one after another under one `run --interval 1` process: the seconds
+        of each tick that started the job, and of each tick after it that folded without starting (the one
+        that records the run's end; nothing else happens on this state), the first of each left out."""
+        before = len(self.ticks())
+        log = (self.base / "run.log").open("w")
+        loop = subprocess.Popen(
+            [sys.executable, "-m", "harness", "--config", str(self.config), "run", "--interval", "1"],
+            cwd=self.source,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            self._wait(lambda: len(self.ticks()) > before, "the run loop's first tick")
+            for i in range(landings + 1):
+                self.land(1000 + i)
+                self._wait(lambda: len(self._warm_starts(before)) > i, f"the run loop to start landing {i}'s job")
+                self.wait_for_runs()
+                self._wait(lambda: len(self._warm_ends(before)) > i, f"the run loop to record landing {i}'s run")
+        finally:
+            os.killpg(loop.pid, signal.SIGTERM)
+            loop.wait(timeout=120)
+            log.close()
+        return self._warm_starts(before)[1:], self._warm_ends(before)[1:]
+
+    def _warm_starts(self, before: int) -> list[float]:
+        return [float(t["seconds"]) for t in self.ticks()[before + 1 :] if t["started"]]  # type: ignore[arg-type]
+
+    def _warm_ends(self, before: int) -> list[float]:
+        ended, started = [], False
+        for t in self.ticks()[before + 1 :]:
+            if t["started"]:
+                started = True
+            elif started and "fold" in t["steps"]:  # type: ignore[operator]
+                ended.append(float(t["seconds"]))  # type: ignore[arg-type]
+                started = False
+        return ended
+
+    def _wait(self, condition: object, what: str, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():  # type: ignore[operator]
+                return
+            time.sleep(0.1)
+        raise SystemExit(f"cron tick bench: timed out waiting for {what} (its log: {self.base / 'run.log'})")
+
     def cleanup(self) -> None:
         shutil.rmtree(self.seeds, ignore_errors=True)
 
 
-def line(what: str, values: list[float]) -> str:
+def line(what: str, values: list[float], of: str = "processes") -> str:
     return (
         f"{what:<44} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s   "
-        f"max {max(values):6.2f} s   ({len(values)} processes)"
+        f"max {max(values):6.2f} s   ({len(values)} {of})"
     )
 
 
@@ -182,6 +248,7 @@ def main() -> None:
             hb.wait_for_runs()
             hb.seconds("tick")  # records the run's end
         complete = [hb.seconds("complete", "--job-id", hb.job_id) for _ in range(args.ticks)]
+        warm_started, warm_ended = hb.warm(args.ticks)
     finally:
         hb.cleanup()
     print(f"harness from {hb.source}, " + (f"{args.rows} rows" if args.rows else "the demo's two rows"))
@@ -195,6 +262,17 @@ def main() -> None:
     print(line("tick, a publication applied (starts its job)", [s for s, _ in applied]))
     print(step_medians(applied))
     print(line("complete --job-id J", complete))
+    print(line("warm, one `run` process: a file landed", warm_started, "ticks"))
+    print(line("warm, one `run` process: the run ended", warm_ended, "ticks"))
+    cold_over = [
+        ("a file landed", statistics.median(s for s, _ in busy) - statistics.median(warm_started)),
+        ("the run ended", statistics.median(s for s, _ in ended) - statistics.median(warm_ended)),
+    ]
+    print(
+        f"{'cold process over the warm tick (medians)':<44} "
+        + ", ".join(f"{what} +{over:.2f} s" for what, over in cold_over)
+        + " (target: at most +10 s)"
+    )
 
 
 def preprocess_ticks(hb: Heartbeat, ticks: int) -> None:

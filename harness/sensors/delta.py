@@ -411,6 +411,7 @@ def read_range(request: RangeRequest) -> DataFrame:
             CommitLog(target.sensor_id, sensor.paths.storage_options),
             key=target.upstream_key,
             key_max=key_values.decode(end_max) if end_max else None,
+            table_id=end.get("table_id"),  # `from` of another table id: the table was made again in between
         )
         return sensor.new_data_frame(request.context, target, position, start_mark)
     table = sensor.paths.open(target, version)

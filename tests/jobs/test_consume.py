@@ -225,3 +225,22 @@ def test_iceberg_range_is_the_rows_the_snapshots_in_between_added(spark: SparkSe
         ConsumeError, match=f"snapshot {start['snapshot_id']}, where the range starts, is not an ancestor"
     ):
         read_one(spark, config, upstream, start, end)
+
+
+def test_delta_range_by_upstream_key_is_the_rows_past_the_start_max(spark: SparkSession, tmp_path: Path) -> None:
+    # GIVEN a table by path with an upstream_key, which the job last read up to id 2, then two more ids
+    path, config = str(tmp_path / "keyed"), sensor_config(tmp_path)
+    sensor = DeltaSensor.from_settings(config.sources.delta, False)
+    upstream = Upstream(SensorSource.DELTA_TABLE, path, upstream_key="id")
+    write_deltalake(path, orders([1, 2]))
+    start = watermark(sensor, upstream)
+    write_deltalake(path, orders([3, 4]), mode="append")
+    end = watermark(sensor, upstream)
+    write_deltalake(path, orders([5]), mode="append")
+
+    # WHEN the job reads its range THEN the rows whose key is past the start's max, up to the end's
+    assert sorted(r["id"] for r in read_one(spark, config, upstream, start, end)) == [3, 4]
+    # AND across the table made again since: every row of the new table up to its max (its keys start again)
+    shutil.rmtree(path)
+    write_deltalake(path, orders([1, 2, 3]))
+    assert sorted(r["id"] for r in read_one(spark, config, upstream, end, watermark(sensor, upstream))) == [1, 2, 3]

@@ -6,11 +6,13 @@ of the new versions (commit time, operation, add/remove actions and the partitio
 A named table (`db.table`, `catalog.db.table`) goes through Spark's `DESCRIBE HISTORY`, which needs
 Delta on Spark's classpath (Databricks). What a commit changed is `harness.sensors.delta_log`'s part.
 
-Without upstream_key the watermark is `{"version": v}` (and, for a path table, `"table_id"`: the id
-in its metadata, so a table deleted and made again at the same path is told from the one before, whatever
-its versions; each of its versions is then new); versions whose commits change no data
-(OPTIMIZE, VACUUM, property changes: no add/remove with dataChange) are not new data. With
-upstream_key (the manual-upload case) the watermark is the max of that column, from the files'
+Without upstream_key the watermark is `{"version": v, "table_id": id}`, the id in the table's metadata
+(delta-rs's for a path, `DESCRIBE DETAIL`'s for a name): a table deleted and made again at the same path
+or under the same name is told from the one before whatever its versions (a `DROP` then `CREATE TABLE
+... AS` at every load leaves each at version 0), and all of it is then new; a watermark without an id
+(a named table's, from before it was kept) is taken as of the table there now. Versions whose commits
+change no data (OPTIMIZE, VACUUM, property changes: no add/remove with dataChange) are not new data.
+With upstream_key (the manual-upload case) the watermark is the max of that column, from the files'
 statistics where they are exact (integers, decimals, dates), else from a scan of that one column.
 """
 
@@ -69,7 +71,7 @@ class TableState:
     key: str | None = None
     key_max: Any = None
     files: Callable[[], pa.Table] | None = None
-    table_id: str | None = None  # the id in the table's metadata (path tables): a table made again has another
+    table_id: str | None = None  # the id in the table's metadata: a table made again has another
     watermark: Watermark = field(init=False)
 
     def __post_init__(self) -> None:  # encoded once, so a key of an unsupported type fails the read
@@ -108,7 +110,7 @@ class TableState:
 
     def of_this_table(self, since: Watermark | None) -> Watermark | None:
         """`since`, or None when it is another table's position: one deleted and made again at the same
-        path since (its versions, or its keys, start again), so everything this table holds is new."""
+        path or name since (its versions, or its keys, start again), so everything this table holds is new."""
         return None if since and since.get("table_id") not in (None, self.table_id) else since
 
     def events_since(self, since: Watermark | None) -> list[ChangeEvent]:
@@ -267,6 +269,7 @@ class NamedTables:
                 history = [
                     r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {name} LIMIT {MAX_DETAILED_COMMITS}").collect()
                 ]
+                table_id = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]["id"]
                 key_max = spark.sql(f"SELECT max({key}) AS m FROM {name}").collect()[0][0] if key else None
         except SensorError:
             raise
@@ -281,10 +284,12 @@ class NamedTables:
             KnownCommits(commits),
             key=upstream.upstream_key,
             key_max=key_max,
+            table_id=str(table_id) if table_id else None,
         )
 
     @staticmethod
     def new_rows(context: CheckContext, upstream: Upstream, state: TableState, since: Watermark | None) -> DataFrame:
+        since = state.of_this_table(since)
         spark = context.session(upstream.label)
         name = quoted_table_name(upstream.label, upstream.sensor_id)
         if upstream.upstream_key:
@@ -348,7 +353,8 @@ class DeltaSensor(Sensor[TableState]):
             upstream.sensor_id, seen, position.version, commits, undescribed, bool(position.partition_columns)
         )
         if made_again:
-            changes["note"] = "the table at this path was made again (its table id changed): all of it is new"
+            where = "at this path" if is_path(upstream.sensor_id) else "of this name"
+            changes["note"] = f"the table {where} was made again (its table id changed): all of it is new"
         return NewData(
             watermark=position.watermark,
             changes=changes,

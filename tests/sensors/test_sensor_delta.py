@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from harness.errors import SensorError
 from harness.sensors.base import NewData, NothingNew, Upstream
@@ -211,6 +213,61 @@ def test_delta_named_table_without_delta_on_spark_says_to_use_the_path(
     # GIVEN a session without Delta's jars (this machine), WHEN a named table is checked
     with pytest.raises(SensorError, match=r"needs Delta on Spark's classpath .* give the table's path"):
         read(sensor, Upstream(SensorSource.DELTA_TABLE, "sales.orders"), spark)
+
+
+class NamedTableCatalog:
+    """What Spark answers for one named Delta table (Delta's Spark jars cannot be loaded here): its
+    `DESCRIBE HISTORY` and `DESCRIBE DETAIL` rows, as a check's context hands them out."""
+
+    def __init__(self) -> None:
+        self.table_id, self.operations = "", [""]
+        self.expired = False
+
+    def made(self, table_id: str, *operations: str) -> None:
+        """The table now has this id and these commits (version 0 first)."""
+        self.table_id, self.operations = table_id, list(operations)
+
+    def sql(self, query: str) -> "NamedTableCatalog":
+        self.query = query
+        return self
+
+    def collect(self) -> list[Row]:
+        if self.query.startswith("DESCRIBE DETAIL"):
+            return [Row(id=self.table_id, name="sales.orders")]
+        assert self.query.startswith("DESCRIBE HISTORY"), self.query
+        return [
+            Row(version=v, timestamp=None, operation=op, operationParameters={}, operationMetrics={"numFiles": "1"})
+            for v, op in reversed(list(enumerate(self.operations)))
+        ]
+
+    @contextmanager
+    def spark_until_deadline(self, label: str) -> Iterator[Any]:
+        yield self
+
+
+def test_a_named_delta_table_made_again_is_new_whatever_its_version() -> None:
+    # GIVEN a row that has seen a named table at version 0, made by CREATE TABLE ... AS
+    catalog, named = NamedTableCatalog(), DeltaSensor({}, delta_on_spark=True)
+    upstream = Upstream(SensorSource.DELTA_TABLE, "sales.orders")
+    catalog.made("a1", "CREATE TABLE AS SELECT")
+    seen = named.read_position(catalog, upstream).watermark  # type: ignore[arg-type]
+    assert seen == {"version": 0, "table_id": "a1"}
+    # WHEN the table is dropped and made again the same way (version 0 again), or written to twice since
+    for operations in (["CREATE TABLE AS SELECT"], ["CREATE TABLE AS SELECT", "WRITE", "WRITE"]):
+        catalog.made(f"b{len(operations)}", *operations)
+        position = named.read_position(catalog, upstream)  # type: ignore[arg-type]
+        detection = named.detect(upstream, position, seen)
+        # THEN all of the new table is new data, and said so
+        assert isinstance(detection, NewData) and detection.watermark["table_id"] == f"b{len(operations)}"
+        assert detection.changes["version_from"] is None
+        assert detection.changes["version_to"] == len(operations) - 1
+        assert (
+            detection.changes["note"]
+            == "the table of this name was made again (its table id changed): all of it is new"
+        )
+        assert isinstance(named.detect(upstream, position, detection.watermark), NothingNew)
+    # AND a watermark kept before the id was (no table_id) goes on from its version
+    assert isinstance(named.detect(upstream, position, {"version": 2}), NothingNew)
 
 
 def test_delta_history_rows_map_to_data_changes() -> None:

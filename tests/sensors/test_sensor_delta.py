@@ -220,14 +220,14 @@ class NamedTableCatalog:
     `DESCRIBE HISTORY` and `DESCRIBE DETAIL` rows, as a check's context hands them out."""
 
     def __init__(self) -> None:
-        self.table_id, self.operations = "", [""]
-        self.expired = False
+        self.table_id, self.operations, self.query = "", [""], ""
+        self.expired = False  # a check's context: its deadline has not passed
 
     def made(self, table_id: str, *operations: str) -> None:
         """The table now has this id and these commits (version 0 first)."""
         self.table_id, self.operations = table_id, list(operations)
 
-    def sql(self, query: str) -> "NamedTableCatalog":
+    def sql(self, query: str) -> NamedTableCatalog:
         self.query = query
         return self
 

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 import yaml
+from latency_bench import wait_for
 from tick_bench import land, tenth, wait_for_runs, write_controls
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,12 +167,12 @@ class Heartbeat:
             start_new_session=True,
         )
         try:
-            self._wait(lambda: len(self.ticks()) > before, "the run loop's first tick")
+            wait_for(lambda: len(self.ticks()) > before, 300, f"the run loop's first tick ({self.base / 'run.log'})")
             for i in range(landings + 1):
                 self.land(1000 + i)
-                self._wait(lambda: len(self._warm_starts(before)) > i, f"the run loop to start landing {i}'s job")
+                wait_for(lambda: len(self._warm_starts(before)) > i, 120, f"the run loop to start landing {i}'s job")
                 self.wait_for_runs()
-                self._wait(lambda: len(self._warm_ends(before)) > i, f"the run loop to record landing {i}'s run")
+                wait_for(lambda: len(self._warm_ends(before)) > i, 120, f"the run loop to record landing {i}'s run")
         finally:
             os.killpg(loop.pid, signal.SIGTERM)
             loop.wait(timeout=120)
@@ -190,14 +191,6 @@ class Heartbeat:
                 ended.append(float(t["seconds"]))  # type: ignore[arg-type]
                 started = False
         return ended
-
-    def _wait(self, condition: object, what: str, timeout: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():  # type: ignore[operator]
-                return
-            time.sleep(0.1)
-        raise SystemExit(f"cron tick bench: timed out waiting for {what} (its log: {self.base / 'run.log'})")
 
     def cleanup(self) -> None:
         shutil.rmtree(self.seeds, ignore_errors=True)

@@ -32,12 +32,13 @@ trigger_file,landing,batch,latency bench upstream,,,latency_job,latency bench jo
 
 
 def wait_for(condition: object, timeout: float, what: str) -> None:
+    """Until `condition()` is true; SystemExit naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():  # type: ignore[operator]
             return
         time.sleep(0.05)
-    raise SystemExit(f"latency bench: timed out waiting for {what}")
+    raise SystemExit(f"timed out waiting for {what}")
 
 
 def recorded_ended(state: Path, run_id: str) -> bool:

@@ -20,18 +20,24 @@ ticks_until_idle() {  # tick every 5 s until a tick starts nothing while no run 
   python -m harness run --interval 5 --until-idle --max-ticks 60
 }
 
-runs_of() {  # the output of every run of job $1 so far, oldest first
+run_folders_of() {  # the run folders of job $1 so far, oldest first
+  local meta
   for meta in $(ls -d "$HEARTBEAT_STATE_DIR"/local_runs/local-*/meta.json | sort); do
-    if grep -q "\"job_id\": \"$1\"" "$meta"; then
-      echo "-- run $(basename "$(dirname "$meta")")"
-      cat "$(dirname "$meta")/output.log"
-    fi
+    if grep -q "\"job_id\": \"$1\"" "$meta"; then dirname "$meta"; fi
+  done
+}
+
+runs_of() {  # the output of every run of job $1 so far, oldest first
+  local run
+  for run in $(run_folders_of "$1"); do
+    echo "-- run $(basename "$run")"
+    cat "$run/output.log"
   done
 }
 
 succeeded() {  # the demo stops, with the run's output, when job $1's newest run did not succeed
   local run
-  run=$(dirname "$(grep -l "\"job_id\": \"$1\"" "$HEARTBEAT_STATE_DIR"/local_runs/local-*/meta.json | sort | tail -1)")
+  run=$(run_folders_of "$1" | tail -1)
   if ! grep -q '"exit_code": 0' "$run/result.json"; then
     echo "demo: the newest run of $1 did not succeed ($(cat "$run/result.json")):" >&2
     cat "$run/output.log" >&2

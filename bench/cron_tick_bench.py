@@ -30,7 +30,6 @@ query drops (the first runs it over them, the next ones have nothing new).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -39,11 +38,15 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import yaml
 from latency_bench import wait_for
 from tick_bench import land, tenth, wait_for_runs, write_controls
+
+from harness.state.status_files import read_ticks  # noqa: E402 - tick_bench puts the harness on the path
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP_LINE = re.compile(r"^\S+ heartbeat INFO +(?P<step>\S+(?: \S+)?) {2,}.*\((?P<seconds>[0-9.]+)s\)$")
@@ -142,22 +145,11 @@ class Heartbeat:
     def wait_for_runs(self) -> None:
         wait_for_runs(self.base / "state" / "runs")
 
-    def ticks(self) -> list[dict[str, object]]:
-        """The state's tick records, oldest first (a line a kill cut short is skipped)."""
-        path = self.base / "state" / "ticks.jsonl"
-        records = []
-        for text in path.read_text().splitlines() if path.exists() else []:
-            try:
-                records.append(json.loads(text))
-            except ValueError:
-                continue
-        return records
-
     def warm(self, landings: int) -> tuple[list[float], list[float]]:
         """`landings` + 1 files landed one after another under one `run --interval 1` process: the seconds
         of each tick that started the job, and of each tick after it that folded without starting (the one
         that records the run's end; nothing else happens on this state), the first of each left out."""
-        before = len(self.ticks())
+        since = datetime.now(timezone.utc)
         log = (self.base / "run.log").open("w")
         loop = subprocess.Popen(
             [sys.executable, "-m", "harness", "--config", str(self.config), "run", "--interval", "1"],
@@ -167,28 +159,33 @@ class Heartbeat:
             start_new_session=True,
         )
         try:
-            wait_for(lambda: len(self.ticks()) > before, 300, f"the run loop's first tick ({self.base / 'run.log'})")
+            first = f"the run loop's first tick ({self.base / 'run.log'})"
+            wait_for(lambda: read_ticks(self.base / "state", since), 300, first)
             for i in range(landings + 1):
                 self.land(1000 + i)
-                wait_for(lambda: len(self._warm_starts(before)) > i, 120, f"the run loop to start landing {i}'s job")
+                wait_for(lambda: len(self._warm_starts(since)) > i, 120, f"the run loop to start landing {i}'s job")
                 self.wait_for_runs()
-                wait_for(lambda: len(self._warm_ends(before)) > i, 120, f"the run loop to record landing {i}'s run")
+                wait_for(lambda: len(self._warm_ends(since)) > i, 120, f"the run loop to record landing {i}'s run")
         finally:
             os.killpg(loop.pid, signal.SIGTERM)
             loop.wait(timeout=120)
             log.close()
-        return self._warm_starts(before)[1:], self._warm_ends(before)[1:]
+        return self._warm_starts(since)[1:], self._warm_ends(since)[1:]
 
-    def _warm_starts(self, before: int) -> list[float]:
-        return [float(t["seconds"]) for t in self.ticks()[before + 1 :] if t["started"]]  # type: ignore[arg-type]
+    def _ticks(self, since: datetime) -> list[dict[str, Any]]:
+        """The loop's ticks after its first (a new JVM's), from the state's tick records."""
+        return read_ticks(self.base / "state", since)[1:]
 
-    def _warm_ends(self, before: int) -> list[float]:
+    def _warm_starts(self, since: datetime) -> list[float]:
+        return [float(t["seconds"]) for t in self._ticks(since) if t["started"]]
+
+    def _warm_ends(self, since: datetime) -> list[float]:
         ended, started = [], False
-        for t in self.ticks()[before + 1 :]:
+        for t in self._ticks(since):
             if t["started"]:
                 started = True
-            elif started and "fold" in t["steps"]:  # type: ignore[operator]
-                ended.append(float(t["seconds"]))  # type: ignore[arg-type]
+            elif started and "fold" in t["steps"]:
+                ended.append(float(t["seconds"]))
                 started = False
         return ended
 

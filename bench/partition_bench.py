@@ -33,13 +33,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from harness.partition_filter import parse_filter
+from harness.core.partition_filter import parse_filter
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.iceberg import IcebergSensor
 from harness.sensors.partition_trigger import detect_partitions
-from harness.vocabulary import SensorSource
 
 FIRST_DAY = date(2024, 1, 1)
 

@@ -35,7 +35,7 @@ for _name in [n for n in os.environ if n.startswith("HEARTBEAT_")]:
 from pyspark.sql import SparkSession  # noqa: E402
 
 from harness.commands.refresh import run_action  # noqa: E402
-from harness.config import PROJECT_DIR, Config  # noqa: E402
+from harness.core.config import PROJECT_DIR, Config  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
 from harness.refresh.runner import run  # noqa: E402
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from tick_bench import bench_config  # noqa: E402
 
-from harness.config import PROJECT_DIR  # noqa: E402
+from harness.core.config import PROJECT_DIR  # noqa: E402
 from harness.state.event_files import PARTITION_PREFIX  # noqa: E402
 
 

@@ -40,8 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.config import PROJECT_DIR, Config, HeartbeatSettings, LocalJob, SensingSettings  # noqa: E402
-from harness.controls import USER_COLUMNS  # noqa: E402
+from harness.core.config import PROJECT_DIR, Config, HeartbeatSettings, LocalJob, SensingSettings  # noqa: E402
+from harness.core.controls import USER_COLUMNS  # noqa: E402
 from harness.tick.steps import TickReport  # noqa: E402
 
 

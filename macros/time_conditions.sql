@@ -1,6 +1,6 @@
 {#-
   The time conditions of the controls CSV (quiet_period, min_interval, start_window) in SQL. Their
-  grammar is harness/durations.py and harness/start_window.py (the validator refuses what these
+  grammar is harness/core/durations.py and harness/core/start_window.py (the validator refuses what these
   cannot read); tests/test_vocabulary.py keeps the start window's pattern equal to the Python one.
 -#}
 

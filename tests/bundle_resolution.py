@@ -23,7 +23,7 @@ from databricks.bundles.jobs import Job
 from databricks.bundles.schemas import Schema
 from databricks.bundles.volumes import Volume
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 
 TYPES = {"jobs": Job, "schemas": Schema, "volumes": Volume}
 _REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")

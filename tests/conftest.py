@@ -29,7 +29,7 @@ os.environ.update(
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from harness.config import PROJECT_DIR, Config  # noqa: E402
+from harness.core.config import PROJECT_DIR, Config  # noqa: E402
 from harness.platform.jvm_options import expect_long_life  # noqa: E402
 from harness.platform.spark import get_spark  # noqa: E402
 from tests import layers  # noqa: E402

@@ -9,9 +9,9 @@ from typing import Any, Iterator, Mapping
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import Config, config_from_mapping
+from harness.core.config import Config, config_from_mapping
+from harness.core.vocabulary import ControlRow, RowKey
 from harness.sensors.context import CheckContext
-from harness.vocabulary import ControlRow, RowKey
 from tests.kafka_mock import MockKafka
 from tests.postgres import PASSWORD as PG_PASSWORD
 from tests.postgres import USER as PG_USER

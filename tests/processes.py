@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from harness.config import PROJECT_DIR
-from harness.faults import CRASH_ENV
+from harness.core.config import PROJECT_DIR
+from harness.core.faults import CRASH_ENV
 from tests.jobs_api_server import FAST, JobsApiServer
 from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row, write_controls_csv
 

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from dbt.cli.main import dbtRunner
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR, Config
+from harness.core.config import PROJECT_DIR, Config
 from harness.platform.dbt_runner import DbtOutcome
 from harness.refresh import runner
 

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.commands import cli
-from harness.config import (
+from harness.core.config import (
     PROJECT_DIR,
     Config,
     HeartbeatFile,
@@ -26,7 +26,7 @@ from harness.config import (
     SensingSettings,
     SourceSections,
 )
-from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
+from harness.core.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.sensors.base import Sensor, Upstream
 from harness.sensors.context import CheckContext
 from harness.state.tables import JobDecision, Tables

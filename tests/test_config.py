@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from harness.commands import cli
-from harness.config import ConfigError, HeartbeatFile, config_from_mapping, load_config
-from harness.config_source import locate_state
+from harness.core.config import ConfigError, HeartbeatFile, config_from_mapping, load_config
+from harness.core.config_source import locate_state
 
 
 def write_config(path: Path, body: str) -> Path:

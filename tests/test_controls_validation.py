@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
-from harness.config import PROJECT_DIR
-from harness.controls import USER_COLUMNS, read_controls
-from harness.errors import ControlsError, DbtError
+from harness.core.config import PROJECT_DIR
+from harness.core.controls import USER_COLUMNS, read_controls
+from harness.core.errors import ControlsError, DbtError
+from harness.core.vocabulary import SensorSource
 from harness.platform import dbt_runner
-from harness.vocabulary import SensorSource
 from tests.support import HeartbeatHarness, control_row
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from harness.errors import PreprocessQueryError
-from harness.preprocess import as_written, check_query, of_new_data_alone, over_view, render
+from harness.core.errors import PreprocessQueryError
+from harness.core.preprocess import as_written, check_query, of_new_data_alone, over_view, render
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 
 PROGRAMS = ("demo", "deploy", "adapter", "scripts")
 

@@ -1,10 +1,10 @@
-"""What a mistyped word most likely meant (harness.suggest): job ids, source kinds, columns, config keys."""
+"""What a mistyped word most likely meant (harness.core.suggest): job ids, source kinds, columns, config keys."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.suggest import close_to, did_you_mean, typos_of
+from harness.core.suggest import close_to, did_you_mean, typos_of
 
 JOBS = ["daily_orders", "hourly_orders", "customers", "job_ab", "job_b"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from harness.commands import cli
-from harness.config import DELTA_JARS_ENV
-from harness.errors import SensorError
+from harness.core.config import DELTA_JARS_ENV
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 from tests.support import control_row, write_controls_csv
 
@@ -384,7 +384,7 @@ def test_validate_notes_a_trigger_folder_not_written_in_its_plain_form(
 def test_a_max_range_changed_while_steps_wait_says_what_the_next_runs_are_handed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.state_layout import StateLayout
+    from harness.core.state_layout import StateLayout
 
     # GIVEN four rows whose last tick left steps of their range unconsumed (d: none), each with max_range 2
     def row(name: str, max_range: str) -> dict[str, str]:

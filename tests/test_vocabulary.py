@@ -1,5 +1,5 @@
 """One vocabulary: the statuses, job states, read types and event types the harness uses
-(harness/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml).
+(harness/core/vocabulary.py) are the ones the dbt project's models and tests read (vars in dbt_project.yml).
 The source kinds: tests/sensors/test_source_kinds.py."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
+from harness.core.start_window import PATTERN
+from harness.core.vocabulary import EventType, JobState, ReadType, Status
 from harness.platform.dbt_runner import AS_IF_CONTROL_TABLE
-from harness.start_window import PATTERN
-from harness.vocabulary import EventType, JobState, ReadType, Status
 
 
 def dbt_vars() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 
 BUILD_TIMEOUT_SECONDS = 300
 # What is never part of a build: the state of local runs, virtualenvs, earlier builds, and dbt_packages

@@ -22,8 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the harness package, when run from anywhere
 
-from harness.config import load_config  # noqa: E402
-from harness.config_source import CONFIG_ENV, ENV_OVERRIDES  # noqa: E402
+from harness.core.config import load_config  # noqa: E402
+from harness.core.config_source import CONFIG_ENV, ENV_OVERRIDES  # noqa: E402
 
 # This project has its own state folder (own metastore): not the heartbeat's overrides it inherits.
 for variable in [CONFIG_ENV, *ENV_OVERRIDES.values()]:

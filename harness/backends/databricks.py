@@ -61,13 +61,13 @@ from harness.backends.base import (
     StartRefused,
     StartUncertain,
 )
-from harness.config import Config, JobParameterNames, env_secret
-from harness.errors import BackendError, ConfigError
-from harness.redact import redact, register_secret
+from harness.core.config import Config, JobParameterNames, env_secret
+from harness.core.errors import BackendError, ConfigError
+from harness.core.redact import redact, register_secret
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import dumps
 from harness.refresh.change_range import RANGE_FILE_KEY
 from harness.state.files import write_atomic
-from harness.state_layout import StateLayout
-from harness.vocabulary import dumps
 
 log = logging.getLogger(__name__)
 

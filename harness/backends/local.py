@@ -26,11 +26,11 @@ from pathlib import Path
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartRefused
 from harness.backends.local_supervisor import LAUNCHED, META, RESULT
-from harness.config import Config
-from harness.errors import BackendError
-from harness.faults import crash_point
+from harness.core.config import Config
+from harness.core.errors import BackendError
+from harness.core.faults import crash_point
+from harness.core.vocabulary import dumps
 from harness.state.files import write_atomic
-from harness.vocabulary import dumps
 
 # A supervisor creates its claim, then writes its pid into it: an empty claim younger than this is a
 # supervisor between the two writes, not one that died.

@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Any, Callable
 # imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
 from harness.commands import operator, refresh
-from harness.config_source import StateFolder, locate_state
-from harness.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
+from harness.core.config_source import StateFolder, locate_state
+from harness.core.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
+from harness.core.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 from harness.state.lock import StateLock
 from harness.state.status_files import read_json, record_tick, snapshot_rows
-from harness.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from harness.config import Config
-    from harness.controls import ControlSpec
+    from harness.core.config import Config
+    from harness.core.controls import ControlSpec
 
 log = logging.getLogger("harness")
 
@@ -354,11 +354,11 @@ def cmd_validate(config: Config, args: argparse.Namespace) -> int:
     """The configuration (already parsed by main), the controls CSV, and the CSV's rows against the
     configuration (a connection or catalog it does not define), touching nothing. Every problem of both
     files is said in one run: a refused source section does not hide the CSV's own problems."""
-    from harness.controls import read_controls, second_seed
-    from harness.errors import ConfigError, ControlsError
-    from harness.preprocess import of_new_data_alone
+    from harness.core.controls import read_controls, second_seed
+    from harness.core.errors import ConfigError, ControlsError
+    from harness.core.preprocess import of_new_data_alone
+    from harness.core.vocabulary import JobState
     from harness.sensors import build_registry, doubtful_rows, unserved_rows
-    from harness.vocabulary import JobState
 
     path = Path(args.csv) if args.csv else config.controls_csv
     try:
@@ -456,7 +456,7 @@ def _validate_csv_alone(path: Path | None) -> None:
     """`validate` with a configuration it refused: the controls CSV's own rows are checked all the same
     (`path`: None when the refused file does not say where the CSV is), so that one run says what to
     change in both files. Its rows are checked against heartbeat.yml once the file is accepted."""
-    from harness.controls import read_controls
+    from harness.core.controls import read_controls
 
     if path is None:
         print("note: the controls CSV is not checked: heartbeat.yml must be read to find it", file=sys.stderr)
@@ -472,8 +472,8 @@ def _validate_csv_alone(path: Path | None) -> None:
 def _controls_csv_of(args: argparse.Namespace) -> Path | None:
     """The controls CSV `validate` checks when the configuration is refused: the one named on the command
     line, else the one the file names (or the default), where the file can still be read."""
-    from harness.config import DEFAULT_CONTROLS_CSV
-    from harness.config_source import read_source
+    from harness.core.config import DEFAULT_CONTROLS_CSV
+    from harness.core.config_source import read_source
 
     if args.csv:
         return Path(args.csv)
@@ -486,7 +486,7 @@ def _controls_csv_of(args: argparse.Namespace) -> Path | None:
 
 
 def cmd_seed(config: Config, args: argparse.Namespace) -> int:
-    from harness.controls import read_controls
+    from harness.core.controls import read_controls
 
     read_controls(config.controls_csv)
 
@@ -668,10 +668,10 @@ def _record_refused_configuration(
 
 def _configuration(args: argparse.Namespace) -> Config | StateFolder:
     """The validated configuration; for the commands that only read the state folder, the folder alone
-    (harness.config_source: no pydantic, half of what `status` cost)."""
+    (harness.core.config_source: no pydantic, half of what `status` cost)."""
     if getattr(args, "state_only", False):
         return locate_state(args.config, dict(args.set))
-    from harness.config import load_config
+    from harness.core.config import load_config
 
     return load_config(args.config, dict(args.set))
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from harness.controls import file_version
-from harness.errors import HeartbeatError
+from harness.core.controls import file_version
+from harness.core.errors import HeartbeatError
 
 log = logging.getLogger("harness.run")
 
@@ -53,7 +53,7 @@ class ConfigWatch:
 
 
 def watch(config_path: Path | None, args_config: str | None, overrides: Mapping[str, str]) -> ConfigWatch:
-    from harness.config import load_config
+    from harness.core.config import load_config
 
     return ConfigWatch(config_path, lambda: load_config(args_config, overrides))
 

@@ -17,16 +17,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config_source import CONTROLS_FILE, InStateFolder
-from harness.errors import HeartbeatError
+from harness.core.config_source import CONTROLS_FILE, InStateFolder
+from harness.core.errors import HeartbeatError
+from harness.core.vocabulary import EventType
 from harness.state import event_reader, queue_files, status_files
 from harness.state.lock import StateLock
 from harness.views import status
 from harness.views.watermarks import describe, when
-from harness.vocabulary import EventType
 
 if TYPE_CHECKING:
-    from harness.config import Config
+    from harness.core.config import Config
     from harness.tick.dry_run import DryRun
     from harness.tick.runtime import Runtime
 

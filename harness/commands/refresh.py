@@ -23,12 +23,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness.config_source import CONTROLS_FILE
-from harness.errors import HeartbeatError, StateBusyError
+from harness.core.config_source import CONTROLS_FILE
+from harness.core.errors import HeartbeatError, StateBusyError
 from harness.state.lock import StateLock
 
 if TYPE_CHECKING:
-    from harness.config import Config
+    from harness.core.config import Config
 
 
 class RefreshError(HeartbeatError):

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.config import Config, load_config
-from harness.errors import ConsumeError
+from harness.core.config import Config, load_config
+from harness.core.errors import ConsumeError
+from harness.core.vocabulary import SensorSource
 from harness.refresh.change_range import ChangeRange, UpstreamRange, from_environment, parse
 from harness.sensors import declaration_of
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest
-from harness.vocabulary import SensorSource
 
 DEFAULT_TIMEOUT_SECONDS = 600.0  # one upstream's read (Kafka requests and consumption, JDBC query)
 

@@ -20,16 +20,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.config import Config, load_config
-from harness.errors import HeartbeatError
-from harness.partition_filter import COLUMN_NAME, parse_filter
+from harness.core.config import Config, load_config
+from harness.core.errors import HeartbeatError
+from harness.core.partition_filter import COLUMN_NAME, parse_filter
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
+from harness.core.vocabulary import ControlRow, EventType, SensorSource, upstream_label
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state import queue_files
 from harness.state.event_log import Event, now
 from harness.state.event_reader import EventQuery, read_events
-from harness.state_layout import StateLayout
-from harness.vocabulary import PUBLISH_OPERATIONS as OPERATIONS
-from harness.vocabulary import ControlRow, EventType, SensorSource, upstream_label
 
 _NAMESPACE = uuid.UUID("5f0e8a52-5c1b-4d53-9a43-8f3c2f1de0b1")  # publication ids: uuid5 of table + snapshot
 

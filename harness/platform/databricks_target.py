@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from harness.config import Config
-from harness.errors import BackendError
-from harness.redact import register_secret
+from harness.core.config import Config
+from harness.core.errors import BackendError
+from harness.core.redact import register_secret
 
 HOST_ENV = "DATABRICKS_HOST"
 TOKEN_ENVS = ("DBT_ENV_SECRET_DATABRICKS_TOKEN", "DATABRICKS_TOKEN")

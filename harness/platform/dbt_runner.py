@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from harness.config import Config
-from harness.controls import MISSING, file_version
-from harness.errors import DbtError
-from harness.vocabulary import dumps
+from harness.core.config import Config
+from harness.core.controls import MISSING, file_version
+from harness.core.errors import DbtError
+from harness.core.vocabulary import dumps
 
 if TYPE_CHECKING:
     from dbt.cli.main import dbtRunnerResult

@@ -124,9 +124,9 @@ TRAINING_SQL = (
 def train(state_dir: Path, then: Callable[[Path], None]) -> None:
     """Run what a tick runs on a session of its own (in `state_dir`), then `then` (the ticks of a
     heartbeat: harness.tick.archive_training); the JVM writes the archive as it exits."""
-    from harness.config import PROJECT_DIR, Config
+    from harness.core.config import PROJECT_DIR, Config
+    from harness.core.state_layout import StateLayout
     from harness.platform.spark import end_jvm, get_spark
-    from harness.state_layout import StateLayout
 
     spark = get_spark(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=state_dir))
     for statement in TRAINING_SQL:

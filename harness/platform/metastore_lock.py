@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from harness.errors import StateBusyError
+from harness.core.errors import StateBusyError
 
 log = logging.getLogger(__name__)
 

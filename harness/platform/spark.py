@@ -29,7 +29,7 @@ from typing import Any, Iterator
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from harness.config import Config
+from harness.core.config import Config
 from harness.platform.jvm_options import java_options
 from harness.platform.metastore_lock import wait_until_free
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness.errors import HeartbeatError
+from harness.core.errors import HeartbeatError
 from harness.sensors.trigger_file import files_in_range
 
 CHANGE_RANGE_ENV = "HEARTBEAT_CHANGE_RANGE"

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from pyspark.sql import SparkSession
 
-from harness.config import Config
+from harness.core.config import Config
 
 METRICS_SUFFIX = "__metrics"
 DATASET_METRICS_SUFFIX = "__dataset_metrics"

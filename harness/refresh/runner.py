@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.config import Config
-from harness.errors import DbtError
+from harness.core.config import Config
+from harness.core.errors import DbtError
 from harness.platform import dbt_runner
 
 

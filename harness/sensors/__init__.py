@@ -1,6 +1,6 @@
 """Sensors, one module per source kind, behind `harness.sensors.base.Sensor`; this is their registry.
 
-Which module reads a kind is `harness.vocabulary.KINDS`; the module's `DECLARATION` says how its sensor is
+Which module reads a kind is `harness.core.vocabulary.KINDS`; the module's `DECLARATION` says how its sensor is
 built and how a job reads its range. `declaration_of(kind)` imports the module only when it is asked for:
 a cold tick imports the clients of the kinds its rows read, not all of them.
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 import importlib
 from typing import Any, Iterable
 
-from harness.config import Config
-from harness.controls import ControlSpec
-from harness.errors import ConfigError, SensorError
+from harness.core.config import Config
+from harness.core.controls import ControlSpec
+from harness.core.errors import ConfigError, SensorError
+from harness.core.vocabulary import KINDS, SensorSource
 from harness.sensors.base import Sensor, Upstream
 from harness.sensors.declaration import SensorDeclaration
-from harness.vocabulary import KINDS, SensorSource
 
 Registry = dict[SensorSource, Sensor[Any]]
 

@@ -27,9 +27,9 @@ from typing import Any, Callable, ClassVar, Generator, Generic, Mapping, Protoco
 
 from pyspark.sql import DataFrame
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource, upstream_label
 from harness.sensors.context import CheckContext
-from harness.vocabulary import SensorSource, upstream_label
 
 Watermark = Mapping[str, Any]
 

@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
 
 log = logging.getLogger(__name__)
 

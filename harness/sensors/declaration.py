@@ -1,6 +1,6 @@
 """What a sensor module declares, as its `DECLARATION`, beside its sensor: how the sensor is built from the
 configuration and, if a job can read its range as data (`harness.consume`), how. The registry
-(`harness.sensors`) imports a module only when one of its kinds (`harness.vocabulary.KINDS`) is asked for.
+(`harness.sensors`) imports a module only when one of its kinds (`harness.core.vocabulary.KINDS`) is asked for.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.config import Config
+from harness.core.config import Config
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.vocabulary import SensorSource
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ from deltalake.fs import DeltaStorageHandler
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from harness.config import Config, DeltaSettings, env_secret
-from harness.errors import ConsumeError, SensorError, first_line
-from harness.preprocess import quote_identifier
+from harness.core.config import Config, DeltaSettings, env_secret
+from harness.core.errors import ConsumeError, SensorError, first_line
+from harness.core.preprocess import quote_identifier
+from harness.core.vocabulary import SensorSource, is_path
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
@@ -55,7 +56,6 @@ from harness.sensors.delta_log import (
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
-from harness.vocabulary import SensorSource, is_path
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,15 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 
-from harness.config import Config
-from harness.errors import SensorError
+from harness.core.config import Config
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
-from harness.vocabulary import SensorSource
 
 
 @dataclass(frozen=True)

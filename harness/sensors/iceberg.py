@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from harness.config import Config, IcebergSettings, env_secret
-from harness.errors import ConfigError, ConsumeError, SensorError, first_line
+from harness.core.config import Config, IcebergSettings, env_secret
+from harness.core.errors import ConfigError, ConsumeError, SensorError, first_line
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
-from harness.vocabulary import SensorSource
 
 if TYPE_CHECKING:  # pyiceberg is imported where a table is read: a tick without Iceberg rows never pays for it (0.25 s)
     from pyiceberg.catalog import Catalog

@@ -18,14 +18,14 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, Row
 
-from harness.config import Config, JdbcConnectionSettings, JdbcSettings, env_secret
-from harness.errors import ConfigError, SensorError
+from harness.core.config import Config, JdbcConnectionSettings, JdbcSettings, env_secret
+from harness.core.errors import ConfigError, SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.sensors.spark_sql import spark_error_text
-from harness.vocabulary import SensorSource
 
 DEFAULT_CONNECTION = "default"
 QUERY_TIMEOUT = "queryTimeout"  # Spark's JDBC reader option, in whole seconds (0: none)

@@ -27,12 +27,12 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from harness.config import Config, KafkaClientSettings, KafkaSettings, env_secret
-from harness.errors import ConfigError, SensorError
+from harness.core.config import Config, KafkaClientSettings, KafkaSettings, env_secret
+from harness.core.errors import ConfigError, SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest, SensorDeclaration
-from harness.vocabulary import SensorSource
 
 log = logging.getLogger(__name__)
 

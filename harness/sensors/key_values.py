@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Mapping
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
 
 KeyValue = int | float | Decimal | str | date | datetime
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
-from harness.errors import SensorError
-from harness.partition_filter import Partition, PartitionFilter, partition_name, tags_match
+from harness.core.errors import SensorError
+from harness.core.partition_filter import Partition, PartitionFilter, partition_name, tags_match
 from harness.sensors.base import Detection, NewData, NothingNew, Watermark
 from harness.sensors.change_events import ChangeEvent, described
 

@@ -16,13 +16,13 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from harness.config import Config
-from harness.errors import HeartbeatError, SensorError
+from harness.core.config import Config
+from harness.core.errors import HeartbeatError, SensorError
+from harness.core.vocabulary import EventType, SensorSource, upstream_label
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest, SensorDeclaration
 from harness.state.event_reader import EventQuery, plain, read_events
-from harness.vocabulary import EventType, SensorSource, upstream_label
 
 PUBLICATION_WINDOW = timedelta(days=30)  # a row that never saw a publication sees those of this window
 GRACE = timedelta(minutes=10)  # a publication recorded this much behind the newest is still seen

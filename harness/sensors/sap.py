@@ -16,8 +16,9 @@ from typing import Mapping
 
 from pyspark.sql import DataFrame
 
-from harness.config import Config, SapSettings
-from harness.errors import SensorError
+from harness.core.config import Config, SapSettings
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import SensorDeclaration
@@ -29,7 +30,6 @@ from harness.sensors.jdbc import (
     split_connection,
     unknown_connection,
 )
-from harness.vocabulary import SensorSource
 
 GREEN = "G"
 _SAP_TIME = re.compile(r"^\d{14}$")

@@ -3,8 +3,8 @@ Spark's JDBC reader (JDBC, SAP). The session itself comes with each check's `Che
 
 from __future__ import annotations
 
-from harness.errors import SensorError
-from harness.preprocess import quote_identifier
+from harness.core.errors import SensorError
+from harness.core.preprocess import quote_identifier
 
 
 def spark_error_text(exc: BaseException) -> str:

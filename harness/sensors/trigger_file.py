@@ -18,12 +18,12 @@ from typing import Iterable, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from harness.config import Config
-from harness.errors import ConsumeError, SensorError
+from harness.core.config import Config
+from harness.core.errors import ConsumeError, SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import RangeRequest, SensorDeclaration
-from harness.vocabulary import SensorSource
 
 GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
 

@@ -18,14 +18,14 @@ from typing import Any, Mapping
 
 from pyspark.sql import DataFrame
 
-from harness.config import Config, UpstreamSensorTableSettings
-from harness.errors import ConfigError, SensorError
-from harness.preprocess import quote_identifier
+from harness.core.config import Config, UpstreamSensorTableSettings
+from harness.core.errors import ConfigError, SensorError
+from harness.core.preprocess import quote_identifier
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.declaration import SensorDeclaration
 from harness.sensors.spark_sql import quoted_table_name, spark_error_text
-from harness.vocabulary import SensorSource
 
 COMPLETED_STATUSES = ("COMPLETED", "PROCESSED_NEW_DATA")
 DEFAULT_MATCH_COLUMN = "sensor_id"

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 from pyspark.sql.types import DateType, StringType, StructType, TimestampType
 
-from harness.faults import crash_point
+from harness.core.faults import crash_point
 from harness.state.event_files import PARTITION_COLUMN, PARTITION_PREFIX
 
 SCRATCH = "_heartbeat_append"  # inside the table's folder: the rename stays on its volume

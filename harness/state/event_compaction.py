@@ -35,11 +35,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from harness.faults import crash_point
+from harness.core.faults import crash_point
+from harness.core.state_layout import StateLayout
 from harness.state.event_files import PARTITION_COLUMN, PARTITION_PREFIX
 from harness.state.event_log import EVENT_SCHEMA
 from harness.state.files import write_atomic
-from harness.state_layout import StateLayout
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.faults import crash_point
+from harness.core.faults import crash_point
 from harness.state.event_files import EventFilter, LogFile, UnreadableFile, epoch_micros, file_events, log_files
 
 log = logging.getLogger(__name__)

@@ -22,13 +22,13 @@ from typing import Any, Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DateType, StringType, StructField, StructType, TimestampType
 
-from harness.config import LOCAL_CATALOG, Config
+from harness.core.config import LOCAL_CATALOG, Config
+from harness.core.vocabulary import EventType, RowKey, dumps
 from harness.platform.literal_rows import literal_select
 from harness.state import event_append, fold_marker
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_reader import EVENTS_TABLE, record_location
 from harness.state.locations import folder_location, schema_location, table_folder
-from harness.vocabulary import EventType, RowKey, dumps
 
 log = logging.getLogger(__name__)
 

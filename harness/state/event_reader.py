@@ -21,8 +21,9 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from harness.durations import parse_duration
-from harness.errors import HeartbeatError
+from harness.core.durations import parse_duration
+from harness.core.errors import HeartbeatError
+from harness.core.state_layout import StateLayout
 from harness.state.event_files import (
     EventFilter,
     LogFile,
@@ -34,7 +35,6 @@ from harness.state.event_files import (
 )
 from harness.state.files import write_atomic
 from harness.state.locations import table_folder
-from harness.state_layout import StateLayout
 
 if TYPE_CHECKING:
     from harness.state import event_index

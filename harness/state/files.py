@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from harness.state_layout import on_volume
+from harness.core.state_layout import on_volume
 
 
 def append_line(path: Path, line: str, keep_lines: int) -> None:

@@ -1,7 +1,7 @@
 """One heartbeat process at a time per state folder (the embedded Derby metastore admits one JVM).
 
 The lock file is opened read-write and locked with `flock`, which a Unity Catalog volume does not
-provide: for a state folder on a volume it lives on the node's local disk (harness.state_layout.local_folder),
+provide: for a state folder on a volume it lives on the node's local disk (harness.core.state_layout.local_folder),
 so it excludes a second heartbeat on the same node only. Two heartbeat jobs are kept apart by the job's
 own setting (`max_concurrent_runs: 1`, queueing off): see docs/production.md.
 """
@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from harness.errors import HeartbeatError, StateBusyError
-from harness.state_layout import StateLayout
+from harness.core.errors import HeartbeatError, StateBusyError
+from harness.core.state_layout import StateLayout
 
 
 class StateLock:

@@ -14,11 +14,11 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from harness.errors import StateFileError
-from harness.faults import crash_point
+from harness.core.errors import StateFileError
+from harness.core.faults import crash_point
+from harness.core.state_layout import StateLayout, on_volume
+from harness.core.vocabulary import ControlRow, control_row
 from harness.state.files import append_line, write_atomic
-from harness.state_layout import StateLayout, on_volume
-from harness.vocabulary import ControlRow, control_row
 
 if TYPE_CHECKING:
     from harness.state.tables import JobDecision

@@ -27,12 +27,12 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from harness.config import Config
-from harness.controls import DIGEST_PROPERTY, SEED
+from harness.core.config import Config
+from harness.core.controls import DIGEST_PROPERTY, SEED
+from harness.core.vocabulary import ControlRow, EventType, RowKey, control_row, utc
 from harness.platform.dbt_runner import AS_IF_CONTROL_TABLE
 from harness.platform.literal_rows import literal_rows
 from harness.state.event_log import Event
-from harness.vocabulary import ControlRow, EventType, RowKey, control_row, utc
 
 CONTROL_TABLE = "heartbeat_control_table"
 ELIGIBILITY = "heartbeat_sensing_eligibility"

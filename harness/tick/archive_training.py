@@ -13,14 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-from harness.config import PROJECT_DIR, Config, LocalJob
-from harness.config_source import CONTROLS_FILE
-from harness.controls import USER_COLUMNS
+from harness.core.config import PROJECT_DIR, Config, LocalJob
+from harness.core.config_source import CONTROLS_FILE
+from harness.core.controls import USER_COLUMNS
 from harness.platform.jvm_options import train
 from harness.tick.run import run_tick
 from harness.tick.runtime import Runtime
 
-# One trigger folder feeding one local job (the controls' columns: harness.controls.USER_COLUMNS).
+# One trigger folder feeding one local job (the controls' columns: harness.core.controls.USER_COLUMNS).
 TRAINING_ROW = {
     "sensor_source": "trigger_file",
     "sensor_id": "landed",

@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from harness.config import Config
-from harness.controls import MISSING, file_version, read_controls
-from harness.errors import ControlsError
+from harness.core.config import Config
+from harness.core.controls import MISSING, file_version, read_controls
+from harness.core.errors import ControlsError
+from harness.core.vocabulary import EventType, RowKey, SensorSource, control_row, utc
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.state.event_log import now
@@ -46,7 +47,6 @@ from harness.tick.runtime import build_backend
 from harness.tick.sensing import FirstLook, sense, to_record
 from harness.tick.steps import Step, TickReport
 from harness.tick.triggering import open_runs, recover_failed_jobs, track_runs
-from harness.vocabulary import EventType, RowKey, SensorSource, control_row, utc
 
 if TYPE_CHECKING:
     from harness.tick.runtime import Runtime

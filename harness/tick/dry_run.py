@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.controls import MISSING, file_version
-from harness.errors import ControlsError
+from harness.core.controls import MISSING, file_version
+from harness.core.errors import ControlsError
+from harness.core.vocabulary import ControlRow, JobState
 from harness.state.tables import Detection, JobDecision, as_detected, detections
 from harness.tick.fold import csv_changed, refusal
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import sense
 from harness.tick.triggering import TriggeredRow, change_range
-from harness.vocabulary import ControlRow, JobState
 
 log = logging.getLogger("harness.tick.dry_run")
 

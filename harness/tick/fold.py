@@ -12,7 +12,7 @@ Otherwise a tick does no dbt work at all.
 What is built: a full build selects every heartbeat model (and compiles heartbeat_trigger_set_as_if,
 whose SQL the tick runs itself); later ones only the control table, the one table (the eligibility,
 trigger set and open runs are views over it and the events).
-A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.controls, the
+A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.core.controls, the
 rules the seed's data tests state), so a bad file never reaches the seed. `dbt build` and `dbt test`
 run the data tests (the CSV's, and what the models make of any input: a key unique in the control
 table, a reason on every decision) and the unit tests of the rules; the test suite runs both over a
@@ -29,16 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.config import Config
-from harness.controls import MISSING, SEED, file_digest, file_version, read_controls
-from harness.errors import ControlsError, first_problem
+from harness.core.config import Config
+from harness.core.controls import MISSING, SEED, file_digest, file_version, read_controls
+from harness.core.errors import ControlsError, first_problem
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import EventType
 from harness.platform import dbt_runner
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, TRIGGER_SET_AS_IF
-from harness.state_layout import StateLayout
 from harness.tick.runtime import Runtime
-from harness.vocabulary import EventType
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.config import FreshnessSettings
-from harness.durations import in_words, parse_duration
-from harness.redact import redact
+from harness.core.config import FreshnessSettings
+from harness.core.durations import in_words, parse_duration
+from harness.core.redact import redact
+from harness.core.vocabulary import ControlRow, EventType, RowKey
 from harness.state.event_log import Event, now
-from harness.vocabulary import ControlRow, EventType, RowKey
 
 log = logging.getLogger(__name__)
 

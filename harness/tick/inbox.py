@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import ControlRow, EventType
 from harness.state.event_log import Event
 from harness.state.queue_files import enqueue, read_queue
-from harness.state_layout import StateLayout
 from harness.tick.triggering import manual_events
-from harness.vocabulary import ControlRow, EventType
 
 # Each command's event, and what it says (`where` tells when it was requested).
 COMMANDS = {

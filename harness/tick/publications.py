@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from harness.config import PublishSettings
+from harness.core.config import PublishSettings
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import EventType
 from harness.jobs.publish import Publication, recorded_ids
 from harness.sensors.published import PUBLICATION_WINDOW
 from harness.state.event_log import Event, EventLog
 from harness.state.queue_files import read_queue
-from harness.state_layout import StateLayout
-from harness.vocabulary import EventType
 
 
 def queued(state_dir: Path) -> list[tuple[Path, Publication]]:

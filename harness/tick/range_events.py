@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from harness.core.vocabulary import RowKey
 from harness.sensors.change_events import MAX_EVENTS
-from harness.vocabulary import RowKey
 
 RangeEvents = dict[str, Any]  # {"events": [...], "events_complete": bool, "events_not_listed": n}
 RowRange = tuple[RowKey, str | None, str | None]  # a row, the watermark its range starts after, ends at

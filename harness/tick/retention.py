@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from harness.config import Config
+from harness.core.config import Config
+from harness.core.state_layout import StateLayout
 from harness.platform import dbt_runner
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import create_statement
 from harness.state.event_reader import EVENTS_TABLE
 from harness.state.files import write_atomic
-from harness.state_layout import StateLayout
 from harness.tick.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,10 @@ from collections import defaultdict
 from datetime import date, datetime, timezone
 from typing import Callable, Collection, Mapping, Sequence
 
-from harness.config import Config
-from harness.errors import ControlsError, DbtError, HeartbeatError, disk_full, root_cause
-from harness.faults import crash_point, tick_started
+from harness.core.config import Config
+from harness.core.errors import ControlsError, DbtError, HeartbeatError, disk_full, root_cause
+from harness.core.faults import crash_point, tick_started
+from harness.core.vocabulary import ControlRow, EventType
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
@@ -52,7 +53,6 @@ from harness.tick.triggering import (
     start_jobs,
     track_runs,
 )
-from harness.vocabulary import ControlRow, EventType
 
 log = logging.getLogger("harness.tick.run")
 

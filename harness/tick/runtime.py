@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from harness.backends.base import JobBackend
-from harness.config import Config
+from harness.core.config import Config
+from harness.core.vocabulary import SensorSource
 from harness.platform import dbt_runner
 from harness.platform.spark import get_spark
 from harness.sensors import build_registry
 from harness.sensors.base import Sensor
 from harness.state.event_log import EventLog
 from harness.state.tables import Tables
-from harness.vocabulary import SensorSource
 
 
 def build_backend(config: Config) -> JobBackend:

@@ -25,17 +25,17 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.config import Config, SensingSettings
-from harness.errors import HeartbeatError, SensorError
-from harness.partition_filter import parse_filter, parse_tags
-from harness.preprocess import as_written, of_new_data_alone, over_view, render
-from harness.redact import redact
+from harness.core.config import Config, SensingSettings
+from harness.core.errors import HeartbeatError, SensorError
+from harness.core.partition_filter import parse_filter, parse_tags
+from harness.core.preprocess import as_written, of_new_data_alone, over_view, render
+from harness.core.redact import redact
+from harness.core.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
 from harness.sensors.spark_sql import spark_error_text
 from harness.state.event_log import Event, now
-from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
 
 log = logging.getLogger(__name__)
 

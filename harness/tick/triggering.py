@@ -27,15 +27,15 @@ from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 from harness.backends.base import JobBackend, RunRequest, RunState, StartRefused, StartUncertain
-from harness.durations import in_words
-from harness.errors import BackendError
-from harness.faults import crash_point
-from harness.redact import redact
+from harness.core.durations import in_words
+from harness.core.errors import BackendError
+from harness.core.faults import crash_point
+from harness.core.redact import redact
+from harness.core.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
 from harness.refresh.change_range import ChangeRange, UpstreamRange
 from harness.state.event_log import Event, EventLog, now
 from harness.state.tables import OpenRunRow
 from harness.tick.range_events import DetectionIndex, RangeEvents, RowRange
-from harness.vocabulary import ControlRow, EventType, JobState, RowKey, Status, dumps
 
 log = logging.getLogger(__name__)
 

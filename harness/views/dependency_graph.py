@@ -26,9 +26,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from harness.core.vocabulary import SensorSource, upstream_label
 from harness.views.status import JobView, described, jobs_of
 from harness.views.watermarks import fit
-from harness.vocabulary import SensorSource, upstream_label
 
 COLLAPSE_AFTER = 12  # an upstream read by more jobs than this is drawn without its edges
 ROWS_SHOWN = 4  # a card lists this many of its job's own rows, then "+N more"

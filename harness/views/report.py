@@ -15,11 +15,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import upstream_label
 from harness.state import status_files
-from harness.state_layout import StateLayout
 from harness.views import status
 from harness.views.watermarks import fit, when
-from harness.vocabulary import upstream_label
 
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 

@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Collection, Sequence
 
-from harness.durations import in_words
-from harness.suggest import close_to, did_you_mean
+from harness.core.durations import in_words
+from harness.core.suggest import close_to, did_you_mean
+from harness.core.vocabulary import JobState, RowKey, Status, latest_run_end, upstream_label
 from harness.views.watermarks import describe, fit, when
-from harness.vocabulary import JobState, RowKey, Status, latest_run_end, upstream_label
 
 LABEL_WIDTH = 48
 # The statuses as the snapshot writes them (an enum member's `.value` is looked up anew at each use: 10,000

@@ -30,7 +30,7 @@
 {% macro heartbeat__heartbeat_refresh_uses_versions() %}{{ return(adapter.heartbeat_table_format() != 'delta') }}{% endmacro %}
 
 {#- Fault injection for the tests: a named point where the process is killed (HEARTBEAT_CRASH_AT, see
-    harness/faults.py) or the run fails (HEARTBEAT_FAIL_AT). Unset, nothing happens. -#}
+    harness/core/faults.py) or the run fails (HEARTBEAT_FAIL_AT). Unset, nothing happens. -#}
 {% macro heartbeat_refresh_fault(name) %}
   {%- if target.type == 'heartbeat' -%}{%- do adapter.heartbeat_crash_point(name) -%}{%- endif -%}
   {%- if env_var('HEARTBEAT_FAIL_AT', '') == name -%}

@@ -15,14 +15,14 @@ import pytest
 
 from harness.backends.base import RunRequest, RunState, StartRefused, StartUncertain
 from harness.backends.databricks import PARAMETER_LIMIT_BYTES, DatabricksBackend
-from harness.config import PROJECT_DIR, Config, config_from_mapping
-from harness.errors import BackendError, ConfigError
+from harness.core.config import PROJECT_DIR, Config, config_from_mapping
+from harness.core.errors import BackendError, ConfigError
+from harness.core.redact import redact
+from harness.core.vocabulary import RowKey, dumps
 from harness.platform import databricks_target
-from harness.redact import redact
 from harness.refresh.change_range import ChangeRangeError, parse
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, described
 from harness.tick.triggering import TriggeredRow, change_range
-from harness.vocabulary import RowKey, dumps
 from tests.jobs_api_server import FAST, JobsApiServer
 
 TOKEN_A = "hb-" + "a" * 48

@@ -12,7 +12,7 @@ import pytest
 from harness.backends.base import RunRequest, RunState, StartRefused
 from harness.backends.local import LocalBackend
 from harness.backends.local_supervisor import LAUNCHED, META, RESULT, supervise
-from harness.config import PROJECT_DIR, Config, LocalJob
+from harness.core.config import PROJECT_DIR, Config, LocalJob
 
 pytestmark = pytest.mark.scenario  # the local runner starts each run as a process
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from harness.state import tables
 from harness.state.lock import StateLock
 from harness.tick import inbox

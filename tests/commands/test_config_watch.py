@@ -16,7 +16,7 @@ from harness.commands.config_watch import (
     tick_ended_well,
     wait_before_starting_again,
 )
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 
 
 def watching(path: Path) -> ConfigWatch:

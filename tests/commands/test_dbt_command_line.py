@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row, write_controls_csv
 
 pytestmark = pytest.mark.process  # the `dbt` command line, as users run it

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from harness.state.event_reader import refresh_index
 from tests.support import control_row, write_controls_csv
 
@@ -32,8 +32,8 @@ HEAVY = (
     "harness.tick.triggering",
     "harness.state.tables",
     "harness.tick.runtime",
-    "pydantic",  # they take the state folder from harness.config_source, not the validated configuration
-    "harness.config",
+    "pydantic",  # they take the state folder from harness.core.config_source, not the validated configuration
+    "harness.core.config",
 )
 
 SCRIPT = """
@@ -109,7 +109,7 @@ def test_building_every_sensor_imports_no_iceberg_client_until_a_table_is_read(t
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from harness.config import PROJECT_DIR, Config\n"
+        "from harness.core.config import PROJECT_DIR, Config\n"
         "from harness.sensors import build_registry\n"
         "build_registry(Config(config_path=None, project_dir=PROJECT_DIR, state_dir=Path(sys.argv[1])))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyiceberg'))\n"
@@ -134,7 +134,7 @@ def test_a_cron_tick_loads_the_sql_parser_only_to_check_a_preprocess_query(tmp_p
         "from pathlib import Path\n"
         "import harness.commands.cli, harness.tick.run\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlglot'))\n"
-        "from harness.controls import read_controls\n"
+        "from harness.core.controls import read_controls\n"
         "read_controls(Path(sys.argv[1]))\n"
         "print('sqlglot' in sys.modules)\n"
     )

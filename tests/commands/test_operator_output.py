@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.commands.cli import setup_logging
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from harness.state import event_reader
 from harness.tick.steps import Step, TickReport
 from harness.views import report, status
@@ -103,7 +103,7 @@ def test_the_event_log_reader_takes_only_whole_files_written_in_the_window(tmp_p
 
 
 def test_a_length_of_time_is_said_in_the_unit_that_fits() -> None:
-    from harness.durations import in_words
+    from harness.core.durations import in_words
 
     assert [in_words(s) for s in (-1, 0.4, 95, 119.9, 120, 7199, 7200, 172799, 172800)] == [
         "0.0 s",

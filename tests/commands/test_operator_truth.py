@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from harness.commands import cli
-from harness.config import load_config
-from harness.errors import ONE_LINE_CHARS, ConfigError, DbtError, HeartbeatError, disk_full, root_cause
+from harness.core.config import load_config
+from harness.core.errors import ONE_LINE_CHARS, ConfigError, DbtError, HeartbeatError, disk_full, root_cause
+from harness.core.state_layout import StateLayout
 from harness.jobs import publish
 from harness.state import status_files
-from harness.state_layout import StateLayout
 from harness.tick.steps import Step, TickReport
 from harness.views import status
 
@@ -532,7 +532,7 @@ def test_status_json_gives_a_running_run_its_own_start_and_no_end() -> None:
 
 
 def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it() -> None:
-    from harness.config import PROJECT_DIR
+    from harness.core.config import PROJECT_DIR
     from harness.views import report
 
     events = [
@@ -562,7 +562,7 @@ def test_the_reports_run_ends_when_the_backend_says_not_when_a_tick_learned_it()
 
 
 def test_two_partition_rows_of_one_table_each_say_why_they_wait(tmp_path: Path) -> None:
-    from harness.vocabulary import RowKey
+    from harness.core.vocabulary import RowKey
 
     # GIVEN two jobs' partition rows on one table, sensed with nothing new for different reasons
     a, b = (row(job, "/lake/orders", sensor_source="delta_table") for job in ("daily", "hourly"))
@@ -904,7 +904,7 @@ def test_the_report_header_shows_the_refused_controls_csvs_problem_lines() -> No
 
 
 def test_the_report_labels_starts_with_their_upstreams_and_points_with_their_job() -> None:
-    from harness.config import PROJECT_DIR
+    from harness.core.config import PROJECT_DIR
     from harness.views import report
 
     events = [
@@ -1177,7 +1177,7 @@ def test_the_dry_run_says_a_new_range_with_a_max_range_is_handed_in_parts() -> N
 
 def test_the_dry_run_says_when_the_controls_csv_is_not_the_one_the_control_table_holds(tmp_path: Path) -> None:
     from harness.commands.operator import dry_run_lines
-    from harness.controls import file_digest
+    from harness.core.controls import file_digest
     from harness.tick.dry_run import DryRun, controls_note
 
     # GIVEN the controls CSV the control table holds

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from harness.state.lock import StateLock
 from harness.tick.steps import TickReport
 from tests.processes import HeartbeatProcess
@@ -149,7 +149,7 @@ def test_a_loop_started_while_another_heartbeat_holds_the_state_waits_for_it_and
     import threading
 
     from harness.commands.cli import _wait_for_state
-    from harness.config import load_config
+    from harness.core.config import load_config
 
     (tmp_path / "heartbeat.yml").write_text(f"state_dir: {tmp_path / 'state'}\n")
     config = load_config(tmp_path / "heartbeat.yml")

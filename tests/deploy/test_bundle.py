@@ -20,7 +20,7 @@ from databricks.bundles.schemas import Schema
 from databricks.bundles.volumes import Volume
 
 from harness.commands import cli
-from harness.config import PROJECT_DIR, load_config
+from harness.core.config import PROJECT_DIR, load_config
 from harness.platform.dbt_runner import dbt_vars
 from tests.bundle_resolution import resolve
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 
 pytestmark = pytest.mark.unit
 

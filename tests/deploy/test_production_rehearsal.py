@@ -33,7 +33,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from tests.bundle_resolution import ResolvedBundle, load, resolve
 from tests.jobs_api_server import JobsApiServer
 from tests.support import control_row, write_controls_csv
@@ -236,7 +236,7 @@ class Workspace:
 CONSUME = """
 import json, sys
 from pyspark.sql import SparkSession
-from harness.config import load_config
+from harness.core.config import load_config
 from harness.consume import read_upstream
 from harness.refresh.change_range import parse
 config = load_config(sys.argv[1], dict(a.split("=", 1) for a in sys.argv[3:]))

@@ -15,14 +15,14 @@ import pytest
 from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 
-from harness.config import Config
 from harness.consume import ConsumeError, read_range
+from harness.core.config import Config
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Sensor, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.kafka import KafkaSensor
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.kafka_mock import MockKafka
 from tests.postgres import PostgresServer

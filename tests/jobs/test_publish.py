@@ -10,13 +10,13 @@ import pytest
 
 from harness.commands import cli
 from harness.consume import read_range
-from harness.errors import HeartbeatError
+from harness.core.errors import HeartbeatError
+from harness.core.state_layout import StateLayout
+from harness.core.vocabulary import SensorSource
 from harness.jobs import publish
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.published import Published, PublishedSensor
 from harness.state.lock import StateLock
-from harness.state_layout import StateLayout
-from harness.vocabulary import SensorSource
 from tests.support import HeartbeatHarness, control_row
 
 

@@ -22,7 +22,7 @@ import sqlglot
 from dbt.cli.main import dbtRunner
 from pyspark.sql import SparkSession
 
-from harness.errors import DbtError
+from harness.core.errors import DbtError
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
 D0 = datetime(2025, 12, 31)

@@ -11,7 +11,7 @@ import itertools
 import sys
 from pathlib import Path
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 from tests.support import HeartbeatHarness, control_row
 
 JOB = "customers_job"

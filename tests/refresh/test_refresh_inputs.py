@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.commands.refresh import run_action
-from harness.errors import DbtError
+from harness.core.errors import DbtError
 from harness.refresh import metrics
 from tests.refresh_support import RefreshProject, examples_config, install_package
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROJECT_DIR, Config
+from harness.core.config import PROJECT_DIR, Config
 from harness.refresh.runner import failed_nodes
 
 pytestmark = pytest.mark.unit

@@ -34,8 +34,8 @@ import yaml
 from pyspark.sql import SparkSession
 
 from harness.commands.cli import main
-from harness.config import PROJECT_DIR
-from harness.errors import DbtError
+from harness.core.config import PROJECT_DIR
+from harness.core.errors import DbtError
 from tests.refresh_support import EXAMPLES_DIR, RefreshProject, examples_config, install_package
 
 SCHEMA = "rf_types"

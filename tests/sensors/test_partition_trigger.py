@@ -11,13 +11,13 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from harness.controls import USER_COLUMNS, read_controls
-from harness.errors import ControlsError
-from harness.partition_filter import parse_filter, parse_tags
+from harness.core.controls import USER_COLUMNS, read_controls
+from harness.core.errors import ControlsError
+from harness.core.partition_filter import parse_filter, parse_tags
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor
 from harness.sensors.partition_trigger import detect_partitions
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensed_row
 from tests.support import control_row
 
@@ -268,8 +268,8 @@ def test_delta_trigger_naming_several_partitions_needs_all_of_them(tmp_path: Pat
 def test_two_partition_rows_of_one_table_each_keep_their_own_waiting_reason(tmp_path: Path) -> None:
     from dataclasses import replace
 
+    from harness.core.vocabulary import RowKey
     from harness.tick.sensing import sense
-    from harness.vocabulary import RowKey
     from tests.fixtures_sources import sensor_config
 
     # GIVEN a table holding 2026-01-04 and two jobs' rows on it: one waits for the 5th, one for the 6th

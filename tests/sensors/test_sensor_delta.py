@@ -13,11 +13,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import Row, SparkSession
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import commit_from_history
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 

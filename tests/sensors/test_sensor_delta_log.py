@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.delta import DeltaSensor, TableState
 from harness.sensors.delta_log import (
@@ -17,7 +18,6 @@ from harness.sensors.delta_log import (
     commits_between,
     parse_commit,
 )
-from harness.vocabulary import SensorSource
 
 
 def commit_file(*actions: dict) -> list[str]:

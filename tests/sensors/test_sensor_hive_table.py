@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.errors import SensorError
-from harness.partition_filter import parse_filter
+from harness.core.errors import SensorError
+from harness.core.partition_filter import parse_filter
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.hive_table import HiveState, HiveTableSensor
 from harness.sensors.partition_trigger import detect_partitions
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 
 SCHEMA = "hive_upstream"

@@ -15,14 +15,14 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from harness.errors import ConfigError, SensorError
-from harness.partition_filter import parse_filter
+from harness.core.errors import ConfigError, SensorError
+from harness.core.partition_filter import parse_filter
+from harness.core.vocabulary import SensorSource
 from harness.sensors import build_registry
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.iceberg import IcebergSensor, IcebergState
 from harness.sensors.partition_trigger import detect_partitions
 from harness.views.watermarks import describe
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 TICK = datetime(2026, 1, 6, 3, 0, tzinfo=timezone.utc)  # yesterday = 2026-01-05

@@ -11,11 +11,11 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.jdbc import JdbcSensor, KeyMax
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer, free_port
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.errors import ConfigError, SensorError
+from harness.core.errors import ConfigError, SensorError
+from harness.core.vocabulary import EventType, SensorSource
 from harness.sensors import build_registry
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.kafka import KafkaSensor, TopicOffsets
 from harness.tick.sensing import sense
-from harness.vocabulary import EventType, SensorSource
 from tests.fixtures_sources import check_context, sensed_row, sensor_config
 from tests.kafka_mock import MOCK_PARTITIONS, MockKafka
 from tests.postgres import free_port

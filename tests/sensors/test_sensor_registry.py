@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 from harness.sensors import build_registry
 from tests.fixtures_sources import sensor_config
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.sap import GreenLogs, SapChainSensor
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensor_config
 from tests.postgres import PostgresServer
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import SensorError
+from harness.core.errors import SensorError
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.trigger_file import FolderListing, LandedFile, TriggerFileSensor, folder_watermark, landed_after
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context
 
 

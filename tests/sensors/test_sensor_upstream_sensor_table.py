@@ -11,10 +11,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 from pyspark.sql.types import BooleanType
 
+from harness.core.vocabulary import SensorSource
 from harness.sensors.base import NewData, NothingNew, Upstream
 from harness.sensors.context import CheckTimedOut
 from harness.sensors.upstream_sensor_table import CompletedLoads, UpstreamSensorTableSensor
-from harness.vocabulary import SensorSource
 from tests.fixtures_sources import check_context, sensor_config
 
 SCHEMA = "upstream_product"

@@ -1,4 +1,4 @@
-"""One list of source kinds: `SensorSource` (harness/vocabulary.py), each with its line in `KINDS` naming
+"""One list of source kinds: `SensorSource` (harness/core/vocabulary.py), each with its line in `KINDS` naming
 the sensor module that declares how it is built and read. What cannot import Python — the dbt project's
 vars and YAML, the docs — is checked against it here, and a missing kind is named with its file."""
 
@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from harness import sensors
-from harness.config import PROJECT_DIR, SourceSections, config_from_mapping
+from harness.core.config import PROJECT_DIR, SourceSections, config_from_mapping
+from harness.core.vocabulary import KINDS, SensorSource
 from harness.sensors import build_registry, declaration_of
 from harness.sensors.base import Sensor
 from harness.sensors.declaration import SensorDeclaration
-from harness.vocabulary import KINDS, SensorSource
 
 KIND_VALUES = [s.value for s in SensorSource]
 
@@ -31,7 +31,7 @@ def _disagreement(where: str, listed: list[str]) -> str | None:
     parts = ([f"missing source kind(s) {', '.join(missing)}"] if missing else []) + (
         [f"unknown {', '.join(unknown)}"] if unknown else []
     )
-    return f"{where}: {'; '.join(parts)} (harness/vocabulary.py SensorSource is the list)"
+    return f"{where}: {'; '.join(parts)} (harness/core/vocabulary.py SensorSource is the list)"
 
 
 def _sensor_source_columns() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -82,7 +82,7 @@ def test_the_disagreement_names_the_missing_kind_and_the_file() -> None:
     listed = [k for k in KIND_VALUES if k != "published"] + ["kafka_stream"]
     assert _disagreement("dbt_project.yml vars.heartbeat_source_kinds", listed) == (
         "dbt_project.yml vars.heartbeat_source_kinds: missing source kind(s) published; unknown kafka_stream "
-        "(harness/vocabulary.py SensorSource is the list)"
+        "(harness/core/vocabulary.py SensorSource is the list)"
     )
 
 
@@ -123,7 +123,7 @@ def test_the_kinds_that_take_a_preprocess_query_are_those_whose_sensor_reads_new
     for kind, sensor in registry.items():
         reads = type(sensor).new_data_frame is not Sensor.new_data_frame
         assert KINDS[kind].preprocess is reads, (
-            f"harness/vocabulary.py KINDS[{kind.value}].preprocess should be {reads}"
+            f"harness/core/vocabulary.py KINDS[{kind.value}].preprocess should be {reads}"
         )
 
 

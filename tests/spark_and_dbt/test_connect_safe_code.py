@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from harness.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR
 
 pytestmark = pytest.mark.unit
 

@@ -18,8 +18,8 @@ import sqlglot
 from dbt.adapters.databricks.impl import DatabricksAdapter
 from dbt.cli.main import dbtRunner
 
-from harness.config import PROJECT_DIR, Config
-from harness.controls import OPTIONAL_COLUMNS, USER_COLUMNS
+from harness.core.config import PROJECT_DIR, Config
+from harness.core.controls import OPTIONAL_COLUMNS, USER_COLUMNS
 from harness.platform.dbt_runner import dbt_args
 
 pytestmark = pytest.mark.scenario  # dbt compiles the project in-process

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunner
 
-from harness.config import PROJECT_DIR, config_from_mapping
-from harness.errors import DbtError
+from harness.core.config import PROJECT_DIR, config_from_mapping
+from harness.core.errors import DbtError
+from harness.core.vocabulary import EventType, RowKey
 from harness.platform import dbt_runner
 from harness.state.event_log import Event, now
 from harness.state.tables import CONTROL_TABLE
 from harness.tick.fold import VIEWS_KEEP_PLANS
-from harness.vocabulary import EventType, RowKey
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario  # dbt parses, tests and documents the project in-process

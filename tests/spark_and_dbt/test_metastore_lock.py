@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import StateBusyError
+from harness.core.errors import StateBusyError
 from harness.platform.metastore_lock import DERBY_LOCK, wait_until_free
 
 pytestmark = pytest.mark.process

@@ -15,7 +15,7 @@ import pytest
 from pyspark import java_gateway
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR, Config
+from harness.core.config import PROJECT_DIR, Config
 from harness.platform.spark import (
     DATABRICKS_RUNTIME_ENV,
     ICU_CASE_MAPPINGS,

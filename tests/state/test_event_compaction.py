@@ -11,14 +11,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from harness.faults import Stopped, stopping_at
+from harness.core.faults import Stopped, stopping_at
+from harness.core.vocabulary import EventType
 from harness.state import event_compaction
 from harness.state.event_files import PARTITION_PREFIX
 from harness.state.event_log import Event
 from harness.state.event_reader import EventQuery, events_folder, read_events
 from harness.state.tables import CONTROL_TABLE
 from harness.tick import fold
-from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row
 
 pytestmark = pytest.mark.scenario

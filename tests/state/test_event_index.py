@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.faults import Stopped, stopping_at
+from harness.core.faults import Stopped, stopping_at
+from harness.core.state_layout import StateLayout
 from harness.state import event_index, event_reader
 from harness.state.event_files import PARTITION_PREFIX
-from harness.state_layout import StateLayout
 
 NOW = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)  # the log's "now": mid-day,
 TODAY = NOW.date()  # so that its days do not depend on the hour the tests run

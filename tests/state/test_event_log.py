@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import PROJECT_DIR, Config
-from harness.faults import Stopped, stopping_at
+from harness.core.config import PROJECT_DIR, Config
+from harness.core.faults import Stopped, stopping_at
+from harness.core.vocabulary import EventType, RowKey
 from harness.state.event_append import SCRATCH
 from harness.state.event_files import file_events, log_files
 from harness.state.event_log import EVENT_SCHEMA, Event, EventLog
-from harness.vocabulary import EventType, RowKey
 
 pytestmark = pytest.mark.scenario
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config import PROJECT_DIR, ConfigError, config_from_mapping
+from harness.core.config import PROJECT_DIR, ConfigError, config_from_mapping
 from harness.state.event_files import PARTITION_COLUMN
 from harness.state.event_log import EVENT_SCHEMA, EventLog
 from harness.state.event_reader import EVENTS_TABLE

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import state_layout
-from harness.config import PROJECT_DIR, Config
-from harness.errors import HeartbeatError
+from harness.core import state_layout
+from harness.core.config import PROJECT_DIR, Config
+from harness.core.errors import HeartbeatError
+from harness.core.state_layout import StateLayout
 from harness.state.lock import StateLock
 from harness.state.status_files import TickResult, read_ticks, record_tick
-from harness.state_layout import StateLayout
 
 pytestmark = pytest.mark.unit
 

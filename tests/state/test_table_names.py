@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.config import PROJECT_DIR, Config
+from harness.core.config import PROJECT_DIR, Config
 
 HARNESS = PROJECT_DIR / "harness"
 TABLES = sorted({p.stem for p in (PROJECT_DIR / "models").rglob("*.sql")} | {"heartbeat_events", "heartbeat_controls"})

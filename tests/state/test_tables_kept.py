@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.config import PROJECT_DIR, Config
-from harness.controls import SEED
+from harness.core.config import PROJECT_DIR, Config
+from harness.core.controls import SEED
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, Tables
 from harness.tick.cold import facts
 from harness.tick.runtime import Runtime

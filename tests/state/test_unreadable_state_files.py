@@ -11,10 +11,10 @@ import pytest
 
 from harness.backends.local import LocalBackend
 from harness.backends.local_supervisor import LAUNCHED, RESULT
-from harness.config import PROJECT_DIR, Config
-from harness.errors import BackendError
+from harness.core.config import PROJECT_DIR, Config
+from harness.core.errors import BackendError
+from harness.core.state_layout import StateLayout
 from harness.jobs.publish import Publication, enqueue
-from harness.state_layout import StateLayout
 from harness.tick import inbox, publications
 
 pytestmark = pytest.mark.unit

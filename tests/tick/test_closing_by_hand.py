@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 
 import pytest
 
+from harness.core.vocabulary import ControlRow, EventType, RowKey, Status
 from harness.tick.inbox import new_request
 from harness.tick.triggering import manual_events
-from harness.vocabulary import ControlRow, EventType, RowKey, Status
 
 pytestmark = pytest.mark.unit
 

@@ -20,9 +20,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness.config import PROJECT_DIR, Config, LocalJob
-from harness.controls import MISSING, SEED, file_digest
-from harness.errors import ConfigError
+from harness.core.config import PROJECT_DIR, Config, LocalJob
+from harness.core.controls import MISSING, SEED, file_digest
+from harness.core.errors import ConfigError
+from harness.core.vocabulary import RowKey, SensorSource, dumps
 from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
@@ -34,7 +35,6 @@ from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
 from harness.tick.sensing import sense_once
 from harness.tick.steps import TickReport
-from harness.vocabulary import RowKey, SensorSource, dumps
 from tests.kafka_mock import MockKafka
 from tests.support import SESSION_SEEDS, HeartbeatHarness, LogCounters, control_row, spy_on_reads
 

@@ -1,4 +1,4 @@
-"""Fault injection: the heartbeat is stopped at each named point of a tick (harness.faults), on the local
+"""Fault injection: the heartbeat is stopped at each named point of a tick (harness.core.faults), on the local
 runner and on the Databricks backend, and what the restart leaves is checked: 0 duplicate runs, ranges
 that chain, and a status snapshot that shows every run that existed when it was written. At the end,
 once every run ended, every batch went to exactly one run. The points:
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults import Stopped, stopping_at
+from harness.core.faults import Stopped, stopping_at
 from tests.jobs_api_server import JobsApiServer
 from tests.processes import UPSTREAM, HeartbeatProcess
 from tests.support import HeartbeatHarness, control_row, use_databricks

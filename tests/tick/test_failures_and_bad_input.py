@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from harness.core.vocabulary import EventType
 from harness.state.tables import TRIGGER_SET
 from harness.tick import inbox
-from harness.vocabulary import EventType
 from tests.support import HeartbeatHarness, control_row, status_output
 
 

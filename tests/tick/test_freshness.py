@@ -13,12 +13,12 @@ from typing import Iterator
 
 import pytest
 
-from harness.config import FreshnessSettings
-from harness.controls import read_controls
-from harness.errors import ControlsError
+from harness.core.config import FreshnessSettings
+from harness.core.controls import read_controls
+from harness.core.errors import ControlsError
+from harness.core.vocabulary import ControlRow, EventType, RowKey
 from harness.state.event_log import Event
 from harness.tick.freshness import freshness_events, watch_events
-from harness.vocabulary import ControlRow, EventType, RowKey
 from tests.support import HeartbeatHarness, control_row, status_output, write_controls_csv
 
 T0 = datetime(2026, 11, 22, 6, 0, tzinfo=timezone.utc)

@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
+from harness.core.vocabulary import RowKey
 from harness.tick.range_events import DetectionIndex
-from harness.vocabulary import RowKey
 from tests.support import HeartbeatHarness, control_row
 
 ROW = RowKey("delta_table", "/lake/orders", "daily")

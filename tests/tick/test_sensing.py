@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.config import Config, SensingSettings
+from harness.core.config import Config, SensingSettings
+from harness.core.vocabulary import ControlRow, EventType, RowKey, SensorSource
 from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
@@ -21,7 +22,6 @@ from harness.sensors.jdbc import JdbcSensor
 from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
 from harness.state.event_log import Event
 from harness.tick.sensing import sense
-from harness.vocabulary import ControlRow, EventType, RowKey, SensorSource
 from tests.fixtures_sources import check_context, pg_connection, sensed_row, sensor_config
 from tests.postgres import PostgresServer, free_port
 

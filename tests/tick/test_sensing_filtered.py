@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import Config
-from harness.preprocess import render
+from harness.core.config import Config
+from harness.core.preprocess import render
+from harness.core.vocabulary import ControlRow, EventType, SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.tick.sensing import SensingOutcome, filtered_key, sense
-from harness.vocabulary import ControlRow, EventType, SensorSource
 from tests.fixtures_sources import sensed_row, sensor_config
 
 OF_THE_DATA = "SELECT * FROM sensor_new_data WHERE cast(value AS string) = 'done'"

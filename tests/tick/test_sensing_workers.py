@@ -9,12 +9,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.config import Config, SensingSettings
+from harness.core.config import Config, SensingSettings
+from harness.core.vocabulary import ControlRow, EventType, SensorSource
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import FolderListing, TriggerFileSensor
 from harness.tick.sensing import SensingOutcome, sense
-from harness.vocabulary import ControlRow, EventType, SensorSource
 from tests.fixtures_sources import sensed_row, sensor_config
 
 

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from harness.backends.base import JobBackend, RunRequest, RunState, RunStatus, StartUncertain
-from harness.errors import BackendError
+from harness.core.errors import BackendError
+from harness.core.vocabulary import EventType, RowKey
 from harness.tick.triggering import OpenRun, TriggeredRow, track_runs
-from harness.vocabulary import EventType, RowKey
 
 pytestmark = pytest.mark.unit
 

@@ -40,7 +40,7 @@ _VERSION = re.compile(r"__v\d{8}T\d{6}_[0-9a-f]{8}")  # the suffix of a version 
 
 def heartbeat_config() -> Any:
     """The harness's Config when the harness runs dbt in-process, else heartbeat.yml's."""
-    from harness.config import load_config
+    from harness.core.config import load_config
     from harness.platform import dbt_runner
 
     return dbt_runner.active_config() or load_config()
@@ -49,7 +49,7 @@ def heartbeat_config() -> Any:
 def guard_state() -> None:
     """From the command line: take the heartbeat's state lock and open its Spark session, or stop with
     a clear message. Inside the harness, the lock and the session are the harness's own."""
-    from harness.errors import StateBusyError
+    from harness.core.errors import StateBusyError
     from harness.platform import dbt_runner
     from harness.platform.spark import get_spark
     from harness.state.lock import StateLock
@@ -122,8 +122,8 @@ class HeartbeatAdapter(SparkAdapter):
 
     @available
     def heartbeat_crash_point(self, name: str) -> str:
-        """A named point where fault-injection tests stop the process (see harness.faults)."""
-        from harness.faults import crash_point
+        """A named point where fault-injection tests stop the process (see harness.core.faults)."""
+        from harness.core.faults import crash_point
 
         crash_point(name)
         return ""
@@ -133,8 +133,8 @@ class HeartbeatAdapter(SparkAdapter):
         """Validate the controls CSV dbt is loading with the harness's own validator (the one `validate`
         and every tick run); return the digest of the validated file. `loaded_keys` are the key columns
         of the rows dbt read: a file edited between dbt's read and this check is refused too."""
-        from harness.controls import check_loaded_seed
-        from harness.errors import ControlsError
+        from harness.core.controls import check_loaded_seed
+        from harness.core.errors import ControlsError
 
         try:
             digest = check_loaded_seed(Path(csv_path), loaded_keys)

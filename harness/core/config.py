@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
-from harness.config_source import (
+from harness.core.config_source import (
     CONTROLS_FILE,
     DEFAULT_SCHEMA,
     DEFAULT_STATE_DIR,
@@ -31,11 +31,11 @@ from harness.config_source import (
     read_source,
     source_of,
 )
-from harness.errors import ConfigError
-from harness.redact import register_secret
-from harness.suggest import typos_of
+from harness.core.errors import ConfigError
+from harness.core.redact import register_secret
+from harness.core.suggest import typos_of
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_CONTROLS_CSV = PROJECT_DIR / "seeds" / CONTROLS_FILE
 
 DELTA_JARS_ENV = "HEARTBEAT_DELTA_JARS"  # comma-separated Delta jars for local Spark (else $SPARK_HOME/jars)

@@ -1,7 +1,7 @@
 """Where the configuration comes from, before it is validated: the file (`--config`, $HEARTBEAT_CONFIG,
 else ./heartbeat.yml), the environment variables that override its keys, and `--set key=value`.
 
-harness.config validates all of it (pydantic) into a Config. The commands that only read what ticks
+harness.core.config validates all of it (pydantic) into a Config. The commands that only read what ticks
 leave in the state folder (`status`, `why`, `events`) need no more than the folder itself: they take it
 from here (`locate_state`) without importing pydantic and building the file's ~25 models, which was
 about half of what `status` cost (docs/performance.md). The rules below are the only ones: both ways
@@ -19,9 +19,9 @@ from typing import Any, Mapping
 import yaml
 from yaml.constructor import SafeConstructor
 
-from harness.errors import ConfigError
-from harness.state_layout import StateLayout
-from harness.text_file import read_text
+from harness.core.errors import ConfigError
+from harness.core.state_layout import StateLayout
+from harness.core.text_file import read_text
 
 # Environment variables that override a key of the file (deployment-specific values).
 ENV_OVERRIDES = {

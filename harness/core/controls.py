@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.durations import EXAMPLES, LONGEST, LONGEST_TEXT, parse_duration
-from harness.errors import ControlsError
-from harness.partition_filter import check_row as check_partition_filter
-from harness.preprocess import PLACEHOLDER, check_query
-from harness.start_window import parse_start_window
-from harness.suggest import did_you_mean, typos_of
-from harness.text_file import read_text
-from harness.vocabulary import KINDS, JobState, ReadType, SensorSource, is_path
+from harness.core.durations import EXAMPLES, LONGEST, LONGEST_TEXT, parse_duration
+from harness.core.errors import ControlsError
+from harness.core.partition_filter import check_row as check_partition_filter
+from harness.core.preprocess import PLACEHOLDER, check_query
+from harness.core.start_window import parse_start_window
+from harness.core.suggest import did_you_mean, typos_of
+from harness.core.text_file import read_text
+from harness.core.vocabulary import KINDS, JobState, ReadType, SensorSource, is_path
 
 USER_COLUMNS = (
     "sensor_source",
@@ -58,7 +58,7 @@ for _column in OPTIONAL_COLUMNS:
     warnings.filterwarnings(
         "ignore", message=f'"{_column}" does not match the name of any column', category=RuntimeWarning
     )
-# The sources whose rows may wait for partitions, and those whose changes carry tags (harness.vocabulary.KINDS).
+# The sources whose rows may wait for partitions, and those whose changes carry tags (harness.core.vocabulary.KINDS).
 PARTITIONED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.partitions)
 TAGGED_SOURCES = tuple(source for source, kind in KINDS.items() if kind.tags)
 PREPROCESS_SOURCES = tuple(source for source, kind in KINDS.items() if kind.preprocess)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.errors import HeartbeatError
+from harness.core.errors import HeartbeatError
 
 
 def read_text(path: Path, refuse: type[HeartbeatError], named_by: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
-from harness.errors import PreprocessQueryError
+from harness.core.errors import PreprocessQueryError
 
 PLACEHOLDER = "?upstream_key"
 _POSITION = re.compile(r"\bline (\d+) pos (\d+)")  # where Spark's parser or analyzer points in a query

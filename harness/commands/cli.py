@@ -587,9 +587,11 @@ def parser() -> argparse.ArgumentParser:
             description=f"{text[0].upper()}{text[1:]}: the request is queued and applied at the next tick.",
         )
         sp.add_argument(
+            "--job",
             "--job-id",
+            dest="job_id",
             required=True,
-            metavar="JOB_ID",
+            metavar="JOB",
             help="the job's trigger_job_id in the controls CSV (the backend's job id: a Databricks job's id, "
             "a key of local_runner.jobs); quote one holding spaces",
         )

@@ -254,7 +254,7 @@ def count(text: str) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     states = ", ".join(status.STATE_CHOICES)
     p = sub.add_parser("status", help="jobs by state, then each job's decision and rows (no Spark)")
-    p.add_argument("--job", help="only this job (trigger_job_id)")
+    p.add_argument("--job", "--job-id", dest="job", metavar="JOB", help="only this job (trigger_job_id)")
     p.add_argument(
         "--state",
         type=str.strip,
@@ -270,14 +270,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=cmd_status, state_only=True)
 
     p = sub.add_parser("why", help="why a job starts or not: its reason, rows and latest events (no Spark)")
-    p.add_argument("--job", required=True, help="the trigger_job_id")
+    p.add_argument("--job", "--job-id", dest="job", metavar="JOB", required=True, help="the trigger_job_id")
     p.add_argument("--since", default="7d", help="events since (30m, 2h, 7d, or an ISO time; default 7d)")
     p.add_argument("--limit", type=count, default=30, help="at most this many events, the newest (default 30)")
     p.set_defaults(func=cmd_why, state_only=True)
 
     types = ", ".join(t.value for t in EventType)
     p = sub.add_parser("events", help="browse the event log (no Spark)")
-    p.add_argument("--job", help="only this job's events")
+    p.add_argument("--job", "--job-id", dest="job", metavar="JOB", help="only this job's events")
     p.add_argument("--upstream", help="only events of upstreams whose label (source:sensor_id) contains this")
     p.add_argument("--type", action="append", metavar="TYPE", help=f"only this event type (repeatable): {types}")
     p.add_argument(
@@ -296,7 +296,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("report", help="write the timeline page (HTML) into the state folder")
     p.add_argument("--since", default="2d", help="the window (30m, 2h, 7d, or an ISO time; default 2d)")
-    p.add_argument("--job", action="append", help="only this job (repeatable); default: the busiest jobs")
+    p.add_argument(
+        "--job",
+        "--job-id",
+        dest="job",
+        metavar="JOB",
+        action="append",
+        help="only this job (repeatable); default: the busiest jobs",
+    )
     p.add_argument("--max-jobs", type=count, default=40, help="at most this many jobs on the timeline (default 40)")
     p.add_argument("--output", help="the HTML file (default <state>/report.html)")
     p.set_defaults(func=cmd_report)

@@ -145,15 +145,15 @@ def test_the_kinds_with_a_range_reader_are_those_docs_list_as_readable() -> None
     )
 
 
-def test_readme_and_heartbeat_yml_name_every_sources_section() -> None:
+def test_the_configuration_table_and_heartbeat_yml_name_every_sources_section() -> None:
     readme_row = next(
         line
-        for line in (PROJECT_DIR / "README.md").read_text().splitlines()
-        if "connections, see [docs/sources.md]" in line
+        for line in (PROJECT_DIR / "docs" / "getting-started.md").read_text().splitlines()
+        if "connections, see [sources.md]" in line
     )
     example = (PROJECT_DIR / "heartbeat.yml").read_text()
     for section in SourceSections.model_fields:
-        assert f"`{section}`" in readme_row, f"README.md, the configuration table's sources row: add `{section}`"
+        assert f"`{section}`" in readme_row, f"docs/getting-started.md, the configuration table's sources row: add `{section}`"
         assert re.search(rf"^#? ?{section}:", example, re.M) or f" {section}:" in example, (
             f"heartbeat.yml: add a commented example of the `{section}:` section"
         )

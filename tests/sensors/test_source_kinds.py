@@ -153,7 +153,9 @@ def test_the_configuration_table_and_heartbeat_yml_name_every_sources_section() 
     )
     example = (PROJECT_DIR / "heartbeat.yml").read_text()
     for section in SourceSections.model_fields:
-        assert f"`{section}`" in readme_row, f"docs/getting-started.md, the configuration table's sources row: add `{section}`"
+        assert f"`{section}`" in readme_row, (
+            f"docs/getting-started.md, the configuration table's sources row: add `{section}`"
+        )
         assert re.search(rf"^#? ?{section}:", example, re.M) or f" {section}:" in example, (
             f"heartbeat.yml: add a commented example of the `{section}:` section"
         )

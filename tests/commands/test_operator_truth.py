@@ -663,9 +663,9 @@ def test_complete_and_retry_help_says_what_the_job_id_is(command: str, capsys: p
     # WHEN the command's help is asked for
     with pytest.raises(SystemExit):
         cli.main([command, "--help"])
-    # THEN --job-id is said to be the trigger_job_id of the controls CSV
+    # THEN --job (or --job-id) is said to be the trigger_job_id of the controls CSV
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "--job-id JOB_ID the job's trigger_job_id in the controls CSV" in help_text
+    assert "--job JOB, --job-id JOB the job's trigger_job_id in the controls CSV" in help_text
 
 
 def test_an_unknown_option_prints_the_commands_own_usage(capsys: pytest.CaptureFixture[str]) -> None:

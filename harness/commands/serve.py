@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -57,24 +58,40 @@ def state_version(state_dir: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+STALE = "-stale"
+
+
 class LivePage:
-    """The page of the state's current version, drawn once per version (one drawing at a time)."""
+    """The page of the state's current version, drawn once per version (one drawing at a time). A state no
+    tick has written for long (harness.views.report.stale_after) is a version of its own: the page redraws
+    once more, and says so, when the heartbeat stops."""
 
     def __init__(self, config: Config, since: str) -> None:
         self.config, self.since = config, since
         self._lock = threading.Lock()
         self._drawn: tuple[str, bytes] | None = None
+        self._stale_at: float | None = None  # when the drawn state becomes stale (time.time())
 
     def version(self) -> str:
-        return state_version(self.config.state_dir)
+        files = state_version(self.config.state_dir)
+        drawn = self._drawn
+        if drawn is not None and drawn[0].removesuffix(STALE) == files and self._stale_at is not None:
+            return files + (STALE if time.time() >= self._stale_at else "")
+        return files
 
     def page(self) -> bytes:
         from harness.commands.operator import report_page
+        from harness.state.event_reader import parse_since
+        from harness.state.status_files import read_ticks
+        from harness.views.report import stale_after
 
         with self._lock:
             version = self.version()  # before reading: a tick landing meanwhile is the next version
             if self._drawn is None or self._drawn[0] != version:
                 self._drawn = (version, report_page(self.config, self.since, live_version=version).encode())
+                snapshot = StateLayout(self.config.state_dir).snapshot
+                ticks = read_ticks(self.config.state_dir, parse_since(self.since))
+                self._stale_at = snapshot.stat().st_mtime + stale_after(ticks) if snapshot.exists() else None
             return self._drawn[1]
 
     def why(self, job_id: str) -> str:
@@ -150,7 +167,9 @@ def _host_name(host: str) -> str:
         return ""
 
 
-def make_server(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, since: str = "2d") -> ThreadingHTTPServer:
+def make_server(
+    config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, since: str = "2d"
+) -> ThreadingHTTPServer:
     """The server, listening (port 0: any free port); `serve_forever()` answers."""
     from http.server import ThreadingHTTPServer
 
@@ -170,7 +189,9 @@ def make_server(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
             raise HeartbeatError(
                 f"port {port} on {host} is in use (another `serve`, or another program): choose another with --port"
             ) from None
-        raise HeartbeatError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port") from None
+        raise HeartbeatError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port"
+        ) from None
     server.daemon_threads = True
     return server
 
@@ -178,11 +199,13 @@ def make_server(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
 def cmd_serve(config: Config, args: argparse.Namespace) -> int:
     server = make_server(config, args.host, args.port, args.since)
     host, port = server.server_address[:2]
-    print(f"serving the live report of {config.state_dir} at http://{_url_host(str(host))}:{port}/ (read-only; Ctrl-C stops)")
+    print(
+        f"serving the live report of {config.state_dir} at http://{_url_host(str(host))}:{port}/ (read-only; Ctrl-C stops)"
+    )
     if args.host not in LOOPBACK:
         print(
             f"warning: listening on {args.host}: anyone who reaches this port reads the page, with no password; "
-            "an SSH tunnel to 127.0.0.1 is safer (docs/operations.md, \"The live page\")",
+            'an SSH tunnel to 127.0.0.1 is safer (docs/operations.md, "The live page")',
             file=sys.stderr,
         )
     sys.stdout.flush()

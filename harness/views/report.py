@@ -454,6 +454,17 @@ def _plotly_library() -> str:
 STALE_AFTER = 3  # a snapshot older than this many usual tick intervals (and 5 minutes) is stale
 
 
+def usual_interval(ticks: Sequence[dict[str, Any]]) -> float:
+    """The median seconds from one tick's start to the next's (60 s before there are two)."""
+    starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
+    return float(statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0]))
+
+
+def stale_after(ticks: Sequence[dict[str, Any]]) -> float:
+    """The seconds after the snapshot was written from which the page says no tick writes the state."""
+    return max(300.0, STALE_AFTER * usual_interval(ticks))
+
+
 def state_warnings(
     snapshot: dict[str, Any] | None, health: dict[str, Any] | None, ticks: Sequence[dict[str, Any]], now: datetime
 ) -> list[str]:
@@ -479,10 +490,9 @@ def state_warnings(
             f"{refusal_in_one_line(last['controls_error'])} (`python -m harness validate` lists every problem)."
         )
     if snapshot is not None and not failures:
-        starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
-        usual = statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0])
+        usual = usual_interval(ticks)
         age = (now - datetime.fromisoformat(snapshot["written_at"])).total_seconds()
-        if age > max(300.0, STALE_AFTER * usual):
+        if age > stale_after(ticks):
             out.append(
                 f"No tick has written the state for {age / 60:.0f} min (the ticks came every "
                 f"{usual:.0f} s): {as_of}. Is the heartbeat running?"

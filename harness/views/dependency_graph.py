@@ -671,5 +671,6 @@ _SCRIPT = r"""
   var first = asked || state.focus || (found.length ? jobs[found[0]][0] : null);
   if (first !== null) { focus(first); }
   document.body.dataset.graph = 'ready ' + jobs.length;
+  if (window.performance && performance.mark) { performance.mark('graph-ready'); }
 })();
 """

@@ -1,7 +1,7 @@
 """What the report adds when `python -m harness serve` serves it live: a line saying how fresh the page is,
 and a script that asks the server every POLL_SECONDS for the state's version (`version`, a few bytes) and,
-only when it changed, fetches the page again and draws its `#live` part in place (the figures, the graph
-and its explorer run their scripts again; the explorer keeps what the reader chose). No reload by hand.
+only when it changed, fetches the page again and draws its `data-live` parts in place (the figures, the
+graph and its explorer run their scripts again; the explorer keeps what the reader chose). No reload by hand.
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ SCRIPT = (
   }
   function redraw() {
     return fetch('./', {cache: 'no-store'}).then(function (answer) { return answer.text(); }).then(function (text) {
-      var page = new DOMParser().parseFromString(text, 'text/html'), fresh = page.getElementById('live');
-      if (!fresh) { throw new Error('the page came back without its state'); }
-      var part = document.importNode(fresh, true);
-      document.getElementById('live').replaceWith(part);
-      run(part);
+      var page = new DOMParser().parseFromString(text, 'text/html'), parts = page.querySelectorAll('[data-live]');
+      if (!parts.length) { throw new Error('the page came back without its state'); }
+      parts.forEach(function (fresh) {
+        var part = document.importNode(fresh, true);
+        document.getElementById(fresh.id).replaceWith(part);
+        run(part);
+      });
       document.body.dataset.version = page.body.dataset.version;
       document.body.dataset.redrawn = String(Number(document.body.dataset.redrawn || 0) + 1);
       line.textContent = 'live: redrawn at ' + clock() + ' for a new state';

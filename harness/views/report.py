@@ -409,7 +409,7 @@ def render_report(
 ) -> str:
     """The page; `decisions` are the snapshot's jobs by id (their reasons and earliest starts).
     `live_version`: the page is served live (`python -m harness serve`), of the state of this version: it
-    asks the server for the state's version and, when it changed, draws the new page's `#live` part in place."""
+    asks the server for the state's version and, when it changed, draws the new page's `data-live` parts in place."""
     decisions = decisions or {}
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
@@ -423,14 +423,16 @@ def render_report(
 <style>body{{font-family:system-ui,sans-serif;margin:1.5em;color:#222}}
 table{{border-collapse:collapse;font-size:0.9em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
 td:first-child,th:first-child{{text-align:left}}
-.warning{{background:#fdecea;border-left:6px solid #d62728;padding:8px 12px;font-weight:600}}</style>
-<script>{_plotly_library()}</script></head>
+.warning{{background:#fdecea;border-left:6px solid #d62728;padding:8px 12px;font-weight:600}}</style></head>
 <body{f' data-version="{html.escape(live_version)}"' if live_version else ""}><h1>Heartbeat</h1>
-{live.STATUS_LINE if live_version else ""}<div id="live">
+{live.STATUS_LINE if live_version else ""}<div id="live-state" data-live>
 {"".join(f'<p class="warning" role="alert">{html.escape(w)}</p>' for w in warnings)}
 <p>From {when(since)} to {when(now)} UTC. {html.escape(summary_line)}</p>
 <p>{shown}; {len(ticks)} ticks.</p>
 {graph}
+</div>
+<script>{_plotly_library()}</script>
+<div id="live-figures" data-live>
 {parts[0]}
 {parts[1]}
 {parts[2]}
@@ -444,8 +446,8 @@ td:first-child,th:first-child{{text-align:left}}
 
 
 def _plotly_library() -> str:
-    """plotly's script, once in the page's head (the figures' own scripts then only draw: the live page
-    runs them again for each new state)."""
+    """plotly's script, once, after the state and the graph (which a reader can use while it loads) and
+    before the figures, whose own scripts then only draw (the live page runs them again for each state)."""
     from plotly.offline import get_plotlyjs
 
     return str(get_plotlyjs())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.views import dependency_graph  # noqa: E402
 from harness.views.report import render_report  # noqa: E402
+from tests.browser import chromium  # noqa: E402
 
 STATUSES = [None, "COMPLETED", "NEW_EVENT_AVAILABLE", "IN_PROGRESS", "COMPLETED", None, "FAILED"]
 ROWS_PER_JOB = 4
@@ -71,10 +71,6 @@ def control_table(jobs: int) -> tuple[dict[str, Any], dict[str, list[str]]]:
             }
         )
     return {"written_at": now, "tick_id": "bench", "jobs": decisions, "rows": rows}, publishes
-
-
-def chromium() -> str | None:
-    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
 
 def open_seconds(browser: str, page: Path, repeat: int) -> tuple[float, str]:

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
 from harness.core.errors import HeartbeatError
@@ -70,13 +70,14 @@ class LivePage:
         self.config, self.since = config, since
         self._lock = threading.Lock()
         self._drawn: tuple[str, bytes] | None = None
-        self._stale_at: float | None = None  # when the drawn state becomes stale (time.time())
+        self._stale_at: float | None = None  # when the drawn state becomes stale (by `clock`)
+        self.clock: Callable[[], float] = time.time
 
     def version(self) -> str:
         files = state_version(self.config.state_dir)
         drawn = self._drawn
         if drawn is not None and drawn[0].removesuffix(STALE) == files and self._stale_at is not None:
-            return files + (STALE if time.time() >= self._stale_at else "")
+            return files + (STALE if self.clock() >= self._stale_at else "")
         return files
 
     def page(self) -> bytes:

@@ -652,12 +652,12 @@ _SCRIPT = r"""
   $('page-next').addEventListener('click', function () { state.page += 1; drawList(); });
   list.addEventListener('click', function (event) {
     var li = event.target.closest('li');
-    if (li) { state.why = false; focus(li.dataset.job); }
+    if (li) { focus(li.dataset.job); }
   });
   svg.addEventListener('click', function (event) {
     var node = event.target.closest('.nnode');
     if (!node) { return; }
-    if (node.dataset.job) { state.why = false; focus(node.dataset.job); } else { search(node.dataset.upstream); }
+    if (node.dataset.job) { focus(node.dataset.job); } else { search(node.dataset.upstream); }
   });
   if (overview) {
     overview.addEventListener('click', function (event) {

@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -120,6 +121,23 @@ def test_why_of_a_job_is_what_why_job_prints(served: Served, capsys: pytest.Capt
     assert cli.main(["--config", served.config_file, "why", "--job", "j"]) == 0
     assert _without_the_clock(page_why) == _without_the_clock(capsys.readouterr().out.rstrip("\n"))
     assert page_why.startswith("job j (-): waiting: does not start")
+
+
+def test_a_state_no_tick_writes_for_long_becomes_a_version_of_its_own(tmp_path: Path) -> None:
+    """So that the page open on a stopped heartbeat redraws once, and says the state is stale."""
+    # GIVEN the page drawn for a state ticked once
+    config_file, state = _state(tmp_path)
+    Served(config_file, state, 0).tick(row("j"))
+    live = serve.LivePage(load_config(config_file), "2d")
+    live.page()
+    drawn = live.version()
+    assert live.version() == drawn
+    # WHEN no tick lands for longer than the stale limit (5 minutes while ticks are a minute apart or less)
+    live.clock = lambda: time.time() + 301
+    # THEN the version changes, and stays once the page is drawn for it
+    assert live.version() == drawn + serve.STALE
+    assert f'data-version="{drawn}{serve.STALE}"' in live.page().decode()
+    assert live.version() == drawn + serve.STALE
 
 
 def test_a_request_naming_another_host_is_refused(served: Served) -> None:

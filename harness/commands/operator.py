@@ -198,15 +198,23 @@ def report_page(
     from harness.views import report
 
     since = event_reader.parse_since(since_text)
+    notes = []
+    try:
+        events = _events(config, event_reader.EventQuery(since, limit=0))
+    except HeartbeatError as exc:  # the live page goes on without the timelines (before the first tick, say)
+        if live_version is None:
+            raise
+        events, notes = [], [f"The event log could not be read: {exc}"]
     return report.report_page(
         config.state_dir,
         config.project_dir,
         since,
-        _events(config, event_reader.EventQuery(since, limit=0)),
+        events,
         job_ids=job_ids,
         max_jobs=max_jobs,
         publishes=config.settings.publish.on_success,
         live_version=live_version,
+        notes=notes,
     )
 
 

@@ -521,8 +521,10 @@ def report_page(
     max_jobs: int = 40,
     publishes: Mapping[str, Sequence[str]] | None = None,
     live_version: str | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The page over `events` (read by harness.state.event_reader), the ticks since `since` and the snapshot."""
+    """The page over `events` (read by harness.state.event_reader), the ticks since `since` and the snapshot;
+    `notes`: warnings of the caller's, after the state's own."""
     now = datetime.now(timezone.utc)
     ticks = status_files.read_ticks(state_dir, since)
     snapshot = status_files.read_json(StateLayout(state_dir).snapshot)
@@ -541,7 +543,10 @@ def report_page(
         job_ids=job_ids,
         max_jobs=max_jobs,
         summary_line=line,
-        warnings=state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
+        warnings=[
+            *state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
+            *notes,
+        ],
         graph=dependency_graph.section(snapshot, publishes or {}) if snapshot else "",
         decisions={job["job_id"]: job for job in snapshot["jobs"]} if snapshot else {},
         live_version=live_version,

@@ -8,6 +8,8 @@ import http.client
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 
 from harness.commands import cli, serve
-from harness.core.config import load_config
+from harness.core.config import PROJECT_DIR, load_config
 from harness.core.errors import HeartbeatError
 from harness.core.state_layout import StateLayout
 from harness.state import status_files
@@ -140,6 +142,18 @@ def test_a_state_no_tick_writes_for_long_becomes_a_version_of_its_own(tmp_path: 
     assert live.version() == drawn + serve.STALE
 
 
+def test_before_the_first_tick_the_page_says_so_and_is_served(tmp_path: Path) -> None:
+    # GIVEN a state folder no tick has written yet (no event log, no snapshot)
+    config_file = tmp_path / "heartbeat.yml"
+    (state := tmp_path / "state").mkdir()
+    config_file.write_text(f"state_dir: {state}\n")
+    live = serve.LivePage(load_config(str(config_file)), "2d")
+    # THEN the page is drawn, saying why it has no timelines, and the why says what to run
+    page = live.page().decode()
+    assert "The event log could not be read: no event log recorded in" in page and 'id="live-figures"' in page
+    assert "no control table yet: run `python -m harness tick` first" in live.why("j")
+
+
 def test_a_request_naming_another_host_is_refused(served: Served) -> None:
     """A page elsewhere cannot read the state through a name of its own that points at 127.0.0.1."""
     assert served.request("GET", "/", host="attacker.example:8765").status == 403
@@ -172,6 +186,35 @@ def test_a_missing_state_folder_is_refused_naming_it_and_what_to_change(
     err = capsys.readouterr().err
     assert f"the state folder {tmp_path / 'nowhere'} does not exist" in err
     assert "python -m harness tick" in err and "state_dir" in err
+
+
+NO_SPARK = """
+import json, sys, threading, urllib.request
+from harness.commands import cli
+from harness.commands.serve import make_server
+from harness.core.config import PROJECT_DIR, load_config
+server = make_server(load_config(sys.argv[1]), port=0)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+base = "http://127.0.0.1:%d/" % server.server_address[1]
+for path in ("", "version", "why?job=j"):
+    assert urllib.request.urlopen(base + path).status == 200
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "dbt", "harness")
+                        and (m.split(".")[0] != "harness" or m.startswith(("harness.tick.", "harness.platform."))))))
+"""
+
+
+@pytest.mark.process
+def test_serve_starts_no_spark_no_jvm_and_no_dbt(tmp_path: Path) -> None:
+    """A process of its own: what a process imported is only seen in a fresh interpreter."""
+    # GIVEN a ticked state
+    config_file, state = _state(tmp_path)
+    Served(config_file, state, 0).tick(row("j"))
+    # WHEN the page, the version and a job's why are asked of a server in a fresh interpreter
+    out = subprocess.run(
+        [sys.executable, "-c", NO_SPARK, config_file], capture_output=True, text=True, check=True, cwd=PROJECT_DIR
+    ).stdout
+    # THEN it answered without importing Spark, py4j, dbt or the tick's modules
+    assert json.loads(out.splitlines()[-1]) == []
 
 
 # --- in a real browser ------------------------------------------------------------------------------------

@@ -62,10 +62,14 @@ class Page:
         self._buffer = b""
         self._next_id = 0
         self.console: list[str] = []  # the page's console messages and uncaught errors
-        target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page.enable", "Runtime.enable"):
-            self._call(domain, session=True)
+        try:
+            target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Page.enable", "Runtime.enable"):
+                self._call(domain, session=True)
+        except BaseException:
+            self.close()
+            raise
 
     # --- the protocol ---------------------------------------------------------------------------------
     def _send(self, method: str, params: dict[str, Any] | None, session: bool) -> int:

@@ -490,6 +490,7 @@ _SCRIPT = r"""
       var li = document.createElement('li'), mark = document.createElement('span'), name = document.createElement('b');
       var reason = document.createElement('span');
       li.dataset.job = jobs[i][0];
+      li.tabIndex = 0;
       li.className = jobs[i][0] === state.focus ? 'focused' : '';
       mark.className = 'mark'; mark.style.background = colour(i);
       name.textContent = jobs[i][0]; reason.className = 'reason'; reason.textContent = jobs[i][2];
@@ -653,6 +654,9 @@ _SCRIPT = r"""
   list.addEventListener('click', function (event) {
     var li = event.target.closest('li');
     if (li) { focus(li.dataset.job); }
+  });
+  list.addEventListener('keydown', function (event) {
+    if (event.key === 'Enter' && event.target.dataset.job) { focus(event.target.dataset.job); }
   });
   svg.addEventListener('click', function (event) {
     var node = event.target.closest('.nnode');

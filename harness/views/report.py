@@ -377,7 +377,7 @@ def _waiting_for_time(decisions: Mapping[str, dict[str, Any]]) -> str:
         return ""
     waiting = every[:WAITING_LISTED]
     more = (
-        f"<p>and {len(every) - len(waiting):,} more jobs waiting for time (`status --state waiting` lists them)</p>"
+        f"<p>and {len(every) - len(waiting):,} more jobs waiting for time (<code>status --state waiting</code> lists them)</p>"
         if len(every) > len(waiting)
         else ""
     )

@@ -414,7 +414,10 @@ def render_report(
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
-    parts = [f.to_html(full_html=False, include_plotlyjs=False, default_width="100%") for f in figures]
+    parts = [
+        f.to_html(full_html=False, include_plotlyjs=False, default_width="100%").replace("<script>", FIGURE_SCRIPT, 1)
+        for f in figures
+    ]
     shown = f"{len(jobs)} of {len(histories)} jobs with events" + (
         " (the busiest; choose with --job)" if len(jobs) < len(histories) and not job_ids else ""
     )
@@ -431,7 +434,7 @@ td:first-child,th:first-child{{text-align:left}}
 <p>{shown}; {len(ticks)} ticks.</p>
 {graph}
 </div>
-<script>{_plotly_library()}</script>
+<script type="text/x-plotly-library" id="plotly-library">{_plotly_library()}</script>
 <div id="live-figures" data-live>
 {parts[0]}
 {parts[1]}
@@ -439,6 +442,7 @@ td:first-child,th:first-child{{text-align:left}}
 {_waiting_for_time(decisions)}
 <h2>Jobs</h2>
 {_job_table(jobs, decisions)}
+<script>{_DRAW_FIGURES}</script>
 </div>
 {f"<script>{live.SCRIPT}</script>" if live_version else ""}
 </body></html>
@@ -446,11 +450,46 @@ td:first-child,th:first-child{{text-align:left}}
 
 
 def _plotly_library() -> str:
-    """plotly's script, once, after the state and the graph (which a reader can use while it loads) and
-    before the figures, whose own scripts then only draw (the live page runs them again for each state)."""
+    """plotly's script, once in the page, as text: _DRAW_FIGURES runs it when the browser is idle."""
     from plotly.offline import get_plotlyjs
 
     return str(get_plotlyjs())
+
+
+# The figures are drawn once the page is up, when the browser is idle or the reader scrolls to them: plotly's
+# library (4.6 MB of script) is then compiled after the state and the dependency explorer, which a reader
+# uses at once. The figures' own scripts are of this type until then; the live page runs this again for each
+# new state (plotly is loaded by then, so they are drawn at once).
+FIGURE_SCRIPT = '<script type="text/x-plotly-figure">'
+_DRAW_FIGURES = """
+(function () {
+  var part = document.getElementById('live-figures'), done = false;
+  function draw() {
+    if (done) { return; }
+    done = true;
+    if (!window.Plotly) {
+      var library = document.createElement('script');
+      library.textContent = document.getElementById('plotly-library').textContent;
+      document.head.appendChild(library);
+    }
+    part.querySelectorAll('script[type="text/x-plotly-figure"]').forEach(function (figure) {
+      var script = document.createElement('script');
+      script.textContent = figure.textContent;
+      figure.replaceWith(script);
+    });
+    document.body.dataset.figures = 'drawn';
+    if (window.performance && performance.mark) { performance.mark('figures-drawn'); }
+  }
+  if (window.Plotly) { draw(); return; }
+  if (window.IntersectionObserver) {
+    new IntersectionObserver(function (seen) { if (seen.some(function (e) { return e.isIntersecting; })) { draw(); } })
+      .observe(part);
+  }
+  window.addEventListener('load', function () {
+    if (window.requestIdleCallback) { requestIdleCallback(draw, {timeout: 1000}); } else { setTimeout(draw, 200); }
+  });
+})();
+"""
 
 
 STALE_AFTER = 3  # a snapshot older than this many usual tick intervals (and 5 minutes) is stale

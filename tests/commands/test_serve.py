@@ -239,6 +239,7 @@ def test_the_live_page_redraws_itself_when_a_tick_lands(served: Served) -> None:
         assert browser.evaluate("document.getElementById('graph-search').value") == "j"
         assert browser.evaluate("window.notReloaded") is True
         assert browser.text("#live-status").startswith("live: redrawn at ")
+        assert browser.wait_for("document.querySelectorAll('#live-figures .plotly-graph-div .main-svg').length") >= 3
         # and it draws nothing again while no tick lands: the checks go on, the redraws do not
         checked = browser.wait_for(
             "(s => s.startsWith('live: up to date') && s)(document.getElementById('live-status').textContent)"

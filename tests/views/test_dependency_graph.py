@@ -160,6 +160,9 @@ def test_the_report_with_its_graph_opens_in_headless_chromium_without_errors(tmp
         # the most urgent job is shown at once, and the overview of this small estate is drawn
         assert browser.text("#job-title").startswith("orders")
         assert browser.evaluate("document.querySelectorAll('#graph .node.job').length") == jobs
+        # and plotly's figures are drawn once the page is up
+        browser.wait_for("document.body.dataset.figures === 'drawn'")
+        assert browser.evaluate("document.querySelectorAll('#live-figures .plotly-graph-div .main-svg').length") >= 3
         assert browser.console == []  # logs, warnings, uncaught errors
 
 

@@ -21,6 +21,7 @@ import errno
 import hashlib
 import json
 import logging
+import socket
 import sys
 import threading
 import time
@@ -183,8 +184,15 @@ def make_server(
     from harness.state.event_reader import parse_since
 
     parse_since(since)  # a window that cannot be read is refused now, not at the first request
+    server_class = ThreadingHTTPServer
+    if ":" in host:  # an IPv6 address (::1)
+
+        class ServerV6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        server_class = ServerV6
     try:
-        server = ThreadingHTTPServer((host, port), handler_class(LivePage(config, since), host in LOOPBACK))
+        server = server_class((host, port), handler_class(LivePage(config, since), host in LOOPBACK))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise HeartbeatError(

@@ -6,6 +6,7 @@ status     a count of jobs by state, then every job: whether it starts and why, 
 why        one job: its decision and reason, its rows, their latest events
 events     browse the event log (--job, --upstream, --type, --since)
 report     write the timeline page (HTML) into the state folder
+serve      serve the report as a live page on localhost (read-only; --port, --host)
 complete   mark a job's latest run successful (the "update status" step a job can run last)
 retry      hand a FAILED job's range to its next run (no manual backfill)
 publish    register a change of a table (rows with sensor_source `published` trigger on it)
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
-from harness.commands import operator, refresh
+from harness.commands import operator, refresh, serve
 from harness.core.config_source import StateFolder, locate_state
 from harness.core.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.core.vocabulary import PUBLISH_OPERATIONS, EventType, Status
@@ -577,6 +578,7 @@ def parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=cmd_run)
     operator.register(sub)
+    serve.register(sub)
     for name, func, text in (
         ("complete", cmd_complete, "mark the job's latest run successful"),
         ("retry", cmd_retry, "hand a FAILED job's range to its next run"),

@@ -15,7 +15,7 @@ import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from harness.core.config_source import CONTROLS_FILE, InStateFolder
 from harness.core.errors import HeartbeatError
@@ -82,27 +82,36 @@ def _disk_free(folder: Path) -> int | None:
 
 
 def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
-    since = event_reader.parse_since(args.since)
+    text, code = why_text(config, args.job, args.since, args.limit)
+    print(text)
+    return code
+
+
+def why_text(config: InStateFolder, job_id: str, since_text: str = "7d", limit: int = 30) -> tuple[str, int]:
+    """What `why --job` prints, and its exit code (1: the job is not in the control table); the live
+    page's `why` is this text too."""
+    since = event_reader.parse_since(since_text)
+    lines = []
     try:
-        events = _events(config, event_reader.EventQuery(since, job_id=args.job, limit=args.limit))
+        events = _events(config, event_reader.EventQuery(since, job_id=job_id, limit=limit))
     except Exception as exc:  # noqa: BLE001 - the decision and rows are still worth printing
         events = []
-        print(f"(the event log could not be read: {exc})")
+        lines.append(f"(the event log could not be read: {exc})")
     snapshot = _snapshot(config)
     health = status_files.read_json(config.layout.health)
     refusal = ((health or {}).get("last_tick") or {}).get("controls_error")
-    print(
+    lines.append(
         status.render_why(
             snapshot,
-            args.job,
+            job_id,
             events,
             since,
             health,
             status_files.waiting_reasons(config.state_dir),
-            refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, args.job) else None,
+            refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, job_id) else None,
         )
     )
-    return 1 if _unknown_job(snapshot, args.job) else 0
+    return "\n".join(lines), 1 if _unknown_job(snapshot, job_id) else 0
 
 
 def _refused_csv_jobs(refusal: str) -> set[str] | None:
@@ -161,22 +170,11 @@ def cmd_events(config: InStateFolder, args: argparse.Namespace) -> int:
 
 
 def cmd_report(config: Config, args: argparse.Namespace) -> int:
-    from harness.views import report
+    from harness.state.files import write_atomic
 
-    since = event_reader.parse_since(args.since)
     path = Path(args.output) if args.output else config.layout.report
-    events = _events(config, event_reader.EventQuery(since, limit=0))
-    written = report.write_report(
-        config.state_dir,
-        config.project_dir,
-        path,
-        since,
-        events,
-        job_ids=args.job or (),
-        max_jobs=args.max_jobs,
-        publishes=config.settings.publish.on_success,
-    )
-    print(f"report written to {written} ({path.stat().st_size // 1024} KiB)")
+    write_atomic(path, report_page(config, args.since, job_ids=args.job or (), max_jobs=args.max_jobs))
+    print(f"report written to {path} ({path.stat().st_size // 1024} KiB)")
     snapshot = _snapshot(config)
     unknown = [job_id for job_id in dict.fromkeys(args.job or ()) if _unknown_job(snapshot, job_id)]
     for job_id in unknown:  # as `why` of a job not in the control table: said, and the exit code 1
@@ -186,6 +184,38 @@ def cmd_report(config: Config, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if unknown else 0
+
+
+def report_page(
+    config: Config,
+    since_text: str,
+    *,
+    job_ids: Sequence[str] = (),
+    max_jobs: int = 40,
+    live_version: str | None = None,
+) -> str:
+    """The report's page over the window `since_text` (`report` writes it, `serve` serves it live)."""
+    from harness.views import report
+
+    since = event_reader.parse_since(since_text)
+    notes = []
+    try:
+        events = _events(config, event_reader.EventQuery(since, limit=0))
+    except HeartbeatError as exc:  # the live page goes on without the timelines (before the first tick, say)
+        if live_version is None:
+            raise
+        events, notes = [], [f"The event log could not be read: {exc}"]
+    return report.report_page(
+        config.state_dir,
+        config.project_dir,
+        since,
+        events,
+        job_ids=job_ids,
+        max_jobs=max_jobs,
+        publishes=config.settings.publish.on_success,
+        live_version=live_version,
+        notes=notes,
+    )
 
 
 def print_dry_run(runtime: "Runtime") -> int:

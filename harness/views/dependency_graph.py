@@ -1,21 +1,26 @@
 """The report's dependency graph: what waits on what, coloured by each job's current state.
 
 Upstreams feed jobs (a hard or soft row, paused or not); a job publishes tables (`publish.on_success`)
-that feed other jobs (rows of source `published`). Drawn for a person at 1,000 jobs, so:
+that feed other jobs (rows of source `published`). An estate is up to 25,000 jobs over 20,000 upstreams,
+so the page never draws them all at once:
 
-  - grouped by job: each job is one card listing its own rows (status, hard/soft, paused); an upstream
-    only one job reads is a line in that job's card, not a node of its own;
-  - an upstream several jobs read is a node on the left with an edge to each; one read by more than
-    COLLAPSE_AFTER jobs is collapsed (no edges: the node says how many; search or a click shows them);
-  - the jobs chained by tables (a job that publishes a table another job reads, and that job) come
-    first, a column per step of the chain, each job right of the jobs whose tables it reads, with an
-    edge from producer to reader (the table is named on both cards and on the edge's hover); the jobs
-    no other job feeds or reads come below them, so that no edge between jobs crosses their cards;
-  - each column has a heading saying which jobs it holds;
-  - a search box highlights the jobs and upstreams whose name contains the text, and a click on a card
-    its neighbours.
+  - the explorer (every size): the jobs in a list, the most urgent first, filtered by state and by a
+    search box (a job's id, its upstreams, the tables it publishes), a page of PAGE_SIZE at a time; a
+    click draws that job's neighbourhood: the jobs publishing the tables it reads, its upstreams, the
+    other jobs reading them, the tables it publishes and the jobs reading those (each column cut at a
+    few dozen, the rest counted), and lists its rows, its reason and (on the live page) its `why`. The
+    data is one JSON document in the page; the script draws what is asked, in the browser;
+  - the overview (up to OVERVIEW_JOBS jobs): the whole graph as one SVG drawn here, grouped by job:
+      - each job is one card listing its own rows (status, hard/soft, paused); an upstream only one job
+        reads is a line in that job's card, not a node of its own;
+      - an upstream several jobs read is a node on the left with an edge to each; one read by more than
+        COLLAPSE_AFTER jobs is collapsed (no edges: the node says how many; search or a click shows them);
+      - the jobs chained by tables come first, a column per step of the chain, each job right of the
+        jobs whose tables it reads, with an edge from producer to reader; the jobs no other job feeds or
+        reads come below them, so that no edge between jobs crosses their cards;
+      - a click on a card shows its job in the explorer; a search highlights the cards it finds.
 
-Everything is one SVG and a few lines of script in the page (no library, no network).
+No library, no network: the SVG, the data and one script are in the page.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from harness.core.vocabulary import SensorSource, upstream_label
-from harness.views.status import JobView, described, jobs_of
+from harness.views.status import PAUSED, JobView, described, earliest_start, jobs_of
 from harness.views.watermarks import fit
 
+OVERVIEW_JOBS = 300  # up to this many jobs the whole graph is drawn too; above, the explorer alone
+PAGE_SIZE = 50  # jobs listed at a time in the explorer
 COLLAPSE_AFTER = 12  # an upstream read by more jobs than this is drawn without its edges
 ROWS_SHOWN = 4  # a card lists this many of its job's own rows, then "+N more"
 ROW_CHARS = 42  # a row's upstream and status fit a card in this many characters (NEW_EVENT_AVAILABLE ran over)
@@ -165,7 +172,7 @@ def column_groups(graph: Graph) -> list[tuple[str, list[JobNode]]]:
 
 
 def render(graph: Graph) -> str:
-    """The graph as an HTML section: a search box, a legend and one SVG."""
+    """The whole graph as one SVG (the overview, for an estate of up to OVERVIEW_JOBS jobs)."""
     shared_x = 10
     first_job_x = shared_x + (CARD_WIDTH + COLUMN_GAP if graph.shared else 0)
     positions: dict[str, tuple[int, int, int]] = {}  # job -> x, y, height
@@ -228,22 +235,92 @@ def render(graph: Graph) -> str:
     for job_id, (x, y, height) in positions.items():
         parts.append(_card(graph.jobs[job_id], x, y, height))
     width = max([x + CARD_WIDTH for x, _, _ in positions.values()] + [first_job_x]) + 20
-    counts = {view: sum(1 for n in graph.jobs.values() if n.view is view) for view in JobView}
-    legend = " ".join(
-        f'<span class="key" style="border-color:{VIEW_COLOURS[v]}">{v.value} {counts[v]}</span>' for v in JobView
-    )
-    return f"""<section id="dependency-graph">
-<h2>Dependencies</h2>
+    return f"""<details id="graph-overview" open><summary>The whole graph ({len(graph.jobs)} jobs, {len(graph.shared)}
+upstreams read by several jobs (by more than {COLLAPSE_AFTER}: collapsed), {len(graph.feeds)} job-to-job feeds)</summary>
 <p>Upstreams &rarr; jobs &rarr; the tables they publish &rarr; the jobs those feed; each job's card lists its own
-rows (<b>H</b> hard, <b>s</b> soft, paused struck through). {len(graph.jobs)} jobs, {len(graph.shared)} upstreams
-read by several jobs (by more than {COLLAPSE_AFTER}: collapsed), {len(graph.feeds)} job-to-job feeds.
-<input id="graph-search" type="search" placeholder="find a job or upstream" size="32" aria-label="find a job or upstream">
-<span id="graph-found"></span></p>
-<p>{legend} <span class="key soft">soft edge</span> <span class="key feeds">publishes to</span></p>
+rows (<b>H</b> hard, <b>s</b> soft, paused struck through). A click on a card shows its job above.</p>
 <div class="graph-frame"><svg id="graph" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{bottom + 20}"
  data-links='{_attr(json.dumps({k: sorted(v) for k, v in links.items()}))}'>
 {"".join(parts)}
-</svg></div>
+</svg></div></details>
+"""
+
+
+def explorer_data(snapshot: Mapping[str, Any], publishes: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """What the explorer's script draws from, compact (at 25,000 jobs and 100,000 rows, a few MB): the
+    upstreams' labels once, each job as [id, view, its reason in words, its rows as triples (upstream,
+    status, flags: 1 hard, 2 paused), the upstreams it publishes], the most urgent jobs first."""
+    upstreams: dict[str, int] = {}
+    statuses: dict[str | None, int] = {}
+    views = list(JobView)
+
+    def index(table: dict[Any, int], key: Any) -> int:
+        return table.setdefault(key, len(table))
+
+    jobs = []
+    for job, rows, view in jobs_of(dict(snapshot)):
+        flat: list[int] = []
+        for r in rows:
+            flat += [
+                index(upstreams, _label(r)),
+                index(statuses, r["status"]),
+                (1 if r["is_hard_dependency"] else 0) | (2 if r["job_state"] == PAUSED else 0),
+            ]
+        published = [
+            index(upstreams, upstream_label(SensorSource.PUBLISHED.value, t)) for t in publishes.get(job["job_id"], ())
+        ]
+        reason = described(view, job.get("reason") or "") + earliest_start(job)
+        jobs.append([job["job_id"], views.index(view), reason, flat, published])
+    return {
+        "views": [v.value for v in views],
+        "colours": [VIEW_COLOURS[v] for v in views],
+        "statuses": list(statuses),
+        "status_colours": [STATUS_COLOURS.get(s or "NULL", "#999") for s in statuses],
+        "upstreams": list(upstreams),
+        "jobs": jobs,
+        "page_size": PAGE_SIZE,
+    }
+
+
+def section(snapshot: Mapping[str, Any], publishes: Mapping[str, Sequence[str]]) -> str:
+    """The report's section: the explorer over every job, and the whole graph drawn up to OVERVIEW_JOBS."""
+    data = explorer_data(snapshot, publishes)
+    counts = [sum(1 for j in data["jobs"] if j[1] == i) for i in range(len(data["views"]))]
+    filters = "".join(
+        f'<label class="key" style="border-color:{colour}"><input type="checkbox" value="{view}" checked> '
+        f'{view} <span class="count">{count:,}</span></label>'
+        for view, colour, count in zip(data["views"], data["colours"], counts)
+    )
+    overview = (
+        render(build(snapshot, publishes))
+        if len(data["jobs"]) <= OVERVIEW_JOBS
+        else f'<p class="small" id="graph-overview">The whole graph is drawn up to {OVERVIEW_JOBS:,} jobs; '
+        f"this estate has {len(data['jobs']):,}: find a job above to see its neighbourhood.</p>"
+    )
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return f"""<section id="dependency-graph">
+<h2>Dependencies</h2>
+<p>{len(data["jobs"]):,} jobs over {len(data["upstreams"]):,} upstreams and tables. Find a job by its id, an
+upstream it reads or a table it publishes; a click on a job draws its neighbourhood: the jobs publishing what it
+reads, its upstreams, the jobs sharing them, the tables it publishes and who reads them.</p>
+<div class="explorer">
+<div class="explorer-list">
+<input id="graph-search" type="search" placeholder="find a job, an upstream or a table" size="34"
+ aria-label="find a job, an upstream or a table">
+<fieldset id="state-filter"><legend>states</legend>{filters}</fieldset>
+<p id="job-count" class="small"></p>
+<ol id="job-list"></ol>
+<p id="job-pager"><button type="button" id="page-back">&larr; earlier</button>
+<button type="button" id="page-next">next &rarr;</button></p>
+</div>
+<div class="explorer-focus">
+<div id="job-detail"><p class="small">Pick a job in the list.</p></div>
+<div class="graph-frame"><svg id="neighbourhood" xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg></div>
+</div>
+</div>
+<p><span class="key soft">soft edge</span> <span class="key feeds">publishes to</span></p>
+{overview}
+<script type="application/json" id="graph-data">{payload}</script>
 </section>
 <style>{_STYLE}</style>
 <script>{_SCRIPT}</script>
@@ -327,52 +404,277 @@ def _attr(value: str) -> str:
 
 _STYLE = """
 #dependency-graph .graph-frame{overflow:auto;max-height:80vh;border:1px solid #ddd}
-#graph .node rect{fill:#fff;stroke:#888;stroke-width:1.5}
-#graph .upstream rect{fill:#f4f6fb;stroke:#6b7a99}
+#dependency-graph .explorer{display:flex;gap:16px;align-items:flex-start}
+#dependency-graph .explorer-list{flex:0 0 360px}#dependency-graph .explorer-focus{flex:1;min-width:0}
+#dependency-graph fieldset{border:1px solid #ddd;margin:6px 0;padding:4px 6px}
+#dependency-graph legend{font-size:.85em;color:#555}
+#job-list{margin:0;padding-left:3.2em;max-height:60vh;overflow:auto;font-size:.9em}
+#job-list li{cursor:pointer;padding:2px 0;border-bottom:1px solid #f0f0f0}
+#job-list li:hover{background:#f4f6fb}#job-list li.focused{background:#e8eefc}
+#job-list .mark,#job-detail .mark{display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:5px}
+#job-list .reason{display:block;color:#555;font-size:.85em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+#job-detail table{font-size:.85em}#job-detail td,#job-detail th{text-align:left}
+#job-detail pre{background:#f7f7f7;border:1px solid #ddd;padding:6px;max-height:50vh;overflow:auto;font-size:.8em}
+#dependency-graph .small,#graph-overview .small{font-size:.85em;color:#555}
+#graph .node rect,#neighbourhood .nnode rect{fill:#fff;stroke:#888;stroke-width:1.5}
+#graph .upstream rect,#neighbourhood .upstream rect{fill:#f4f6fb;stroke:#6b7a99}
+#neighbourhood .more rect{fill:#fafafa;stroke:#bbb;stroke-dasharray:4 3}
+#neighbourhood .focus rect:first-child{stroke-width:3.5}
+#neighbourhood .nnode{cursor:pointer}
 #graph .upstream.collapsed rect{stroke-dasharray:4 3}
-#graph text{font:12px system-ui,sans-serif;fill:#222}
-#graph .title{font-weight:600}#graph .small{font-size:10.5px;fill:#555}#graph .state{font-size:11px;font-weight:600}
-#graph .row{font-size:11px}#graph .dep{font-weight:700}#graph .heading{font-size:12px;font-weight:600;fill:#444}
-#graph .edge path{fill:none;stroke:#8892a6;stroke-width:1.2}
-#graph .edge.soft path{stroke-dasharray:5 4}#graph .edge.feeds path{stroke:#7b3fb5;stroke-width:2}
+#graph text,#neighbourhood text{font:12px system-ui,sans-serif;fill:#222}
+#graph .title,#neighbourhood .title{font-weight:600}
+#graph .small,#neighbourhood .small{font-size:10.5px;fill:#555}#graph .state{font-size:11px;font-weight:600}
+#graph .row{font-size:11px}#graph .dep{font-weight:700}
+#graph .heading,#neighbourhood .heading{font-size:12px;font-weight:600;fill:#444}
+#graph .edge path,#neighbourhood .edge path{fill:none;stroke:#8892a6;stroke-width:1.2}
+#graph .edge.soft path,#neighbourhood .edge.soft path{stroke-dasharray:5 4}
+#graph .edge.feeds path,#neighbourhood .edge.feeds path{stroke:#7b3fb5;stroke-width:2}
 #graph.searching .node,#graph.searching .edge{opacity:.15}
 #graph .node.hit,#graph .edge.hit{opacity:1!important}#graph .node.hit rect:first-child{stroke-width:3}
 #dependency-graph .key{display:inline-block;border-left:8px solid #888;padding:0 6px;margin-right:6px;font-size:.85em}
 #dependency-graph .key.soft{border-left:8px dashed #8892a6}#dependency-graph .key.feeds{border-left-color:#7b3fb5}
 """
 
-_SCRIPT = """
+# The explorer: reads the page's JSON (explorer_data), lists, filters and pages the jobs, draws a job's
+# neighbourhood; keeps what the reader chose in window.heartbeatExplorer, so that the live page, which
+# runs this script again on each new state, keeps the search, the filters, the page and the job shown.
+_SCRIPT = r"""
 (function () {
-  var svg = document.getElementById('graph'), box = document.getElementById('graph-search');
-  var found = document.getElementById('graph-found'), links = JSON.parse(svg.dataset.links);
-  var nodes = Array.prototype.slice.call(svg.querySelectorAll('.node'));
-  var edges = Array.prototype.slice.call(svg.querySelectorAll('.edge'));
-  function show(ids) {
-    svg.classList.toggle('searching', ids !== null);
-    nodes.forEach(function (n) { n.classList.toggle('hit', ids !== null && ids.has(n.dataset.id)); });
-    edges.forEach(function (e) {
-      var ends = e.dataset.ends.split(' ');
-      e.classList.toggle('hit', ids !== null && ids.has(ends[0]) && ids.has(ends[1]));
+  var data = JSON.parse(document.getElementById('graph-data').textContent);
+  var jobs = data.jobs, labels = data.upstreams, views = data.views, size = data.page_size;
+  var live = !!document.body.dataset.version;
+  var state = window.heartbeatExplorer ||
+    (window.heartbeatExplorer = {query: '', hidden: {}, page: 0, focus: null, why: false});
+  var $ = function (id) { return document.getElementById(id); };
+  var box = $('graph-search'), list = $('job-list'), count = $('job-count'), detail = $('job-detail');
+  var svg = $('neighbourhood'), overview = $('graph');
+  var byId = new Map(), readers = new Map(), producers = new Map(), hay = null;
+  function push(map, key, value) { var l = map.get(key); if (l) { l.push(value); } else { map.set(key, [value]); } }
+  jobs.forEach(function (j, i) {
+    byId.set(j[0], i);
+    for (var k = 0; k < j[3].length; k += 3) { push(readers, j[3][k], i); }
+    j[4].forEach(function (u) { push(producers, u, i); });
+  });
+  function esc(text) {
+    return String(text).replace(/[&<>"']/g, function (c) {
+      return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c];
     });
   }
-  function around(id) { var ids = new Set([id]); (links[id] || []).forEach(function (x) { ids.add(x); }); return ids; }
-  box.addEventListener('input', function () {
-    var q = box.value.trim().toLowerCase();
-    if (!q) { show(null); found.textContent = ''; return; }
-    var ids = new Set(), first = null;
-    nodes.forEach(function (n) {
-      if (n.dataset.name.indexOf(q) >= 0 || (n.dataset.search || '').indexOf(q) >= 0) {
-        around(n.dataset.id).forEach(function (x) { ids.add(x); }); first = first || n;
-      }
+  function fit(text, n) { return text.length > n ? text.slice(0, n - 1) + '\u2026' : text; }
+  function colour(i) { return data.colours[jobs[i][1]]; }
+
+  // --- the list: filtered by state and search, a page at a time -----------------------------------
+  function matches() {
+    var q = state.query.trim().toLowerCase(), exact = [], out = [];
+    if (q && !hay) {
+      hay = jobs.map(function (j) {
+        var parts = [j[0]];
+        for (var k = 0; k < j[3].length; k += 3) { parts.push(labels[j[3][k]]); }
+        j[4].forEach(function (u) { parts.push(labels[u]); });
+        return parts.join('\n').toLowerCase();
+      });
+    }
+    for (var i = 0; i < jobs.length; i++) {
+      if (state.hidden[views[jobs[i][1]]]) { continue; }
+      if (q && hay[i].indexOf(q) < 0) { continue; }
+      (q && jobs[i][0].toLowerCase() === q ? exact : out).push(i);
+    }
+    return exact.concat(out);
+  }
+  function drawList() {
+    var found = matches(), pages = Math.max(1, Math.ceil(found.length / size));
+    state.page = Math.max(0, Math.min(state.page, pages - 1));
+    var first = state.page * size, shown = found.slice(first, first + size), items = document.createDocumentFragment();
+    shown.forEach(function (i) {
+      var li = document.createElement('li'), mark = document.createElement('span'), name = document.createElement('b');
+      var reason = document.createElement('span');
+      li.dataset.job = jobs[i][0];
+      li.tabIndex = 0;
+      li.className = jobs[i][0] === state.focus ? 'focused' : '';
+      mark.className = 'mark'; mark.style.background = colour(i);
+      name.textContent = jobs[i][0]; reason.className = 'reason'; reason.textContent = jobs[i][2];
+      li.append(mark, name, reason);
+      items.appendChild(li);
     });
-    show(ids);
-    found.textContent = first ? '' : 'nothing matches';
-    if (first) { first.scrollIntoView({block: 'center', inline: 'center'}); }
+    list.replaceChildren(items);
+    list.start = first + 1;
+    count.textContent = found.length
+      ? (first + 1).toLocaleString('en') + '\u2013' + (first + shown.length).toLocaleString('en') + ' of ' +
+        found.length.toLocaleString('en') + ' jobs' +
+        (found.length < jobs.length ? ' (' + jobs.length.toLocaleString('en') + ' in all)' : '')
+      : 'no job matches';
+    $('page-back').disabled = state.page === 0;
+    $('page-next').disabled = state.page >= pages - 1;
+    markOverview(state.query.trim() ? found : null);
+    return found;
+  }
+
+  // --- one job: its reason, rows, why, and its neighbourhood ----------------------------------------
+  function focus(id) {
+    state.focus = id;
+    var i = byId.get(id);
+    Array.prototype.forEach.call(list.children, function (li) { li.classList.toggle('focused', li.dataset.job === id); });
+    if (i === undefined) {
+      detail.innerHTML = '<p>job ' + esc(id) + ' is not in the control table.</p>';
+      svg.innerHTML = ''; return;
+    }
+    if (history.replaceState) { history.replaceState(null, '', '#job=' + encodeURIComponent(id)); }
+    drawDetail(i);
+    drawNeighbourhood(i);
+    if (state.why) { why(id); }
+  }
+  var ROWS_LISTED = 200;
+  function drawDetail(i) {
+    var j = jobs[i], rows = [], n = j[3].length / 3;
+    for (var k = 0; k < Math.min(n, ROWS_LISTED) * 3; k += 3) {
+      var status = data.statuses[j[3][k + 1]] || 'NULL', flags = j[3][k + 2];
+      rows.push('<tr><td>' + esc(labels[j[3][k]]) + '</td><td>' + (flags & 1 ? 'hard' : 'soft') + '</td><td style="color:' +
+        data.status_colours[j[3][k + 1]] + '">' + esc(status) + '</td><td>' + (flags & 2 ? 'PAUSED' : '') + '</td></tr>');
+    }
+    var whyPart = live
+      ? '<button type="button" id="why-button">why</button> <span class="small">what <code>python -m harness why --job ' +
+        esc(j[0]) + '</code> prints</span><pre id="why-text" hidden></pre>'
+      : '<p class="small">More: <code>python -m harness why --job ' + esc(j[0]) + '</code></p>';
+    detail.innerHTML = '<h3 id="job-title"><span class="mark" style="background:' + colour(i) + '"></span>' + esc(j[0]) +
+      ' <span style="color:' + colour(i) + '">' + views[j[1]] + '</span></h3><p id="job-reason">' + esc(j[2]) + '</p>' +
+      '<table id="job-rows"><tr><th>upstream</th><th>dependency</th><th>status</th><th></th></tr>' + rows.join('') + '</table>' +
+      (n > ROWS_LISTED ? '<p class="small">and ' + (n - ROWS_LISTED) + ' more rows (<code>status --job</code>)</p>' : '') +
+      (j[4].length ? '<p>publishes ' + j[4].map(function (u) { return esc(labels[u]); }).join(', ') + '</p>' : '') + whyPart;
+    if (live) { $('why-button').addEventListener('click', function () { state.why = true; why(j[0]); }); }
+  }
+  function why(id) {
+    var pre = $('why-text');
+    if (!pre) { return; }
+    fetch('why?job=' + encodeURIComponent(id), {cache: 'no-store'}).then(function (r) { return r.text(); })
+      .then(function (text) { if (state.focus === id) { pre.textContent = text; pre.hidden = false; } })
+      .catch(function (e) { pre.textContent = 'the server did not answer: ' + e; pre.hidden = false; });
+  }
+  var W = 250, GAP = 60, H = 34, STEP = 42, CAP = 40, SHARED = 6;
+  var HEADINGS = ['jobs publishing what it reads', 'its upstreams', 'this job, and the jobs sharing its upstreams',
+    'the tables it publishes', 'the jobs reading them'];
+  function drawNeighbourhood(i) {
+    var cols = [[], [], [], [], []], placed = new Map(), edges = [], j = jobs[i];
+    function add(col, key, node) {
+      if (placed.has(key)) { return placed.get(key); }
+      if (cols[col].length >= CAP) { cols[col].hidden = (cols[col].hidden || 0) + 1; return null; }
+      node.col = col; node.row = cols[col].length; cols[col].push(node); placed.set(key, node);
+      return node;
+    }
+    function jobNode(col, k) {
+      return add(col, 'j' + k, {kind: 'job', id: jobs[k][0], title: jobs[k][0], sub: jobs[k][2], colour: colour(k),
+        focus: k === i});
+    }
+    function readersOf(u, col, from) {
+      var others = (readers.get(u) || []).filter(function (k) { return k !== i; }), shown = 0;
+      others.forEach(function (k) {
+        if (placed.has('j' + k) || shown < SHARED) {
+          var node = jobNode(col, k);
+          if (node) { edges.push([from, node, 'reads']); shown += placed.get('j' + k) === node ? 1 : 0; }
+        }
+      });
+      var rest = others.length - shown;
+      if (rest > 0) {
+        var more = add(col, 'm' + u, {kind: 'more', label: labels[u], title: '+' + rest + ' more jobs read it',
+          sub: fit(labels[u], 36) + ' (click: list them)', colour: '#bbb'});
+        if (more) { edges.push([from, more, 'soft']); }
+      }
+    }
+    var me = jobNode(2, i);
+    for (var k = 0; k < j[3].length; k += 3) {
+      var u = j[3][k], st = data.statuses[j[3][k + 1]] || 'NULL', flags = j[3][k + 2];
+      var up = add(1, 'u' + u, {kind: 'upstream', label: labels[u], title: fit(labels[u], 36),
+        sub: (flags & 1 ? 'hard' : 'soft') + ' \u00b7 ' + st + (flags & 2 ? ' \u00b7 PAUSED' : '') + ' \u00b7 read by ' +
+          (readers.get(u) || []).length + (((readers.get(u) || []).length > 1) ? ' jobs' : ' job'),
+        colour: data.status_colours[j[3][k + 1]]});
+      if (!up) { continue; }
+      edges.push([up, me, flags & 1 ? 'hard' : 'soft']);
+      (producers.get(u) || []).forEach(function (p) {
+        if (p !== i) { var node = jobNode(0, p); if (node) { edges.push([node, up, 'feeds']); } }
+      });
+      readersOf(u, 2, up);
+    }
+    j[4].forEach(function (t) {
+      var n = (readers.get(t) || []).length;
+      var table = add(3, 'u' + t, {kind: 'upstream', label: labels[t], title: fit(labels[t], 36),
+        sub: 'read by ' + n + (n === 1 ? ' job' : ' jobs'), colour: '#7b3fb5'});
+      if (!table) { return; }
+      edges.push([me, table, 'feeds']);
+      readersOf(t, 4, table);
+    });
+    var used = cols.map(function (c, n) { return c.length ? n : -1; }).filter(function (n) { return n >= 0; });
+    var x = {}, parts = [], height = 0;
+    used.forEach(function (c, n) { x[c] = 10 + n * (W + GAP); height = Math.max(height, cols[c].length); });
+    function at(node) { return [x[node.col], 30 + node.row * STEP]; }
+    edges.forEach(function (e) {
+      var a = at(e[0]), b = at(e[1]), x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2, bend = (x2 - x1) / 2;
+      parts.push('<g class="edge ' + e[2] + '"><path d="M' + x1 + ',' + y1 + ' C' + (x1 + bend) + ',' + y1 + ' ' +
+        (x2 - bend) + ',' + y2 + ' ' + x2 + ',' + y2 + '"/></g>');
+    });
+    used.forEach(function (c) {
+      var hidden = cols[c].hidden ? ' (' + cols[c].hidden + ' more not drawn)' : '';
+      parts.push('<text class="heading" x="' + x[c] + '" y="16">' + esc(HEADINGS[c] + hidden) + '</text>');
+      cols[c].forEach(function (node) {
+        var p = at(node), key = node.kind === 'job' ? 'data-job="' + esc(node.id) + '"' : 'data-upstream="' + esc(node.label) + '"';
+        parts.push('<g class="nnode ' + node.kind + (node.focus ? ' focus' : '') + '" ' + key + '>' +
+          '<rect x="' + p[0] + '" y="' + p[1] + '" width="' + W + '" height="' + H + '" rx="4" style="stroke:' + node.colour + '"/>' +
+          '<rect x="' + p[0] + '" y="' + p[1] + '" width="7" height="' + H + '" rx="2" style="fill:' + node.colour + ';stroke:none"/>' +
+          '<text class="title" x="' + (p[0] + 12) + '" y="' + (p[1] + 14) + '">' + esc(fit(node.title, 36)) + '</text>' +
+          '<text class="small" x="' + (p[0] + 12) + '" y="' + (p[1] + 28) + '">' + esc(fit(node.sub, 40)) + '</text>' +
+          '<title>' + esc(node.kind === 'job' ? node.id + ': ' + node.sub : node.label + '\n' + node.sub) + '</title></g>');
+      });
+    });
+    svg.setAttribute('width', 20 + used.length * (W + GAP));
+    svg.setAttribute('height', 40 + height * STEP);
+    svg.innerHTML = parts.join('');
+    svg.dataset.nodes = placed.size;
+  }
+  function search(text) { box.value = text; state.query = text; state.page = 0; drawList(); }
+
+  // --- the overview, where the whole graph is drawn -------------------------------------------------
+  function markOverview(found) {
+    if (!overview) { return; }
+    var hit = found && new Set(found.map(function (i) { return 'j:' + jobs[i][0]; }));
+    var q = state.query.trim().toLowerCase();
+    overview.classList.toggle('searching', !!found);
+    overview.querySelectorAll('.node').forEach(function (n) {
+      n.classList.toggle('hit', !!found && (hit.has(n.dataset.id) || (n.dataset.name || '').indexOf(q) >= 0));
+    });
+  }
+
+  // --- wiring -----------------------------------------------------------------------------------------
+  box.value = state.query;
+  box.addEventListener('input', function () { state.query = box.value; state.page = 0; drawList(); });
+  document.querySelectorAll('#state-filter input').forEach(function (input) {
+    input.checked = !state.hidden[input.value];
+    input.addEventListener('change', function () { state.hidden[input.value] = !input.checked; state.page = 0; drawList(); });
+  });
+  $('page-back').addEventListener('click', function () { state.page -= 1; drawList(); });
+  $('page-next').addEventListener('click', function () { state.page += 1; drawList(); });
+  list.addEventListener('click', function (event) {
+    var li = event.target.closest('li');
+    if (li) { focus(li.dataset.job); }
+  });
+  list.addEventListener('keydown', function (event) {
+    if (event.key === 'Enter' && event.target.dataset.job) { focus(event.target.dataset.job); }
   });
   svg.addEventListener('click', function (event) {
-    var node = event.target.closest('.node');
-    show(node ? around(node.dataset.id) : null);
+    var node = event.target.closest('.nnode');
+    if (!node) { return; }
+    if (node.dataset.job) { focus(node.dataset.job); } else { search(node.dataset.upstream); }
   });
-  document.body.dataset.graph = 'ready ' + nodes.length;
+  if (overview) {
+    overview.addEventListener('click', function (event) {
+      var node = event.target.closest('.node');
+      if (!node) { return; }
+      var id = node.dataset.id.slice(2);
+      if (node.classList.contains('job')) { focus(id); $('dependency-graph').scrollIntoView(); } else { search(id); }
+    });
+  }
+  var found = drawList(), asked = /^#job=/.test(location.hash) ? decodeURIComponent(location.hash.slice(5)) : null;
+  var first = asked || state.focus || (found.length ? jobs[found[0]][0] : null);
+  if (first !== null) { focus(first); }
+  document.body.dataset.graph = 'ready ' + jobs.length;
+  if (window.performance && performance.mark) { performance.mark('graph-ready'); }
 })();
 """

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from harness.core.state_layout import StateLayout
 from harness.core.vocabulary import upstream_label
 from harness.state import status_files
-from harness.views import status
+from harness.views import live, status
 from harness.views.watermarks import fit, when
 
 OUTCOME_COLOURS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
@@ -364,14 +364,23 @@ def _now(decision: dict[str, Any] | None) -> str:
     return html.escape(f"{decision['reason']}{status.earliest_start(decision)}")
 
 
+WAITING_LISTED = 100  # jobs waiting only for time listed on the page, the soonest first (the rest counted)
+
+
 def _waiting_for_time(decisions: Mapping[str, dict[str, Any]]) -> str:
-    """Every job that waits only for time, whether or not it had events in the page's period: when it
-    starts at the earliest, soonest first."""
-    waiting = sorted(
+    """The jobs that wait only for time, whether or not they had events in the page's period: when each
+    starts at the earliest, soonest first (the first WAITING_LISTED, the rest counted)."""
+    every = sorted(
         (d for d in decisions.values() if d.get("earliest_start_at")), key=lambda d: str(d["earliest_start_at"])
     )
-    if not waiting:
+    if not every:
         return ""
+    waiting = every[:WAITING_LISTED]
+    more = (
+        f"<p>and {len(every) - len(waiting):,} more jobs waiting for time (<code>status --state waiting</code> lists them)</p>"
+        if len(every) > len(waiting)
+        else ""
+    )
     rows = "".join(
         f"<tr><td>{html.escape(d['job_id'])}</td><td>{when(d['earliest_start_at'])} UTC</td>"
         f"<td>{html.escape(d['reason'])}</td></tr>"
@@ -379,7 +388,7 @@ def _waiting_for_time(decisions: Mapping[str, dict[str, Any]]) -> str:
     )
     return (
         "<h2>Waiting to start</h2><table><tr><th>job</th><th>starts at the earliest</th><th>waiting for</th></tr>"
-        f"{rows}</table>"
+        f"{rows}</table>{more}"
     )
 
 
@@ -396,13 +405,19 @@ def render_report(
     warnings: Sequence[str] = (),
     graph: str = "",
     decisions: Mapping[str, dict[str, Any]] | None = None,
+    live_version: str | None = None,
 ) -> str:
-    """The page; `decisions` are the snapshot's jobs by id (their reasons and earliest starts)."""
+    """The page; `decisions` are the snapshot's jobs by id (their reasons and earliest starts).
+    `live_version`: the page is served live (`python -m harness serve`), of the state of this version: it
+    asks the server for the state's version and, when it changed, draws the new page's `data-live` parts in place."""
     decisions = decisions or {}
     histories = job_histories(events, facets)
     jobs = _busiest(histories, job_ids, max_jobs)
     figures = [timeline_figure(jobs, now), wait_figure(jobs), ticks_figure(ticks)]
-    parts = [f.to_html(full_html=False, include_plotlyjs=(i == 0), default_width="100%") for i, f in enumerate(figures)]
+    parts = [
+        f.to_html(full_html=False, include_plotlyjs=False, default_width="100%").replace("<script>", FIGURE_SCRIPT, 1)
+        for f in figures
+    ]
     shown = f"{len(jobs)} of {len(histories)} jobs with events" + (
         " (the busiest; choose with --job)" if len(jobs) < len(histories) and not job_ids else ""
     )
@@ -412,22 +427,83 @@ def render_report(
 table{{border-collapse:collapse;font-size:0.9em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
 td:first-child,th:first-child{{text-align:left}}
 .warning{{background:#fdecea;border-left:6px solid #d62728;padding:8px 12px;font-weight:600}}</style></head>
-<body><h1>Heartbeat</h1>
+<body{f' data-version="{html.escape(live_version)}"' if live_version else ""}><h1>Heartbeat</h1>
+{live.STATUS_LINE if live_version else ""}<div id="live-state" data-live>
 {"".join(f'<p class="warning" role="alert">{html.escape(w)}</p>' for w in warnings)}
 <p>From {when(since)} to {when(now)} UTC. {html.escape(summary_line)}</p>
 <p>{shown}; {len(ticks)} ticks.</p>
 {graph}
+</div>
+<script type="text/x-plotly-library" id="plotly-library">{_plotly_library()}</script>
+<div id="live-figures" data-live>
 {parts[0]}
 {parts[1]}
 {parts[2]}
 {_waiting_for_time(decisions)}
 <h2>Jobs</h2>
 {_job_table(jobs, decisions)}
+<script>{_DRAW_FIGURES}</script>
+</div>
+{f"<script>{live.SCRIPT}</script>" if live_version else ""}
 </body></html>
 """
 
 
+def _plotly_library() -> str:
+    """plotly's script, once in the page, as text: _DRAW_FIGURES runs it when the browser is idle."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+# The figures are drawn once the page is up, when the browser is idle or the reader scrolls to them: plotly's
+# library (4.6 MB of script) is then compiled after the state and the dependency explorer, which a reader
+# uses at once. The figures' own scripts are of this type until then; the live page runs this again for each
+# new state (plotly is loaded by then, so they are drawn at once).
+FIGURE_SCRIPT = '<script type="text/x-plotly-figure">'
+_DRAW_FIGURES = """
+(function () {
+  var part = document.getElementById('live-figures'), done = false;
+  function draw() {
+    if (done) { return; }
+    done = true;
+    if (!window.Plotly) {
+      var library = document.createElement('script');
+      library.textContent = document.getElementById('plotly-library').textContent;
+      document.head.appendChild(library);
+    }
+    part.querySelectorAll('script[type="text/x-plotly-figure"]').forEach(function (figure) {
+      var script = document.createElement('script');
+      script.textContent = figure.textContent;
+      figure.replaceWith(script);
+    });
+    document.body.dataset.figures = 'drawn';
+    if (window.performance && performance.mark) { performance.mark('figures-drawn'); }
+  }
+  if (window.Plotly) { draw(); return; }
+  if (window.IntersectionObserver) {
+    new IntersectionObserver(function (seen) { if (seen.some(function (e) { return e.isIntersecting; })) { draw(); } })
+      .observe(part);
+  }
+  window.addEventListener('load', function () {
+    if (window.requestIdleCallback) { requestIdleCallback(draw, {timeout: 1000}); } else { setTimeout(draw, 200); }
+  });
+})();
+"""
+
+
 STALE_AFTER = 3  # a snapshot older than this many usual tick intervals (and 5 minutes) is stale
+
+
+def usual_interval(ticks: Sequence[dict[str, Any]]) -> float:
+    """The median seconds from one tick's start to the next's (60 s before there are two)."""
+    starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
+    return float(statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0]))
+
+
+def stale_after(ticks: Sequence[dict[str, Any]]) -> float:
+    """The seconds after the snapshot was written from which the page says no tick writes the state."""
+    return max(300.0, STALE_AFTER * usual_interval(ticks))
 
 
 def state_warnings(
@@ -455,10 +531,9 @@ def state_warnings(
             f"{refusal_in_one_line(last['controls_error'])} (`python -m harness validate` lists every problem)."
         )
     if snapshot is not None and not failures:
-        starts = [datetime.fromisoformat(t["started_at"]) for t in ticks]
-        usual = statistics.median([(b - a).total_seconds() for a, b in zip(starts, starts[1:])] or [60.0])
+        usual = usual_interval(ticks)
         age = (now - datetime.fromisoformat(snapshot["written_at"])).total_seconds()
-        if age > max(300.0, STALE_AFTER * usual):
+        if age > stale_after(ticks):
             out.append(
                 f"No tick has written the state for {age / 60:.0f} min (the ticks came every "
                 f"{usual:.0f} s): {as_of}. Is the heartbeat running?"
@@ -475,18 +550,20 @@ def refusal_in_one_line(refusal: str) -> str:
     return " ".join([head, "; ".join(shown)]).strip() + more
 
 
-def write_report(
+def report_page(
     state_dir: Path,
     project_dir: Path,
-    path: Path,
     since: datetime,
     events: Sequence[dict[str, Any]],
     *,
     job_ids: Sequence[str] = (),
     max_jobs: int = 40,
     publishes: Mapping[str, Sequence[str]] | None = None,
-) -> Path:
-    """The page over `events` (read by harness.state.event_reader) and the ticks since `since`, written whole."""
+    live_version: str | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """The page over `events` (read by harness.state.event_reader), the ticks since `since` and the snapshot;
+    `notes`: warnings of the caller's, after the state's own."""
     now = datetime.now(timezone.utc)
     ticks = status_files.read_ticks(state_dir, since)
     snapshot = status_files.read_json(StateLayout(state_dir).snapshot)
@@ -494,12 +571,9 @@ def write_report(
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))
         line = f"Now: {len(snapshot['jobs'])} jobs: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
-    from harness.state.files import write_atomic
     from harness.views import dependency_graph
 
-    graph = dependency_graph.render(dependency_graph.build(snapshot, publishes or {})) if snapshot else ""
-
-    page = render_report(
+    return render_report(
         events,
         ticks,
         event_facets(project_dir),
@@ -508,9 +582,11 @@ def write_report(
         job_ids=job_ids,
         max_jobs=max_jobs,
         summary_line=line,
-        warnings=state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
-        graph=graph,
+        warnings=[
+            *state_warnings(snapshot, status_files.read_json_or_none(StateLayout(state_dir).health), ticks, now),
+            *notes,
+        ],
+        graph=dependency_graph.section(snapshot, publishes or {}) if snapshot else "",
         decisions={job["job_id"]: job for job in snapshot["jobs"]} if snapshot else {},
+        live_version=live_version,
     )
-    write_atomic(path, page)
-    return path

@@ -4,8 +4,7 @@ headless Chromium where one is installed (scripts/setup.sh installs it)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 
 from harness.views import dependency_graph, report
+from harness.views.status import jobs_of
+from tests.browser import Page, chromium
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 
@@ -105,39 +106,157 @@ def test_a_rows_upstream_is_shortened_so_that_its_status_stays_inside_the_card()
     assert len(row_text.strip()) + len("NEW_EVENT_AVAILABLE") <= dependency_graph.ROW_CHARS + 1
 
 
-def _chromium() -> str | None:
-    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+def test_the_explorer_data_lists_each_job_once_with_its_rows_and_what_it_publishes() -> None:
+    # GIVEN orders (failed: a FAILED hard row, a row on a shared topic) publishing lake.orders, which daily reads
+    data = dependency_graph.explorer_data(_snapshot(ROWS), PUBLISHES)
+    jobs = {job[0]: job for job in data["jobs"]}
+    # THEN each job is one entry, the most urgent first, with its view and reason in words
+    assert len(jobs) == len(data["jobs"]) == len({r["trigger_job_id"] for r in ROWS})
+    assert data["jobs"][0][0] == "orders" and data["views"][jobs["orders"][1]] == "failed"
+    assert jobs["orders"][2] == "failed: waiting"
+    # and its rows as (upstream, status, flags: 1 hard, 2 paused), each upstream's label given once
+    rows = jobs["orders"][3]
+    triples = [(data["upstreams"][u], data["statuses"][s], f) for u, s, f in zip(rows[::3], rows[1::3], rows[2::3])]
+    assert triples == [("trigger_file:landing/orders", "FAILED", 1), ("kafka:shared_topic", None, 1)]
+    assert [data["upstreams"][u] for u in jobs["orders"][4]] == ["published:lake.orders"]
+    assert data["upstreams"][jobs["daily"][3][0]] == "published:lake.orders"  # the table daily reads is one upstream
+    assert jobs["paused_job"][3][2] == 1 | 2 and jobs["daily"][3][5] == 0  # paused hard; soft
+    assert len(data["upstreams"]) == len(set(data["upstreams"]))
+
+
+def test_the_whole_graph_is_drawn_only_up_to_the_overview_size() -> None:
+    # GIVEN an estate one job larger than the overview draws, and one of the overview's size
+    def estate(jobs: int) -> dict[str, Any]:
+        return _snapshot([_row(f"j{i:04d}", "trigger_file", f"landing/{i}") for i in range(jobs)])
+
+    large = dependency_graph.section(estate(dependency_graph.OVERVIEW_JOBS + 1), {})
+    small = dependency_graph.section(estate(dependency_graph.OVERVIEW_JOBS), {})
+    # THEN the large one has the explorer and no drawing of every job; the small one both
+    assert 'id="graph-search"' in large and '<svg id="graph"' not in large
+    assert f"The whole graph is drawn up to {dependency_graph.OVERVIEW_JOBS:,} jobs" in large
+    assert 'id="graph-search"' in small and '<svg id="graph"' in small
+    assert large.count('class="node job"') == 0 and small.count('class="node job"') == dependency_graph.OVERVIEW_JOBS
+
+
+def test_a_name_closing_the_script_cannot_end_the_pages_data_early() -> None:
+    rows = [_row("evil</script><script>alert(1)</script>", "trigger_file", "landing/x")]
+    page = dependency_graph.section(_snapshot(rows), {})
+    data = page.split('<script type="application/json" id="graph-data">', 1)[1].split("</script>", 1)[0]
+    assert "evil<\\/script>" in data and json.loads(data)["jobs"][0][0] == "evil</script><script>alert(1)</script>"
 
 
 @pytest.mark.process
-@pytest.mark.skipif(_chromium() is None, reason="no Chromium (scripts/setup.sh installs it)")
+@pytest.mark.skipif(chromium() is None, reason="no Chromium (scripts/setup.sh installs it)")
 def test_the_report_with_its_graph_opens_in_headless_chromium_without_errors(tmp_path: Path) -> None:
     """A process of its own: a real browser runs the page's script (the point is what a person opens)."""
     page = tmp_path / "report.html"
     page.write_text(
-        report.render_report(
-            [], [], {}, T0, T0, graph=dependency_graph.render(dependency_graph.build(_snapshot(ROWS), PUBLISHES))
+        report.render_report([], [], {}, T0, T0, graph=dependency_graph.section(_snapshot(ROWS), PUBLISHES))
+    )
+    with Page() as browser:
+        browser.open(page.as_uri(), "document.body && document.body.dataset.graph")
+        jobs = len({r["trigger_job_id"] for r in ROWS})
+        assert browser.evaluate("document.body.dataset.graph") == f"ready {jobs}"  # the graph's script ran to its end
+        # the most urgent job is shown at once, and the overview of this small estate is drawn
+        assert browser.text("#job-title").startswith("orders")
+        assert browser.evaluate("document.querySelectorAll('#graph .node.job').length") == jobs
+        # and plotly's figures are drawn once the page is up
+        browser.wait_for("document.body.dataset.figures === 'drawn'")
+        assert browser.evaluate("document.querySelectorAll('#live-figures .plotly-graph-div .main-svg').length") >= 3
+        assert browser.console == []  # logs, warnings, uncaught errors
+
+
+# --- at the estate's size: 25,000 jobs, 100,000 rows, 20,000 upstreams ---------------------------------
+
+ESTATE_JOBS = 25_000
+Estate = tuple[Path, dict[str, Any], dict[str, list[str]]]
+
+
+@pytest.fixture(scope="module")
+def estate_page(tmp_path_factory: pytest.TempPathFactory) -> Estate:
+    """The report of the benchmark's estate (bench/graph_bench.py) written to a file."""
+    from bench.graph_bench import control_table
+
+    snapshot, publishes = control_table(ESTATE_JOBS)
+    page = tmp_path_factory.mktemp("estate") / "report.html"
+    page.write_text(
+        report.render_report([], [], {}, T0, T0, graph=dependency_graph.section(snapshot, publishes)), encoding="utf-8"
+    )
+    return page, snapshot, publishes
+
+
+def _opened(browser: Page, page: Path) -> None:
+    browser.open(page.as_uri(), "document.body && document.body.dataset.graph", timeout=120)
+
+
+def _listed(browser: Page) -> list[str]:
+    return list(browser.evaluate("Array.from(document.querySelectorAll('#job-list li')).map(li => li.dataset.job)"))
+
+
+@pytest.mark.process
+@pytest.mark.skipif(chromium() is None, reason="no Chromium (scripts/setup.sh installs it)")
+def test_at_25000_jobs_a_search_finds_a_job_and_a_click_draws_its_neighbourhood(
+    estate_page: Estate,
+) -> None:
+    # GIVEN the report of 25,000 jobs opened, a page of the list drawn and not every job
+    page, snapshot, publishes = estate_page
+    assert len(snapshot["rows"]) == 100_000
+    with Page() as browser:
+        _opened(browser, page)
+        assert browser.evaluate("document.body.dataset.graph") == f"ready {ESTATE_JOBS}"
+        assert len(_listed(browser)) == dependency_graph.PAGE_SIZE
+        assert browser.evaluate("document.querySelectorAll('svg g').length") < 500
+        # WHEN a job is searched for by its id
+        browser.type_into("#graph-search", "job_12345")
+        # THEN the list holds it
+        assert _listed(browser) == ["job_12345"]
+        assert browser.text("#job-count") == "1\u20131 of 1 jobs (25,000 in all)"
+        # WHEN it is clicked
+        browser.click("#job-list li")
+        # THEN its rows and its neighbourhood show: its upstreams, the jobs sharing them (the rest counted),
+        # the jobs publishing the table it reads
+        rows = [r for r in snapshot["rows"] if r["trigger_job_id"] == "job_12345"]
+        assert browser.text("#job-title").startswith("job_12345")
+        drawn = browser.evaluate(
+            "Array.from(document.querySelectorAll('#neighbourhood .upstream')).map(n => n.dataset.upstream)"
         )
-    )
-    browser = _chromium()
-    assert browser is not None
-    done = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    graph = dependency_graph.build(_snapshot(ROWS), PUBLISHES)
-    nodes = len(graph.jobs) + len(graph.shared)
-    assert f'data-graph="ready {nodes}"' in done.stdout  # the graph's script ran to its end
-    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]  # logs, warnings, uncaught errors
-    assert console == []
+        assert sorted(drawn) == sorted(f"{r['sensor_source']}:{r['sensor_id']}" for r in rows)
+        sharing = {r["trigger_job_id"] for r in snapshot["rows"] if r["sensor_id"] == rows[1]["sensor_id"]}
+        neighbours = browser.evaluate(
+            "Array.from(document.querySelectorAll('#neighbourhood .job')).map(n => n.dataset.job)"
+        )
+        assert browser.evaluate("document.querySelector('#neighbourhood .focus').dataset.job") == "job_12345"
+        assert sharing <= set(neighbours)
+        more = browser.evaluate("Array.from(document.querySelectorAll('#neighbourhood .more')).map(n => n.textContent)")
+        assert any("more jobs read it" in m and "kafka:topic_" in m for m in more)  # 500 jobs read each topic
+        (producer,) = [j for j, tables in publishes.items() if rows[-1]["sensor_id"] in tables]
+        assert rows[-1]["sensor_source"] == "published" and producer in neighbours
+        assert browser.console == []
+
+
+@pytest.mark.process
+@pytest.mark.skipif(chromium() is None, reason="no Chromium (scripts/setup.sh installs it)")
+def test_at_25000_jobs_a_state_filter_narrows_the_list_to_that_state(estate_page: Estate) -> None:
+    # GIVEN the report of 25,000 jobs opened
+    page, snapshot, _ = estate_page
+    views = {job["job_id"]: view.value for job, _, view in jobs_of(snapshot)}
+    failed = sum(1 for v in views.values() if v == "failed")
+    with Page() as browser:
+        _opened(browser, page)
+        # WHEN every state but failed is unticked
+        for view in ("ready", "waiting", "running", "paused"):
+            browser.click(f"#state-filter input[value={view}]")
+        # THEN the list counts the failed jobs only, and every job listed, on this page and the next, is failed
+        assert browser.text("#job-count") == f"1\u2013{dependency_graph.PAGE_SIZE} of {failed:,} jobs (25,000 in all)"
+        first = _listed(browser)
+        browser.click("#page-next")
+        second = _listed(browser)
+        assert len(first) == len(second) == dependency_graph.PAGE_SIZE and not set(first) & set(second)
+        assert {views[j] for j in first + second} == {"failed"}
+        # WHEN a search narrows it further (the jobs reading one topic)
+        browser.type_into("#graph-search", "kafka:topic_07")
+        readers = {r["trigger_job_id"] for r in snapshot["rows"] if r["sensor_id"] == "topic_07"}
+        expected = sum(1 for j in readers if views[j] == "failed")
+        # THEN only the failed jobs reading it are counted
+        assert browser.text("#job-count").endswith(f" of {expected:,} jobs (25,000 in all)")
+        assert {views[j] for j in _listed(browser)} == {"failed"}

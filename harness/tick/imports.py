@@ -107,18 +107,28 @@ def event(carried: Carried, request_id: str, requested_at: Any) -> Event:
 
 
 def events(
-    rows: Sequence[ControlRow], carried: Sequence[Carried], request_id: str, requested_at: Any, done: Collection[RowKey]
+    rows: Sequence[ControlRow],
+    carried: Sequence[Carried],
+    request_id: str,
+    requested_at: Any,
+    done: Collection[RowKey],
+    new_rows: Collection[RowKey] = (),
 ) -> tuple[list[Event], list[str]]:
-    """The request's events for the rows the control table holds without state (`done`: rows imported by an
-    earlier request of this tick), and why each other row is left as it is."""
+    """The request's events for the rows without state: those the control table holds without it, and
+    `new_rows`, the controls CSV's rows it does not hold yet (an import before the first tick: this tick's
+    fold loads them with their events). `done`: rows imported by an earlier request of this tick. Also why
+    each other row is left as it is."""
     by_key = {r.key: r for r in rows}
     out, left = [], []
     for c in carried:
         row = by_key.get(c.key)
-        if row is None:
-            left.append(f"{c.key.ref}: not in the control table (the controls CSV changed since the import?)")
+        if row is None and c.key not in new_rows:
+            left.append(f"{c.key.ref}: not in the controls CSV any more: nothing to carry it to")
             continue
-        state = "been imported by an earlier request of this tick" if c.key in done else has_state(row)
+        if c.key in done:
+            state: str | None = "been imported by an earlier request of this tick"
+        else:
+            state = has_state(row) if row is not None else None
         if state is not None:
             left.append(f"{c.key.ref}: left as it is: it has {state}")
             continue

@@ -33,6 +33,7 @@ from datetime import date, datetime, timezone
 from typing import Callable, Collection, Mapping, Sequence
 
 from harness.core.config import Config
+from harness.core.controls import read_controls
 from harness.core.errors import ControlsError, DbtError, HeartbeatError, disk_full, root_cause
 from harness.core.faults import crash_point, tick_started
 from harness.core.vocabulary import ControlRow, EventType, RowKey
@@ -114,7 +115,14 @@ def apply_import(runtime: Runtime, request: inbox.Request, rows: Sequence[Contro
     """An import of the lakehouse engine's state: one STATE_IMPORTED per row without state in Heartbeat;
     each row left as it is said in the log. Returns 1 when it set a row."""
     carried = [imports.Carried.from_json(row) for row in request.args["rows"]]
-    events, left = imports.events(rows, carried, request.request_id, request.requested_at, imported)
+    held = {r.key for r in rows}
+    try:  # the CSV's rows this tick's fold loads (an import made before the first tick)
+        new_rows = {
+            RowKey(s.sensor_source, s.sensor_id, s.trigger_job_id) for s in read_controls(runtime.config.controls_csv)
+        }
+    except ControlsError:  # refused: the fold says so; its rows come with a valid file, and an import again
+        new_rows = set()
+    events, left = imports.events(rows, carried, request.request_id, request.requested_at, imported, new_rows - held)
     for message in left:
         log.warning("import-lakehouse-engine requested at %s: %s", request.requested_at.isoformat(), message)
     if events:

@@ -11,6 +11,9 @@ import pytest
 from deltalake import write_deltalake
 
 from harness.commands import cli
+from harness.tick.run import run_cold_tick
+from harness.tick.runtime import Runtime
+from tests.engine_exports import engine_control, engine_exports, engine_sensor
 from tests.fixtures_sources import pg_connection
 from tests.postgres import PostgresServer
 from tests.support import HeartbeatHarness, control_row, status_output
@@ -37,8 +40,8 @@ def test_an_estate_holding_data_with_start_from_now_starts_nothing_until_a_chang
     heartbeat.with_sections(controls={"start_from": "now"})
     heartbeat.define_jobs("j", "k", "b")
 
-    # WHEN the first tick checks them
-    first = heartbeat.tick()
+    # WHEN the first tick checks them: a cron tick, which starts cold
+    first = run_cold_tick(heartbeat.config, heartbeat.runtime)
 
     # THEN only the beginning row's job starts; the now rows record where their upstreams are, without new data
     assert first.error is None and first.started == ["b"]
@@ -53,52 +56,29 @@ def test_an_estate_holding_data_with_start_from_now_starts_nothing_until_a_chang
     assert rows["legacy"].start_from == "beginning"
     assert "watching from version 0" in status_output(heartbeat, capsys)
 
-    # WHEN ticks go on with nothing new THEN nothing more starts, and no second watch is recorded
+    # WHEN ticks go on with nothing new THEN nothing more starts, and no second watch is recorded: once the
+    # run's end is recorded, a cron tick ends cold
     heartbeat.wait_for_runs()
     assert heartbeat.tick().started == []
-    assert heartbeat.tick().started == []
+
+    def no_spark() -> Runtime:
+        raise AssertionError("a cron tick with nothing new opens no Spark")
+
+    assert run_cold_tick(heartbeat.config, no_spark).started == []
     assert len(heartbeat.events("WATCH_STARTED")) == 2
 
     # WHEN both upstreams change THEN each job starts once, handed the range from where its watch began
     heartbeat.drop_trigger_file("orders", "new-batch")
     write_deltalake(str(table), pa.table({"id": [3]}), mode="append")
-    assert sorted(heartbeat.tick().started) == ["j", "k"]
+    assert sorted(run_cold_tick(heartbeat.config, heartbeat.runtime).started) == ["j", "k"]
     heartbeat.wait_for_runs()
     assert heartbeat.tick().started == []
     ranges = {run["job"]: run["range"]["upstreams"][0] for run in heartbeat.job_runs() if run["job"] in ("j", "k")}
     assert len([run for run in heartbeat.job_runs() if run["job"] in ("j", "k")]) == 2
-    assert json.dumps(ranges["j"]["from"], sort_keys=True, separators=(",", ":")) == watches["orders"]["watermark_after"]
+    assert (
+        json.dumps(ranges["j"]["from"], sort_keys=True, separators=(",", ":")) == watches["orders"]["watermark_after"]
+    )
     assert ranges["k"]["from"]["version"] == 0 and ranges["k"]["to"]["version"] == 1
-
-
-def engine_exports(folder: Path, rows: list[dict[str, str]], sensors: list[dict[str, str]]) -> tuple[Path, Path]:
-    """The engine's control table and sensor table as CSV exports."""
-    import csv
-
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = folder / "heartbeat_control.csv", folder / "lakehouse_engine_sensors.csv"
-    for path, body in zip(paths, (rows, sensors)):
-        with path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(body[0]))
-            writer.writeheader()
-            writer.writerows(body)
-    return paths
-
-
-def engine_control(source: str, sensor_id: str, job: str, status: str) -> dict[str, str]:
-    return control_row(source, sensor_id, job) | {"status": status, "latest_event_fetched_timestamp": ""}
-
-
-def engine_sensor(sensor_id: str, status: str, key: str, value: str, checkpoint: str = "") -> dict[str, str]:
-    return {
-        "sensor_id": sensor_id,
-        "assets": "",
-        "status": status,
-        "status_change_timestamp": "2026-12-01 06:40:00",
-        "checkpoint_location": checkpoint,
-        "upstream_key": key,
-        "upstream_value": value,
-    }
 
 
 def test_an_import_of_the_engines_tables_carries_statuses_and_watermarks_and_starts_only_what_it_had_not_processed(
@@ -145,13 +125,23 @@ def test_an_import_of_the_engines_tables_carries_statuses_and_watermarks_and_sta
         ],
     )
     config = str(heartbeat.write_config_file())
-    command = ["--config", config, "import-lakehouse-engine", "--control-table", str(control), "--sensor-table", str(sensors)]
+    command = [
+        "--config",
+        config,
+        "import-lakehouse-engine",
+        "--control-table",
+        str(control),
+        "--sensor-table",
+        str(sensors),
+    ]
 
     # WHEN the team looks at the dry run, then imports
     capsys.readouterr()
     assert cli.main([*command, "--dry-run"]) == 0
     dry = capsys.readouterr().out
-    assert not (heartbeat.config.state_dir / "inbox").exists() or not list((heartbeat.config.state_dir / "inbox").glob("*.json"))
+    assert not (heartbeat.config.state_dir / "inbox").exists() or not list(
+        (heartbeat.config.state_dir / "inbox").glob("*.json")
+    )
     assert "line 2 (jdbc 'public.engine_done' -> job done): COMPLETED, watermark max(id) = 10" in dry
     assert "line 4 (trigger_file 'landed' -> job files): start_from now" in dry
     assert "(trigger_file 'LANDED' -> job files) in the engine's control table is not in the controls CSV" in dry

@@ -140,7 +140,7 @@ def carried(spec: ControlSpec, control: Mapping[str, Any], sensor: Mapping[str, 
         engine |= {f"sensor.{k}": _text(sensor.get(k)) for k in ENGINE_SENSOR_KEPT if k in sensor}
     status = (_text(control.get("status")) or "").upper() or None
     sensor_status = ((_text(sensor.get("status")) if sensor else None) or "").upper() or None
-    now = "start_from now: {}; its first check records where the upstream is"
+    now = "{}; its first check records where the upstream is"
     if status is None:
         return Carried(
             key, None, None, now.format("the engine's status is NULL (it never saw new data)"), engine=engine

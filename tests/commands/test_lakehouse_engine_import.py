@@ -172,7 +172,7 @@ def test_the_dry_run_says_per_row_what_it_sets_and_from_which_column() -> None:
         "    from: lakehouse_engine_sensors.upstream_value '10' (read as int); the control table's status "
         "COMPLETED, the sensor's PROCESSED_NEW_DATA",
         "line 3 (delta_table '/lake/orders' -> job j): start_from now",
-        "    from: start_from now: the engine read this delta_table through a streaming checkpoint "
+        "    from: the engine read this delta_table through a streaming checkpoint "
         "(checkpoint_location /chk/o): where it stopped is not in its tables; its first check records where the "
         "upstream is",
         "    note: the engine had found new data it had not processed: run the job once by hand if that data must "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +14,9 @@ from harness.commands.lakehouse_engine import engine_sensor_id, plan_lines, read
 from harness.core.controls import ControlSpec
 from harness.core.errors import HeartbeatError
 from harness.core.vocabulary import RowKey
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def spec(line: int, source: str, sensor_id: str, job: str, upstream_key: str = "") -> ControlSpec:
@@ -203,3 +207,39 @@ def test_exports_are_read_as_csv_or_parquet_and_a_missing_file_is_named(tmp_path
     ]
     with pytest.raises(HeartbeatError, match=r"--sensor-table .*/gone.csv: no such file or folder"):
         read_rows(str(tmp_path / "gone.csv"), "--sensor-table", no_spark)
+
+
+@pytest.mark.scenario
+def test_the_engines_tables_are_read_by_name_through_spark_when_no_export_is_given(spark: "SparkSession") -> None:
+    # GIVEN the engine's sensor table as a table of the session (its schema: assets an array of strings)
+    from pyspark.sql.types import ArrayType, StringType, StructField, StructType, TimestampType
+
+    schema = StructType(
+        [
+            StructField("sensor_id", StringType(), False),
+            StructField("assets", ArrayType(StringType(), False), True),
+            StructField("status", StringType(), False),
+            StructField("status_change_timestamp", TimestampType(), False),
+            StructField("checkpoint_location", StringType(), True),
+            StructField("upstream_key", StringType(), True),
+            StructField("upstream_value", StringType(), True),
+        ]
+    )
+    row = ("public_orders_k", ["orders_k"], "PROCESSED_NEW_DATA", datetime(2026, 5, 1, 6, 40), None, "id", "10")
+    spark.createDataFrame([row], schema).createOrReplaceTempView("engine_sensors_by_name")
+    # WHEN it is named instead of a path THEN its rows are read through the session, as an export's would be
+    rows = read_rows("engine_sensors_by_name", "--sensor-table", lambda: spark)
+    assert rows == [
+        {
+            "sensor_id": "public_orders_k",
+            "assets": ["orders_k"],
+            "status": "PROCESSED_NEW_DATA",
+            "status_change_timestamp": datetime(2026, 5, 1, 6, 40),
+            "checkpoint_location": None,
+            "upstream_key": "id",
+            "upstream_value": "10",
+        }
+    ]
+    # and a name no table has is refused, naming it
+    with pytest.raises(HeartbeatError, match=r"--sensor-table no_such_engine_table: cannot be read as a table"):
+        read_rows("no_such_engine_table", "--sensor-table", lambda: spark)

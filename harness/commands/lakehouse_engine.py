@@ -22,6 +22,7 @@ import argparse
 import csv
 import re
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from harness.core.controls import ControlSpec, read_controls, row_name
-from harness.core.errors import HeartbeatError
+from harness.core.errors import HeartbeatError, StateBusyError
 from harness.core.vocabulary import RowKey, SensorSource, Status, dumps
 from harness.views.watermarks import describe
 
@@ -372,17 +373,27 @@ def cmd_import(config: Config, args: argparse.Namespace) -> int:
     from harness.tick import imports, inbox
 
     session: list[Any] = []
+    held = ExitStack()
 
-    def spark() -> Any:  # only for a table given by name
+    def spark() -> Any:  # only for a table given by name: the state's Spark, which one process holds at a time
         if not session:
             from harness.platform.spark import get_spark
+            from harness.state.lock import StateLock
 
+            try:
+                held.enter_context(StateLock(config.state_dir))
+            except StateBusyError as exc:
+                raise HeartbeatError(
+                    f"{exc}: a table given by name is read through the state's Spark, which one process holds at a "
+                    "time; run this while no heartbeat process runs, or give CSV or parquet exports"
+                ) from exc
             session.append(get_spark(config))
         return session[0]
 
     specs = read_controls(config.controls_csv)
-    control = read_rows(args.control_table, "--control-table", spark)
-    sensors = read_rows(args.sensor_table, "--sensor-table", spark)
+    with held:
+        control = read_rows(args.control_table, "--control-table", spark)
+        sensors = read_rows(args.sensor_table, "--sensor-table", spark)
     check_columns(control, CONTROL_COLUMNS, "--control-table", args.control_table)
     check_columns(sensors, SENSOR_COLUMNS, "--sensor-table", args.sensor_table)
     result = translate(specs, control, sensors)

@@ -399,3 +399,40 @@ def test_max_range_that_is_not_a_positive_whole_number_is_refused(tmp_path: Path
         read_controls(write(tmp_path / "c.csv", rows, [*USER_COLUMNS, "max_range"]))
     assert f"line 3 (kafka 't2' -> job k): max_range '{value}' is not a positive whole number" in str(refused.value)
     assert "line 2" not in str(refused.value)
+
+
+def test_start_from_is_optional_and_read_in_lower_case(tmp_path: Path) -> None:
+    # GIVEN a CSV without the column and one where rows set it (any case, spaces around)
+    old = read_controls(write(tmp_path / "old.csv", [control_row("kafka", "t", "j")]))
+    rows = [
+        control_row("trigger_file", "in", "j") | {"start_from": " NOW "},
+        control_row("kafka", "t", "j") | {"start_from": "beginning"},
+        control_row("jdbc", "db: t", "k") | {"upstream_key": "id"},
+    ]
+    new = read_controls(write(tmp_path / "new.csv", rows, [*USER_COLUMNS, "start_from"]))
+    # THEN the old one loads with heartbeat.yml's default (empty), the new one with each row's value
+    assert old[0].start_from == ""
+    assert [s.start_from for s in new] == ["now", "beginning", ""]
+
+
+@pytest.mark.parametrize("value", ["latest", "earliest", "today", "0"])
+def test_start_from_other_than_beginning_or_now_is_refused_naming_the_line_and_what_to_write(
+    tmp_path: Path, value: str
+) -> None:
+    # GIVEN a row whose start_from is neither beginning nor now
+    rows = [control_row("kafka", "t1", "j"), control_row("kafka", "t2", "k") | {"start_from": value}]
+    # WHEN the file is read THEN it is refused naming that line, its value and the two choices
+    with pytest.raises(ControlsError) as refused:
+        read_controls(write(tmp_path / "c.csv", rows, [*USER_COLUMNS, "start_from"]))
+    message = str(refused.value)
+    assert f"line 3 (kafka 't2' -> job k): start_from '{value}' is not beginning or now" in message
+    assert "write beginning" in message and "now (the row's first check records where the upstream is" in message
+    assert "line 2" not in message
+
+
+def test_a_start_from_typo_is_refused_with_a_guess(tmp_path: Path) -> None:
+    rows = [control_row("kafka", "t", "j") | {"start_from": "begining"}]
+    with pytest.raises(
+        ControlsError, match=r"start_from 'begining' is not beginning or now \(did you mean beginning\?\)"
+    ):
+        read_controls(write(tmp_path / "c.csv", rows, [*USER_COLUMNS, "start_from"]))

@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from harness.core.config import PROJECT_DIR
+from harness.core.config import PROJECT_DIR, ControlsSettings
 from harness.core.start_window import PATTERN
-from harness.core.vocabulary import EventType, JobState, ReadType, Status
+from harness.core.vocabulary import EventType, JobState, ReadType, StartFrom, Status
 from harness.platform.dbt_runner import AS_IF_CONTROL_TABLE
 
 
@@ -44,3 +44,9 @@ def test_every_event_type_is_classified_by_the_models_and_every_flag_is_read() -
 
 def test_the_as_if_trigger_sets_view_has_one_name_for_the_harness_and_a_hand_run_of_dbt() -> None:
     assert dbt_vars()["heartbeat_as_if_control_table"] == AS_IF_CONTROL_TABLE
+
+
+def test_the_dbt_project_knows_exactly_the_start_from_values_and_the_same_default() -> None:
+    known = dbt_vars()
+    assert known["heartbeat_start_from_values"] == [s.value for s in StartFrom]
+    assert known["heartbeat_start_from"] == ControlsSettings().start_from == StartFrom.BEGINNING.value

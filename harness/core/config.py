@@ -267,6 +267,14 @@ class DatabricksSettings(Settings):
         return job.job_parameters if job is not None else self.job_parameters
 
 
+class ControlsSettings(Settings):
+    """`controls:`: defaults for the controls CSV's rows."""
+
+    # where a row whose start_from is empty starts watching: `beginning` (what its upstream already holds is
+    # new data) or `now` (its first check records where the upstream is); a row's own value wins
+    start_from: Literal["beginning", "now"] = "beginning"
+
+
 # --- the file ----------------------------------------------------------------------------------------
 class HeartbeatSettings(Settings):
     """The sections of heartbeat.yml that set the heartbeat's own behaviour, each held as it was read:
@@ -278,6 +286,7 @@ class HeartbeatSettings(Settings):
     databricks: DatabricksSettings = DatabricksSettings()
     freshness: FreshnessSettings = FreshnessSettings()
     publish: PublishSettings = PublishSettings()
+    controls: ControlsSettings = ControlsSettings()
 
 
 class HeartbeatFile(SourceSections, HeartbeatSettings):

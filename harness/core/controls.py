@@ -24,7 +24,7 @@ from harness.core.preprocess import PLACEHOLDER, check_query
 from harness.core.start_window import parse_start_window
 from harness.core.suggest import did_you_mean, typos_of
 from harness.core.text_file import read_text
-from harness.core.vocabulary import KINDS, JobState, ReadType, SensorSource, is_path
+from harness.core.vocabulary import KINDS, JobState, ReadType, SensorSource, StartFrom, is_path
 
 USER_COLUMNS = (
     "sensor_source",
@@ -47,6 +47,7 @@ OPTIONAL_COLUMNS = (
     "min_interval",
     "start_window",
     "max_range",
+    "start_from",
 )
 # Optional columns that hold a duration (`90s`, `10m`, `2h`).
 DURATION_COLUMNS = ("expected_within", "quiet_period", "min_interval")
@@ -101,6 +102,7 @@ class ControlSpec:
     min_interval: str = ""
     start_window: str = ""
     max_range: int | None = None  # the most steps (files, versions, detections) one run is handed
+    start_from: str = ""  # beginning or now; empty: heartbeat.yml's controls.start_from
 
     @property
     def name(self) -> str:
@@ -250,6 +252,14 @@ def _row_problems(row: dict[str, str]) -> list[str]:
             f"max_range {max_range!r} is not a positive whole number; write how many steps one run may take "
             "(files, versions, detections: see docs/sources.md), e.g. 10, or leave it empty for the whole range"
         )
+    start_from = row.get("start_from", "").strip().lower()
+    if start_from and start_from not in {s.value for s in StartFrom}:
+        problems.append(
+            f"start_from {row.get('start_from', '').strip()!r} is not beginning or now{_near(start_from, [s.value for s in StartFrom])}; "
+            "write beginning (what the upstream already holds is new data, the default), now (the row's first "
+            "check records where the upstream is, and only changes after it count), or leave it empty for "
+            "heartbeat.yml's controls.start_from"
+        )
     window = row.get("start_window", "").strip()
     if window:
         parsed = parse_start_window(window)
@@ -368,6 +378,7 @@ def _parse(path: Path, reader: csv.DictReader[str]) -> list[ControlSpec]:
                 min_interval=row.get("min_interval", "").strip(),
                 start_window=row.get("start_window", "").strip(),
                 max_range=parse_max_range(row.get("max_range", "")),
+                start_from=row.get("start_from", "").strip().lower(),
             )
         )
     errors.extend(_job_column_problems(specs))

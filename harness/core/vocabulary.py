@@ -77,6 +77,15 @@ class ReadType(str, Enum):
     STREAMING = "streaming"
 
 
+class StartFrom(str, Enum):
+    """Where a row's watching starts (the controls CSV's `start_from`, else heartbeat.yml's
+    `controls.start_from`): from what the upstream already holds, or from where it is at the row's
+    first check (that data is not new)."""
+
+    BEGINNING = "beginning"
+    NOW = "now"
+
+
 class EventType(str, Enum):
     """What an event row records. The status a row moves to is carried beside it."""
 
@@ -98,9 +107,13 @@ class EventType(str, Enum):
     CONFIG_REJECTED = "CONFIG_REJECTED"  # the controls CSV was refused
     CHANGE_PUBLISHED = "CHANGE_PUBLISHED"  # a producer registered a change of a table (no row: read by sensors)
     FRESHNESS_MISSED = "FRESHNESS_MISSED"  # an upstream has not changed within the row's expected_within
-    # a row with an expected_within and no new data yet was first checked: its freshness counts from then
+    # a row with an expected_within and no new data yet was first checked: its freshness counts from then;
+    # or a row with start_from now was first checked: with a watermark, where the upstream was (not new data)
     WATCH_STARTED = "WATCH_STARTED"
     REQUEST_DROPPED = "REQUEST_DROPPED"  # a queued `complete` / `retry` not applied, and why
+    # a row's status and watermark carried from the lakehouse engine's tables (`import-lakehouse-engine`),
+    # or its start_from set to now where they cannot be
+    STATE_IMPORTED = "STATE_IMPORTED"
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was
@@ -152,6 +165,20 @@ class ControlRow:
     range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
     last_error: str | None = None  # the message of the row's latest error event (a failed check, a failed run, ...)
     run_ended_at: datetime | None = None  # when the latest ended run ended (its backend's time, else when recorded)
+    start_from: str = StartFrom.BEGINNING.value  # `now`: the row's first check records where its upstream is
+    imported_at: datetime | None = None  # when the row's state was imported from the lakehouse engine
+
+    @property
+    def starts_watching(self) -> bool:
+        """Whether the row's next check is its first with start_from now: it records where the upstream is
+        (WATCH_STARTED with that watermark), not new data. Once watched, or with any state, it is not."""
+        return (
+            self.start_from == StartFrom.NOW.value
+            and self.watermark is None
+            and self.status is None
+            and self.watched_since is None
+            and self.latest_event_fetched_timestamp is None
+        )
 
     @property
     def range_end(self) -> str | None:
@@ -202,6 +229,8 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         range_end_watermark=r.get("range_end_watermark"),
         last_error=r.get("last_error"),
         run_ended_at=utc(latest_run_end(r)),
+        start_from=r.get("start_from") or StartFrom.BEGINNING.value,
+        imported_at=utc(r.get("imported_at")),
     )
 
 

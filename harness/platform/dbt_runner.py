@@ -72,6 +72,7 @@ def dbt_vars(config: Config, **extra: Any) -> dict[str, Any]:
         "heartbeat_refused_start_retry_seconds": config.settings.runs.refused_start_retry_seconds,
         "heartbeat_refused_start_retry_max_seconds": config.settings.runs.refused_start_retry_max_seconds,
         "heartbeat_as_if_control_table": AS_IF_CONTROL_TABLE,
+        "heartbeat_start_from": config.settings.controls.start_from,
         **({CONTROLS_MISSING_VAR: True} if missing else {}),
         **extra,
     }

@@ -152,8 +152,10 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         recorded = to_record(outcome, sensed, last_failed_checks(config.state_dir))
         if recorded:
             failed = sum(1 for e in recorded if e.event_type is EventType.CHECK_FAILED)
+            watched = sum(1 for e in recorded if e.event_type is EventType.WATCH_STARTED)
             return Handover(
-                f"{outcome.new_data} rows with new data, {failed} checks to record or to read through Spark",
+                f"{outcome.new_data} rows with new data, {failed} checks to record or to read through Spark"
+                + (f", {watched} rows with start_from now to watch from where their upstream is" if watched else ""),
                 look=look,
             )
         record_waiting(config.state_dir, outcome.nothing_new, outcome.filtered)

@@ -1,4 +1,4 @@
-"""Manual requests (`complete`, `retry`): written as files to `<state>/inbox/` (no Spark: a job's last task
+"""Manual requests (`complete`, `retry`, `import-lakehouse-engine`): written as files to `<state>/inbox/` (no Spark: a job's last task
 runs them) and turned into events at the start of the next tick.
 
 The events of a request carry ids derived from the request, so a request applied twice (a kill between
@@ -8,15 +8,16 @@ appending its events and deleting its file) is recorded once.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.core.state_layout import StateLayout
 from harness.core.vocabulary import ControlRow, EventType
 from harness.state.event_log import Event
 from harness.state.queue_files import enqueue, read_queue
+from harness.tick import imports
 from harness.tick.triggering import manual_events
 
 # Each command's event, and what it says (`where` tells when it was requested).
@@ -33,6 +34,7 @@ class Request:
     command: str  # one of COMMANDS
     job_id: str
     requested_at: datetime
+    args: Mapping[str, Any] = field(default_factory=dict)  # the command's own (an import's rows)
 
     def events(self, rows: Sequence[ControlRow], where: str) -> list[Event]:
         """The request's events: it closes the job's latest run (only rows IN_PROGRESS or FAILED move).
@@ -73,7 +75,7 @@ def submit(state_dir: Path, request: Request) -> Path:
     body = {
         "request_id": request.request_id,
         "command": request.command,
-        "args": {"job_id": request.job_id},
+        "args": dict(request.args) or {"job_id": request.job_id},
         "requested_at": request.requested_at.isoformat(),
     }
     name = f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
@@ -88,8 +90,20 @@ def pending(state_dir: Path) -> list[Request]:
 
 
 def _request(body: dict[str, Any]) -> Request:
+    if body["command"] == imports.COMMAND:
+        rows = [imports.Carried.from_json(row) for row in body["args"]["rows"]]  # refused here if damaged
+        return Request(
+            None,
+            body["request_id"],
+            body["command"],
+            "",
+            datetime.fromisoformat(body["requested_at"]),
+            {"rows": [row.as_json() for row in rows]},
+        )
     if body["command"] not in COMMANDS:
-        raise ValueError(f"unknown request {body['command']!r}; expected one of {', '.join(COMMANDS)}")
+        raise ValueError(
+            f"unknown request {body['command']!r}; expected one of {', '.join([*COMMANDS, imports.COMMAND])}"
+        )
     return Request(
         None,
         body["request_id"],

@@ -2,8 +2,9 @@
 
   1. track runs: re-send unconfirmed starts, poll started runs, record their ends (a success publishes
      the tables its job writes, `publications.on_success`), find hand-made successes of failed jobs;
-  2. requests: apply `complete` / `retry` requests and publications queued in the inbox (after the
-     runs' ends, so a request made before its run was seen to succeed does not undo the success);
+  2. requests: apply `complete` / `retry` requests, imports of the lakehouse engine's state
+     (harness.tick.imports) and publications queued in the inbox (after the runs' ends, so a request made
+     before its run was seen to succeed does not undo the success);
   3. fold: bring the control table up to date (dbt), only when something changed (harness.tick.fold);
   4. sense every eligible row, one check per distinct upstream; append what changed;
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
@@ -32,15 +33,16 @@ from datetime import date, datetime, timezone
 from typing import Callable, Collection, Mapping, Sequence
 
 from harness.core.config import Config
+from harness.core.controls import read_controls
 from harness.core.errors import ControlsError, DbtError, HeartbeatError, disk_full, root_cause
 from harness.core.faults import crash_point, tick_started
-from harness.core.vocabulary import ControlRow, EventType
+from harness.core.vocabulary import ControlRow, EventType, RowKey
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
-from harness.tick import cold, fold, inbox, publications, retention
+from harness.tick import cold, fold, imports, inbox, publications, retention
 from harness.tick.freshness import freshness_events, watch_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
@@ -77,8 +79,14 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
     }
     rows = runtime.tables.control_rows()
     applied = 0
+    imported: set[RowKey] = set()  # rows an import of this tick set already
     for request in requests:
         when = f"requested at {request.requested_at.isoformat()}"
+        if request.command == imports.COMMAND:
+            applied += apply_import(runtime, request, rows, imported)
+            crash_point("requests:applied")
+            inbox.done(request)
+            continue
         named = f"{request.command} of job {request.job_id} {when}"
         dropped = None
         if request.job_id in closed:
@@ -98,8 +106,30 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         if dropped is not None:
             log.warning("%s", dropped)
             runtime.events.append(request.dropped(rows, dropped))
+        crash_point("requests:applied")
         inbox.done(request)
     return published + applied
+
+
+def apply_import(runtime: Runtime, request: inbox.Request, rows: Sequence[ControlRow], imported: set[RowKey]) -> int:
+    """An import of the lakehouse engine's state: one STATE_IMPORTED per row without state in Heartbeat;
+    each row left as it is said in the log. Returns 1 when it set a row."""
+    carried = [imports.Carried.from_json(row) for row in request.args["rows"]]
+    held = {r.key for r in rows}
+    try:  # the CSV's rows this tick's fold loads (an import made before the first tick)
+        new_rows = {
+            RowKey(s.sensor_source, s.sensor_id, s.trigger_job_id) for s in read_controls(runtime.config.controls_csv)
+        }
+    except ControlsError:  # refused: the fold says so; its rows come with a valid file, and an import again
+        new_rows = set()
+    events, left = imports.events(rows, carried, request.request_id, request.requested_at, imported, new_rows - held)
+    for message in left:
+        log.warning("import-lakehouse-engine requested at %s: %s", request.requested_at.isoformat(), message)
+    if events:
+        runtime.events.append(events)
+    imported.update(e.row for e in events if e.row is not None)
+    log.info("import-lakehouse-engine: %d rows set, %d left as they were", len(events), len(left))
+    return 1 if events else 0
 
 
 def with_publications(runtime: Runtime, events: list[Event]) -> list[Event]:
@@ -344,9 +374,11 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
 
     found = detections(sensed.events)
     bounded = {r.key for r in rows if r.max_range is not None}
-    if found and (not runtime.tables.can_decide_as_if() or any(d.key in bounded for d in found)):
+    watching = any(e.event_type is EventType.WATCH_STARTED and e.watermark_after for e in sensed.events)
+    if watching or (found and (not runtime.tables.can_decide_as_if() or any(d.key in bounded for d in found))):
         # the trigger set's SQL is not compiled in this state yet, or a row with a max_range has new
-        # steps: where its next part ends is the control table's to say
+        # steps: where its next part ends is the control table's to say; or a row with start_from now
+        # was first checked: a job started before its position is folded would be handed it from nothing
         with Step(report, "fold") as step:
             fold_now(runtime, report, step)
         found = []

@@ -30,7 +30,7 @@ from harness.core.errors import HeartbeatError, SensorError
 from harness.core.partition_filter import parse_filter, parse_tags
 from harness.core.preprocess import as_written, of_new_data_alone, over_view, render
 from harness.core.redact import redact
-from harness.core.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
+from harness.core.vocabulary import ControlRow, EventType, RowKey, SensorSource, StartFrom, Status, dumps
 from harness.sensors.base import Detection, NewData, NothingNew, Position, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
 from harness.sensors.partition_trigger import PartitionedPosition, detect_partitions
@@ -125,6 +125,28 @@ def _row_error(row: ControlRow, message: str) -> str:
 CheckResult = tuple[list[Event], dict[str, str], dict[str, str]]  # events, nothing-new reasons, filtered
 
 
+def watch_started(row: ControlRow, detection: Detection) -> Event:
+    """The first check of a row with start_from now: WATCH_STARTED with where its upstream is (what a
+    detection since nothing found), which the fold makes the row's watermark and the start of its next
+    range, without new data; an upstream with nothing yet is watched from its start. Every kind answers
+    through its sensor's `detect`, so this holds for each."""
+    named = f"{row.label} -> job {row.key.trigger_job_id}"
+    if isinstance(detection, NewData):
+        return Event(
+            EventType.WATCH_STARTED,
+            row=row.key,
+            watermark_after=dumps(detection.watermark),
+            message=f"{named}: watching from where the upstream is now (start_from now): what it holds is not new data",
+            details={"start_from": StartFrom.NOW.value, "upstream": row.label},
+        )
+    return Event(
+        EventType.WATCH_STARTED,
+        row=row.key,
+        message=f"{named}: watching from the start (start_from now): {detection.reason}",
+        details={"start_from": StartFrom.NOW.value, "upstream": row.label, "nothing_yet": detection.reason},
+    )
+
+
 def filtered_key(row: ControlRow, query: str, detection: NewData) -> str:
     """The new data a row's preprocess_query runs over, and the query: the row's watermark, the position
     found and the rendered query, as one digest."""
@@ -161,6 +183,9 @@ class UpstreamCheck:
                     if row.partition_filter
                     else self.sensor.detect(self.upstream, position, since)
                 )
+                if row.starts_watching:  # start_from now: where the upstream is now, not new data
+                    events.append(watch_started(row, detection))
+                    continue
                 if isinstance(detection, NewData) and row.preprocess_query:
                     detection = self._preprocess(context, row, position, since, detection)
             except HeartbeatError as exc:  # this row's own: its upstream was read, other rows of it go on
@@ -286,10 +311,11 @@ class FirstLook:
 
     def still_holds(self, rows: Sequence[ControlRow]) -> set[RowKey]:
         """The rows of `rows` whose check in this look still holds: the row is as the look sensed it (its
-        watermark, status and last error), and its check found new data or nothing new. A failed check
-        (a source read through Spark among them) is checked again."""
+        watermark, status and last error), and its check found new data, nothing new, or where a row with
+        start_from now watches from. A failed check (a source read through Spark among them) is checked again."""
         failed = {e.row for e in self.outcome.events if e.event_type is EventType.CHECK_FAILED}
-        found = {e.row for e in self.outcome.events if e.event_type is EventType.DATA_CHANGED}
+        answers = (EventType.DATA_CHANGED, EventType.WATCH_STARTED)  # new data, or where a start_from now row is
+        found = {e.row for e in self.outcome.events if e.event_type in answers}
         return {
             r.key
             for r in rows

@@ -12,7 +12,7 @@ from typing import Any, Collection, Sequence
 
 from harness.core.durations import in_words
 from harness.core.suggest import close_to, did_you_mean
-from harness.core.vocabulary import JobState, RowKey, Status, latest_run_end, upstream_label
+from harness.core.vocabulary import JobState, RowKey, StartFrom, Status, latest_run_end, upstream_label
 from harness.views.watermarks import describe, fit, when
 
 LABEL_WIDTH = 48
@@ -370,12 +370,31 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("request_dropped_at") and r["request_dropped_at"] >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        request dropped {when(r['request_dropped_at'])}: {r.get('request_dropped')}")
+    lines.extend(start_lines(r))
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):
         lines.append(
             f"        no new data yet: expected within {r.get('expected_within')}, watched since {when(r['watched_since'])}"
         )
+    return lines
+
+
+def start_lines(r: dict[str, Any]) -> list[str]:
+    """Where a row with start_from now watches from (until its first new data), or that its first check will
+    say; when its state was imported from the lakehouse engine."""
+    lines = []
+    if r.get("start_from") == StartFrom.NOW.value and not r.get("latest_event_fetched_timestamp"):
+        if r.get("watched_since"):
+            position = describe(r["watermark"]) if r.get("watermark") else "the start (its upstream held nothing)"
+            lines.append(f"        watching from {position} (start_from now), since {when(r['watched_since'])}")
+        elif not r.get("status") and not r.get("watermark"):
+            lines.append(
+                "        start_from now: its first check records where the upstream is (what it holds then is "
+                "not new data)"
+            )
+    if r.get("imported_at"):
+        lines.append(f"        imported from the lakehouse engine {when(r['imported_at'])}")
     return lines
 
 

@@ -43,6 +43,11 @@ classified as (
         event_type in ({{ heartbeat_event_types_with('freshness') }}) as is_freshness_miss,
         event_type in ({{ heartbeat_event_types_with('watch_start') }}) as is_watch_start,
         event_type in ({{ heartbeat_event_types_with('request_dropped') }}) as is_request_dropped,
+        -- where the row watches from, without new data (start_from now's first check, an import)
+        event_type in ({{ heartbeat_event_types_with('baseline') }}) and watermark_after is not null as is_baseline,
+        event_type in ({{ heartbeat_event_types_with('import') }}) as is_import,
+        -- an import that could not carry the row's position: its start_from (now)
+        {{ heartbeat_json_value('details', 'start_from') }} as start_from,
         -- A refused start restores the status the row had before the trigger, which may be NULL.
         status is not null or event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as sets_status
     from events

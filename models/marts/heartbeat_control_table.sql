@@ -20,19 +20,26 @@
   last successful run). A run takes at most max_range of them (range_end_watermark); while steps
   are left after a successful run, the row is NEW_EVENT_AVAILABLE again, though its upstream has
   not moved (macros/range_steps.sql).
+
+  A baseline (WATCH_STARTED of a row with start_from now, STATE_IMPORTED) sets the row's watermark
+  without new data, and the start of its next run's range as a successful run would (unless it carries
+  NEW_EVENT_AVAILABLE: the lakehouse engine's data not processed yet, whose start it does not know).
 -#}
 {%- set facets = [
     {'timestamp': 'status_change_timestamp', 'condition': 'sets_status', 'values': {'status': 'status'}},
-    {'timestamp': 'latest_event_fetched_timestamp', 'condition': 'is_detection', 'values': {'watermark': 'watermark_after'}},
+    {'timestamp': 'latest_event_fetched_timestamp', 'condition': 'is_detection', 'values': {}},
+    {'timestamp': 'watermark_timestamp', 'condition': 'is_detection or is_baseline', 'values': {'watermark': 'watermark_after'}},
     {'timestamp': 'job_start_timestamp', 'condition': 'is_trigger', 'values': {'latest_trigger_token': 'idempotency_token', 'trigger_watermark': 'watermark_after'}},
     {'timestamp': 'run_started_timestamp', 'condition': 'is_run_start', 'values': {'latest_run_id': 'run_id'}},
     {'timestamp': 'job_end_timestamp', 'condition': 'is_run_end', 'values': {'run_ended_at': 'run_ended_at'}},
-    {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {'last_success_watermark': 'watermark_after'}},
+    {'timestamp': 'last_success_timestamp', 'condition': 'is_success', 'values': {}},
+    {'timestamp': 'range_start_timestamp', 'condition': "is_success or (is_baseline and coalesce(status, '') <> 'NEW_EVENT_AVAILABLE')", 'values': {'last_success_watermark': 'watermark_after'}},
     {'timestamp': 'last_error_timestamp', 'condition': 'is_error or is_error_cleared', 'values': {'last_error': 'case when is_error then message end'}},
     {'timestamp': 'last_start_refused_at', 'condition': 'is_start_refusal', 'values': {'last_start_refusal': 'message'}},
     {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
     {'timestamp': 'request_dropped_at', 'condition': 'is_request_dropped', 'values': {'request_dropped': 'message'}},
+    {'timestamp': 'imported_at', 'condition': 'is_import', 'values': {'imported_start_from': 'start_from'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -231,6 +238,7 @@ final as (
         folded.request_dropped,
         folded.request_dropped_at,
         folded.run_ended_at,
+        -- an import that could not carry the row's position watches it from its next check
         controls.quiet_period,
         controls.min_interval,
         controls.start_window,
@@ -246,7 +254,13 @@ final as (
         end as range_part,
         case when size(folded.pending_steps) > 0
             then cast(folded.range_steps_consumed div controls.max_range + ceil(size(folded.pending_steps) / controls.max_range) as int)
-        end as range_parts
+        end as range_parts,
+        -- an import that could not carry the row's position watches it from its next check
+        coalesce(folded.imported_start_from, controls.start_from) as start_from,
+        folded.watermark_timestamp,
+        folded.range_start_timestamp,
+        folded.imported_start_from,
+        folded.imported_at
     from controls
     inner join ranged as folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

@@ -26,7 +26,12 @@ renamed as (
         {{ heartbeat_optional_seed_column(controls, 'quiet_period') }} as quiet_period,
         {{ heartbeat_optional_seed_column(controls, 'min_interval') }} as min_interval,
         {{ heartbeat_optional_seed_column(controls, 'start_window') }} as start_window,
-        cast({{ heartbeat_optional_seed_column(controls, 'max_range') }} as int) as max_range
+        cast({{ heartbeat_optional_seed_column(controls, 'max_range') }} as int) as max_range,
+        -- a row's own start_from wins over heartbeat.yml's controls.start_from (var heartbeat_start_from)
+        coalesce(
+            lower({{ heartbeat_optional_seed_column(controls, 'start_from') }}),
+            '{{ var("heartbeat_start_from") }}'
+        ) as start_from
     from source
 
 )

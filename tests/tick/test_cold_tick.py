@@ -431,6 +431,27 @@ def test_a_row_expecting_data_that_never_had_any_hands_over_once_to_be_watched_t
     assert handover is not None and "stale" in handover.reason
 
 
+def test_a_row_with_start_from_now_first_checked_hands_over_to_record_where_its_upstream_is_not_new_data(
+    left: LeftState,
+) -> None:
+    # GIVEN a row with start_from now never checked yet, whose folder already holds a file
+    left.snapshot["rows"][0].update(start_from="now", status=None, watermark=None, latest_event_fetched_timestamp=None)
+    # WHEN a cold tick runs
+    handover, _ = left.cold()
+    # THEN it hands over to record the watch: the folder's position, no new data, no job ready
+    assert handover is not None and handover.look is not None
+    assert "1 rows with start_from now to watch from where their upstream is" in handover.reason
+    (watch,) = handover.look.outcome.events
+    assert watch.event_type.value == "WATCH_STARTED" and watch.watermark_after == _watermark(left.config)
+    assert handover.look.outcome.new_data == 0
+    # and once watched from there, the next cold tick ends without Spark
+    left.snapshot["rows"][0].update(
+        watermark=watch.watermark_after, watched_since=datetime.now(timezone.utc).isoformat()
+    )
+    handover, _ = left.cold()
+    assert handover is None
+
+
 @pytest.mark.unit
 def test_an_upstream_down_past_its_expectation_keeps_the_tick_cold_as_a_full_tick_records_nothing(
     left: LeftState,

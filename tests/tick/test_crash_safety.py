@@ -11,6 +11,8 @@ once every run ended, every batch went to exactly one run. The points:
   start:backend-called    the backend started the run, its id not recorded
   start:outcome-recorded  the run id recorded, not folded into the control table yet
   status:snapshot         the status snapshot half-written
+  requests:applied        a queued request's events appended (a `complete`, an import of the lakehouse
+                          engine's state), its file not removed yet: applied again, recorded once
 
 The event index's point (`event index:added files`, a refresh stopped between two batches of files) can
 lose or double no run, only a reader's events: tests/state/test_event_index.py stops it and reads. The
@@ -38,9 +40,14 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 
+from harness.commands import cli
+from harness.commands.lakehouse_engine import engine_sensor_id
 from harness.core.faults import Stopped, stopping_at
+from tests.engine_exports import engine_control, engine_exports, engine_sensor
 from tests.jobs_api_server import JobsApiServer
 from tests.processes import UPSTREAM, HeartbeatProcess
 from tests.support import HeartbeatHarness, control_row, use_databricks
@@ -182,6 +189,58 @@ def test_stopped_at_each_point_of_a_tick_the_restart_repairs_with_no_duplicate_a
     hb.wait_for_runs()
     assert_every_batch_went_to_one_run(hb, dropped)
     assert hb.row()["status"] == "COMPLETED"
+
+
+@pytest.mark.scenario
+def test_an_import_stopped_at_each_point_of_its_ticks_is_recorded_once_and_starts_its_job_once(
+    heartbeat: HeartbeatHarness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an import queued of an upload table the engine found new data in (ids up to 5, not processed) and
+    # of a trigger folder it read through a checkpoint (start_from now), both holding data
+    table = tmp_path / "lake" / "uploads"
+    write_deltalake(str(table), pa.table({"id": [1, 2, 3, 4, 5]}))
+    heartbeat.drop_trigger_file("landed", "old-batch")
+    heartbeat.write_controls(
+        [
+            control_row("lmu_delta_table", str(table), "pending", upstream_key="id"),
+            control_row("trigger_file", "landed", "files"),
+        ]
+    )
+    heartbeat.define_jobs("pending", "files")
+    control, sensors = engine_exports(
+        tmp_path / "exports",
+        [
+            engine_control("lmu_delta_table", str(table), "pending", "NEW_EVENT_AVAILABLE"),
+            engine_control("trigger_file", "landed", "files", "COMPLETED"),
+        ],
+        [
+            engine_sensor(engine_sensor_id(str(table), "pending"), "ACQUIRED_NEW_DATA", "id", "5"),
+            engine_sensor("landed_files", "PROCESSED_NEW_DATA", "", "None", checkpoint="/chk/landed_files"),
+        ],
+    )
+    config = str(heartbeat.write_config_file())
+    assert cli.main(["--config", config, "import-lakehouse-engine", "--control-table", str(control),
+                     "--sensor-table", str(sensors)]) == 0  # fmt: skip
+
+    # WHEN ticks are stopped after the import's events were appended (its file left), after the first check
+    # recorded where the folder is (not folded), and after the job's start intent was recorded
+    for point in ("requests:applied", "tick:sensed", "start:intent-recorded"):
+        with stopping_at(point), pytest.raises(Stopped):
+            heartbeat.tick()
+        heartbeat.restart()
+    for _ in range(5):
+        heartbeat.tick()
+        heartbeat.wait_for_runs()
+
+    # THEN each row was imported once and watched once, and the job ran once, handed the range up to id 5
+    assert len({e["event_id"] for e in heartbeat.events("STATE_IMPORTED")}) == 2
+    assert len({e["event_id"] for e in heartbeat.events("WATCH_STARTED")}) == 1
+    (run,) = heartbeat.job_runs("pending")
+    assert run["range"]["upstreams"][0]["to"]["max"]["value"] == 5
+    assert heartbeat.job_runs("files") == []
+    rows = {r.key.trigger_job_id: r for r in heartbeat.tables.control_rows()}
+    assert rows["pending"].status == "COMPLETED" and rows["files"].watermark is not None
+    assert not list((heartbeat.config.state_dir / "inbox").glob("*.json"))
 
 
 # --- a killed process: inside dbt's fold, a half-written version, a lost metastore -------------------

@@ -10,7 +10,8 @@ When a fold is needed:
 Otherwise a tick does no dbt work at all.
 
 What is built: a full build selects every heartbeat model (and compiles heartbeat_trigger_set_as_if,
-whose SQL the tick runs itself); later ones only the control table, the one table (the eligibility,
+whose SQL the tick runs itself), and makes the views over the tick log and health record
+(harness.state.tick_views); later ones only the control table, the one table (the eligibility,
 trigger set and open runs are views over it and the events).
 A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.core.controls, the
 rules the seed's data tests state), so a bad file never reaches the seed. `dbt build` and `dbt test`
@@ -35,6 +36,7 @@ from harness.core.errors import ControlsError, first_problem
 from harness.core.state_layout import StateLayout
 from harness.core.vocabulary import EventType
 from harness.platform import dbt_runner
+from harness.state import tick_views
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, TRIGGER_SET_AS_IF
@@ -153,7 +155,7 @@ def views_current(runtime: Runtime) -> bool:
 
 
 def models_listed(runtime: Runtime) -> bool:
-    return all(runtime.tables.exists(name) for name in BUILT_MODELS)
+    return all(runtime.tables.exists(name) for name in (*BUILT_MODELS, *tick_views.TICK_VIEWS))
 
 
 def seed_vars(config: Config) -> dict[str, Any]:
@@ -191,6 +193,7 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     runtime.events.mark_folded()
     write_atomic(runtime.config.layout.fold_id, uuid.uuid4().hex)
     if select is ALL_MODELS:
+        tick_views.create(runtime.spark, runtime.config)
         write_atomic(runtime.config.layout.models_digest, dbt_runner.project_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started

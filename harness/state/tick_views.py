@@ -10,9 +10,11 @@ step from the very files `status` and `report` read, and a tick writes nothing m
 
 A view stores its query, not data: the files are read when the view is queried (on Databricks, from the
 state volume; its readers need READ VOLUME on it). The views are made at every full build of the models
-(harness.tick.fold); a view reads its file by path, which must exist when the view is made, so a file no
-tick has written yet is made empty first (an empty health record is the one `status` reads as "no tick
-has run yet").
+(harness.tick.fold), the first tick's among them, before that tick has written its line and its health
+record. A view's path must match a file when it is made: the tick log is then made empty (a log of no
+tick), and the health record is read with a glob that matches the tick log too, whose lines are no
+health record (they have no `last_tick`) and are left out. The health record itself is never written
+but by a tick: a health record without a tick in it would be one no reader expects.
 """
 
 from __future__ import annotations
@@ -62,8 +64,14 @@ select
   cast(h.last_success_at as timestamp) as last_success_at,
   coalesce(h.failures_in_a_row, 0) as failures_in_a_row,
   cast(h.first_failure_at as timestamp) as first_failure_at
-from (select from_json(value, '{HEALTH_SCHEMA}') as h from text.{_path(str(config.layout.health))})
+from (select from_json(value, '{HEALTH_SCHEMA}') as h from text.{_path(_health_glob(config))})
 where h.last_tick is not null"""
+
+
+def _health_glob(config: Config) -> str:
+    """The health record, and the tick log beside it (which exists once the views are made)."""
+    layout = config.layout
+    return str(layout.root / f"{{{layout.health.name},{layout.ticks.name}}}")
 
 
 def ticks_sql(config: Config) -> str:
@@ -83,11 +91,8 @@ where t.tick_id is not null and t.started_at is not null"""
 
 
 def create(spark: SparkSession, config: Config) -> None:
-    """(Re)make both views; a file no tick has written yet is made empty first."""
-    layout = config.layout
-    if not layout.health.exists():
-        write_atomic(layout.health, "{}")
-    if not layout.ticks.exists():
-        write_atomic(layout.ticks, "")
+    """(Re)make both views; the tick log is made empty first if no tick has written it yet."""
+    if not config.layout.ticks.exists():
+        write_atomic(config.layout.ticks, "")
     for name, sql in ((TICK_HEALTH, health_sql(config)), (TICKS, ticks_sql(config))):
         spark.sql(f"create or replace view {config.table(name)} as {sql}")

@@ -10,7 +10,9 @@ When a fold is needed:
 Otherwise a tick does no dbt work at all.
 
 What is built: a full build selects every heartbeat model (and compiles heartbeat_trigger_set_as_if,
-whose SQL the tick runs itself); later ones only the control table, the one table (the eligibility,
+whose SQL the tick runs itself), and makes the views over the tick log and health record that the
+operators' dashboard and alerts read (harness.state.tick_views; one that cannot be made is a warning,
+never a failed tick); later ones only the control table, the one table (the eligibility,
 trigger set and open runs are views over it and the events).
 A tick runs no dbt tests. The CSV it loads has passed the one validator first (harness.core.controls, the
 rules the seed's data tests state), so a bad file never reaches the seed. `dbt build` and `dbt test`
@@ -31,10 +33,11 @@ from typing import Any, Iterator
 
 from harness.core.config import Config
 from harness.core.controls import MISSING, SEED, file_digest, file_version, read_controls
-from harness.core.errors import ControlsError, first_problem
+from harness.core.errors import ControlsError, first_problem, root_cause
 from harness.core.state_layout import StateLayout
 from harness.core.vocabulary import EventType
 from harness.platform import dbt_runner
+from harness.state import tick_views
 from harness.state.event_log import Event
 from harness.state.files import write_atomic
 from harness.state.tables import CONTROL_TABLE, ELIGIBILITY, OPEN_RUNS, TRIGGER_SET, TRIGGER_SET_AS_IF
@@ -191,9 +194,24 @@ def fold(runtime: Runtime, *, with_seed: bool = False) -> float:
     runtime.events.mark_folded()
     write_atomic(runtime.config.layout.fold_id, uuid.uuid4().hex)
     if select is ALL_MODELS:
+        make_tick_views(runtime)
         write_atomic(runtime.config.layout.models_digest, dbt_runner.project_digest(runtime.config))
     runtime.views_built = True
     return time.monotonic() - started
+
+
+def make_tick_views(runtime: Runtime) -> None:
+    """The views of the tick log and health record. They are for the operators' dashboard and alerts, not
+    for a tick: one that cannot be made is said (the next full build tries again), and the tick goes on."""
+    try:
+        tick_views.create(runtime.spark, runtime.config)
+    except Exception as exc:  # noqa: BLE001 - the heartbeat's work does not depend on them
+        log.warning(
+            "the views %s could not be made (%s): the dashboard's tick health and its alerts on ticks and the "
+            "controls CSV cannot read them until a full build makes them",
+            ", ".join(runtime.config.table(name) for name in tick_views.TICK_VIEWS),
+            root_cause(exc),
+        )
 
 
 @contextmanager

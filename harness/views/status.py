@@ -336,6 +336,14 @@ def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
     return waiting.get(RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]).ref)
 
 
+def stale(r: dict[str, Any]) -> bool:
+    """The row's upstream missed its expected_within since its last new data (`status`: STALE; the bundle's
+    dashboard and alert say the same of the control table)."""
+    return bool(r.get("freshness_missed_at")) and r["freshness_missed_at"] > (
+        r.get("latest_event_fetched_timestamp") or ""
+    )
+
+
 def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
@@ -371,7 +379,7 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
     if r.get("request_dropped_at") and r["request_dropped_at"] >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        request dropped {when(r['request_dropped_at'])}: {r.get('request_dropped')}")
     lines.extend(start_lines(r))
-    if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
+    if stale(r):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):
         lines.append(

@@ -16,19 +16,16 @@ from typing import Any, Iterator
 import pytest
 import yaml
 from databricks.bundles.jobs import Job
-from databricks.bundles.schemas import Schema
-from databricks.bundles.volumes import Volume
 
 from harness.commands import cli
 from harness.core.config import PROJECT_DIR, load_config
 from harness.platform.dbt_runner import dbt_vars
-from tests.bundle_resolution import resolve
+from tests.bundle_resolution import TYPES, resolve
 
 pytestmark = pytest.mark.unit
 
 BUNDLE = yaml.safe_load((PROJECT_DIR / "databricks.yml").read_text())
 RESOURCE_FILES = sorted((PROJECT_DIR / "resources").glob("*.yml"))
-TYPES = {"jobs": Job, "schemas": Schema, "volumes": Volume}
 TOP_LEVEL = {
     "bundle",
     "include",
@@ -149,7 +146,12 @@ def test_the_heartbeat_job_ticks_on_a_schedule_one_run_at_a_time() -> None:
     assert {d["task_key"] for d in last["depends_on"]} == {t["task_key"] for t in downstream["tasks"][:-1]}
 
 
-VARIABLES = {"catalog": "sales", "warehouse_id": "abc", "heartbeat_identity": "0000-principal"}
+VARIABLES = {
+    "catalog": "sales",
+    "warehouse_id": "abc",
+    "heartbeat_identity": "0000-principal",
+    "alert_destination_id": "oncall-destination",
+}
 
 
 @pytest.mark.parametrize("target, schema", [("prod", "heartbeat"), ("dev", "dev_dev_eloper_heartbeat")])

@@ -44,7 +44,12 @@ pytestmark = pytest.mark.process
 COMMAND_TIMEOUT_SECONDS = 900  # one tick on a busy 2-core machine: dbt's first build on Spark Connect
 SERVER_START_SECONDS = 300
 JOB = 4242
-VARIABLES = {"catalog": "spark_catalog", "warehouse_id": "rehearsal", "heartbeat_identity": "rehearsal-principal"}
+VARIABLES = {
+    "catalog": "spark_catalog",
+    "warehouse_id": "rehearsal",
+    "heartbeat_identity": "rehearsal-principal",
+    "alert_destination_id": "rehearsal-destination",
+}
 CONNECT_TOKEN = "rehearsal-connect-token"
 HIVE_TABLE = "upstream.events_by_day"
 

@@ -8,6 +8,7 @@ events     browse the event log (--job, --upstream, --type, --since)
 report     write the timeline page (HTML) into the state folder
 complete   mark a job's latest run successful (the "update status" step a job can run last)
 retry      hand a FAILED job's range to its next run (no manual backfill)
+rewind     hand a job's next run the range from a past time on every upstream (docs/ranges.md)
 publish    register a change of a table (rows with sensor_source `published` trigger on it)
 validate   check heartbeat.yml, the controls CSV and its rows against heartbeat.yml, touching no table
 seed       load the controls CSV now (a running heartbeat applies it at its next tick)
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
-from harness.commands import operator, refresh
+from harness.commands import operator, ranges, refresh
 from harness.core.config_source import StateFolder, locate_state
 from harness.core.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.core.vocabulary import PUBLISH_OPERATIONS, EventType, Status
@@ -607,6 +608,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("seed", help="load the controls CSV now").set_defaults(func=cmd_seed)
     sub.add_parser("docs", help="generate the dbt docs site").set_defaults(func=cmd_docs)
     refresh.register(sub)
+    ranges.register(sub)
     for command in sub.choices.values():
         _logging_options(command, argparse.SUPPRESS)
         command.set_defaults(command_parser=command)  # an unknown option is refused with this command's usage

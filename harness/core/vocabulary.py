@@ -101,6 +101,9 @@ class EventType(str, Enum):
     # a row with an expected_within and no new data yet was first checked: its freshness counts from then
     WATCH_STARTED = "WATCH_STARTED"
     REQUEST_DROPPED = "REQUEST_DROPPED"  # a queued `complete` / `retry` not applied, and why
+    # `harness rewind`: the job's next run is handed the range from this position (watermark_after), as if
+    # its last successful run had ended there; who asked and why in the details and message
+    REWOUND = "REWOUND"
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was

@@ -40,7 +40,7 @@ from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
-from harness.tick import cold, fold, inbox, publications, retention
+from harness.tick import cold, fold, inbox, publications, retention, rewind
 from harness.tick.freshness import freshness_events, watch_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
@@ -57,6 +57,10 @@ from harness.tick.triggering import (
 log = logging.getLogger("harness.tick.run")
 
 
+# The events that record the end of a run (a rewind waiting for its job's run applies in their tick).
+RUN_ENDS = (EventType.RUN_SUCCEEDED, EventType.RUN_FAILED, EventType.RUN_SKIPPED, EventType.RUN_START_FAILED)
+
+
 def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str, str]) -> int:
     """The queued publications and `complete` / `retry` requests, oldest first, after this tick's run
     ends (`tracked`). A request closes its job's latest run once: one that finds no run of its job to
@@ -65,7 +69,9 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
     backend says is still going (`running`: job -> run, from this tick's polls) is dropped: it would
     start the job a second time beside that run, whose end would never be recorded. (A run the backend
     cannot tell of, lost or unreadable, is retried: that is what `retry` is for.) A dropped request is
-    said in the log and recorded on its job's rows (REQUEST_DROPPED), which `status` and `why` show."""
+    said in the log and recorded on its job's rows (REQUEST_DROPPED), which `status` and `why` show.
+    A `rewind` (harness.tick.rewind) waits in the queue while its job's run is going, and is applied in
+    the tick that records the run's end, after it."""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
@@ -76,11 +82,21 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         if e.row is not None and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
     }
     rows = runtime.tables.control_rows()
+    ended = {e.row.trigger_job_id for e in tracked if e.row is not None and e.event_type in RUN_ENDS}
     applied = 0
     for request in requests:
         when = f"requested at {request.requested_at.isoformat()}"
         named = f"{request.command} of job {request.job_id} {when}"
         dropped = None
+        if request.command == "rewind":
+            events = rewind.apply(runtime, request, rows, ended | closed.keys())
+            if events is None:
+                continue  # it waits in the queue for the job's run to end
+            runtime.events.append(events)
+            crash_point("request:rewind-recorded")
+            applied += any(e.event_type is EventType.REWOUND for e in events)
+            inbox.done(request)
+            continue
         if request.job_id in closed:
             dropped = f"{named}: {closed[request.job_id]} before it was applied; nothing done"
         elif request.command == "retry" and request.job_id in running:

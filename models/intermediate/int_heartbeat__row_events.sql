@@ -43,6 +43,7 @@ classified as (
         event_type in ({{ heartbeat_event_types_with('freshness') }}) as is_freshness_miss,
         event_type in ({{ heartbeat_event_types_with('watch_start') }}) as is_watch_start,
         event_type in ({{ heartbeat_event_types_with('request_dropped') }}) as is_request_dropped,
+        event_type in ({{ heartbeat_event_types_with('rewind') }}) as is_rewind,
         -- A refused start restores the status the row had before the trigger, which may be NULL.
         status is not null or event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as sets_status
     from events

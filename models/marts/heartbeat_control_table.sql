@@ -33,6 +33,7 @@
     {'timestamp': 'freshness_missed_at', 'condition': 'is_freshness_miss', 'values': {'freshness_missed': 'message'}},
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
     {'timestamp': 'request_dropped_at', 'condition': 'is_request_dropped', 'values': {'request_dropped': 'message'}},
+    {'timestamp': 'rewound_at', 'condition': 'is_rewind', 'values': {'rewound_to': 'watermark_after', 'rewind_reason': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -166,13 +167,24 @@ folded as (
 
 ),
 
+rewound as (
+
+    -- a rewind later than the job's last successful run: the next run starts where it points, as if that
+    -- run had ended there (macros/rewind.sql)
+    select
+        *,
+        {{ heartbeat_rewound_watermark('last_success_watermark', 'last_success_timestamp', 'rewound_to', 'rewound_at') }} as consumed_watermark
+    from folded
+
+),
+
 consumed as (
 
     -- the steps up to the watermark of the job's last successful run are consumed (when it is one of them)
     select
         *,
-        {{ heartbeat_steps_after('known_steps', 'last_success_watermark') }} as pending_steps
-    from folded
+        {{ heartbeat_steps_after('known_steps', 'consumed_watermark') }} as pending_steps
+    from rewound
 
 ),
 
@@ -215,7 +227,7 @@ final as (
         folded.latest_trigger_token,
         folded.latest_run_id,
         folded.run_started_timestamp,
-        folded.last_success_watermark,
+        folded.consumed_watermark as last_success_watermark,
         folded.last_success_timestamp,
         folded.last_error,
         folded.last_error_timestamp,
@@ -246,7 +258,10 @@ final as (
         end as range_part,
         case when size(folded.pending_steps) > 0
             then cast(folded.range_steps_consumed div controls.max_range + ceil(size(folded.pending_steps) / controls.max_range) as int)
-        end as range_parts
+        end as range_parts,
+        folded.rewound_at,
+        folded.rewound_to,
+        folded.rewind_reason
     from controls
     inner join ranged as folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

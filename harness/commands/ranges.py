@@ -1,0 +1,109 @@
+"""The commands that steer a job's range: `rewind` (harness.tick.rewind applies it).
+
+Like `complete` and `retry`, a command checks what it can without Spark (its arguments, and the job and
+its upstreams against the last tick's status snapshot), then queues the request for the next tick, which
+applies or refuses it and records why. Nothing here reads an upstream: where an upstream was at a time
+is the tick's to ask, with the sensors' settings and deadlines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from harness.commands import operator
+from harness.core.errors import HeartbeatError, StateFileError
+from harness.state.status_files import read_json, snapshot_rows
+
+if TYPE_CHECKING:
+    from harness.core.config import Config
+
+
+def who() -> str:
+    """The OS user who asked (recorded with the request)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a container's)
+        return "unknown user"
+
+
+def rewind_request(job_id: str, to: str, reason: str | None, watermarks: list[str], now: datetime) -> Any:
+    """The queued request, with its arguments checked (HeartbeatError saying what to change)."""
+    from harness.tick import inbox
+    from harness.tick.rewind import RewindArgs, in_words, parse_time, parse_watermarks
+
+    at = parse_time(to)
+    if at > now:
+        raise HeartbeatError(
+            f"--to {to!r} is {in_words(at)}, after now ({in_words(now)}): a rewind goes back to a past time; "
+            "nothing queued"
+        )
+    args = RewindArgs(at, reason.strip() if reason and reason.strip() else None, who(), parse_watermarks(watermarks))
+    request = inbox.new_request("rewind", job_id, args.to_args())
+    return request, args
+
+
+def cmd_rewind(config: Config, args: argparse.Namespace) -> int:
+    from harness.tick import inbox
+    from harness.tick.rewind import run_going, unknown_upstreams
+
+    request, rewind = rewind_request(args.job, args.to, args.reason, args.watermark, datetime.now(timezone.utc))
+    try:
+        snapshot = read_json(config.layout.snapshot)
+    except StateFileError as exc:
+        snapshot = None
+        print(f"note: not checked against the control table, queued all the same: {exc}")
+    rows = [r for r in snapshot_rows(snapshot) or [] if r.key.trigger_job_id == args.job]
+    if snapshot is not None and not rows:
+        raise HeartbeatError(
+            f"job {args.job} is not in the control table (as of the last tick); "
+            f"{operator.guess_before(snapshot, args.job)}check --job (trigger_job_id in the controls CSV); nothing queued"
+        )
+    unknown = unknown_upstreams(rows, rewind.watermarks) if rows else []
+    if unknown:
+        labels = ", ".join(sorted(r.label for r in rows))
+        raise HeartbeatError(
+            f"--watermark names {', '.join(unknown)}, not an upstream of job {args.job} ({labels}); nothing queued"
+        )
+    going = run_going(rows)
+    if going is not None:
+        print(
+            f"note: job {args.job}'s run {going} is going (as of the last tick): the rewind waits in the queue until "
+            "a tick records that run's end, then applies (applied before, the run's success would record its own "
+            "range as consumed over the rewind)"
+        )
+    path = inbox.submit(config.state_dir, request)
+    print(
+        f"job {args.job}: {rewind.said()}: queued ({path.name}); the next tick looks up where each upstream was then "
+        f"and hands the job's next run the range from there (`python -m harness why --job {args.job}` says what it did)"
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    rewind = sub.add_parser(
+        "rewind",
+        help="hand a job's next run the range from a past time on every upstream",
+        description="Rewind a job: its next run is handed the range from TIME on every upstream of the job up "
+        "to now, once, as if its last successful run had ended then. The request is queued and applied at the "
+        "next tick (docs/ranges.md).",
+    )
+    rewind.add_argument("--job", required=True, metavar="JOB_ID", help="the job's trigger_job_id in the controls CSV")
+    rewind.add_argument(
+        "--to",
+        required=True,
+        metavar="TIME",
+        help="ISO 8601, UTC unless it names an offset: 2026-12-04T17:00, 2026-12-04T18:00+01:00",
+    )
+    rewind.add_argument("--reason", help="why, recorded with the rewind and shown by status, why and the report")
+    rewind.add_argument(
+        "--watermark",
+        action="append",
+        default=[],
+        metavar="UPSTREAM=VALUE",
+        help="the position of an upstream no time maps to (or to set by hand), as JSON, as `events` shows a "
+        "watermark; UPSTREAM as status names it (kafka:orders) or its sensor_id; repeatable",
+    )
+    rewind.set_defaults(func=cmd_rewind)

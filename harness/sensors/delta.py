@@ -223,10 +223,14 @@ class PathTables:
         return self.position(upstream, version).watermark
 
     def _check_held(self, upstream: Upstream, version: int, current: int) -> None:
-        """Every commit after `version` up to `current` is in the log and the files it added are there:
-        what a job reads for the range (`read_range`); PositionUnavailable naming the first that is not."""
+        """The table as of `version` and every commit after it up to `current` are there (in the log, with
+        the files they added): what a job reads for the range (`read_range`, or VERSION AS OF for a named
+        table); PositionUnavailable naming the first that is not."""
         log = CommitLog(upstream.sensor_id, self.storage_options)
         added: dict[str, int] = {}
+        if version >= 0:  # the table as of then (what a reader of that version reads, VERSION AS OF)
+            snapshot = pa.table(self.open(upstream, version).get_add_actions(flatten=True))
+            added |= {unquote(path): version for path in snapshot.column("path").to_pylist()}
         for v in range(version + 1, current + 1):
             commit = log.commit(v)
             if commit is None:
@@ -242,7 +246,7 @@ class PathTables:
         for info in files.get_file_info(list(added)):
             if info.type == pfs.FileType.NotFound:
                 raise PositionUnavailable(
-                    f"{upstream.label}: version {added[info.path]} added {info.path}, which is gone (VACUUM): the "
+                    f"{upstream.label}: version {added[info.path]} holds {info.path}, which is gone (VACUUM): the "
                     f"table no longer holds the range from version {version}. Rewind to a later time (after the "
                     "vacuumed versions), or give the position with --watermark"
                 )

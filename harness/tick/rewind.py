@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from harness.core.errors import HeartbeatError, SensorError
-from harness.core.vocabulary import ControlRow, EventType, SensorSource, Status, dumps
+from harness.core.vocabulary import ControlRow, EventType, RowKey, SensorSource, Status, dumps
 from harness.sensors import declaration_of
 from harness.sensors.base import Sensor, Watermark
 from harness.sensors.context import CheckContext
@@ -173,7 +173,6 @@ def positions(
 def rewound_events(request: Request, job_rows: Sequence[ControlRow], args: RewindArgs, at: Mapping[str, Any]) -> list[Event]:
     """One REWOUND per row of the job: NEW_EVENT_AVAILABLE, from its position at the time. The ids derive
     from the request, so a request applied twice (a kill before its file was removed) is one rewind."""
-    namespace = uuid.UUID(hex=request.request_id)
     said = args.said()
     events = [
         Event(
@@ -193,7 +192,12 @@ def rewound_events(request: Request, job_rows: Sequence[ControlRow], args: Rewin
         )
         for r in job_rows
     ]
-    return [replace(e, event_id=uuid.uuid5(namespace, f"rewound|{e.row.ref if e.row else ''}").hex) for e in events]
+    return [replace(e, event_id=rewound_id(request, e.row)) for e in events if e.row is not None]
+
+
+def rewound_id(request: Request, row: RowKey) -> str:
+    """The id of the request's REWOUND event on a row: the same however often the request is applied."""
+    return uuid.uuid5(uuid.UUID(hex=request.request_id), f"rewound|{row.ref}").hex
 
 
 def run_going(job_rows: Sequence[ControlRow]) -> str | None:
@@ -203,10 +207,17 @@ def run_going(job_rows: Sequence[ControlRow]) -> str | None:
 
 
 def apply(runtime: Runtime, request: Request, rows: Sequence[ControlRow], ended: Collection[str]) -> list[Event] | None:
-    """The rewind's REWOUND events, or a refusal's REQUEST_DROPPED ones (said in the log); None while the
-    job's run is going (`ended`: the jobs whose run this tick recorded as ended, which it no longer waits for)."""
+    """The rewind's REWOUND events, or a refusal's REQUEST_DROPPED ones (said in the log), or none when the
+    log holds its events already; None while the job's run is going (`ended`: the jobs whose run this tick
+    recorded as ended, which it no longer waits for)."""
     job_rows = [r for r in rows if r.key.trigger_job_id == request.job_id]
     named = f"rewind of job {request.job_id} requested at {request.requested_at.isoformat()}"
+    held = (datetime.now(timezone.utc) - request.requested_at).days + 2  # the log's days since the request
+    if job_rows and runtime.events.existing_ids([rewound_id(request, r.key) for r in job_rows], EventType.REWOUND, held):
+        # applied by a tick stopped before it removed the file: applied again, it would rewind a second time
+        # over the run it may have started since
+        log.info("%s: applied already (its events are in the log); removed from the queue", named)
+        return []
     try:
         args = RewindArgs.of(request)
         why_not = refusal(request, job_rows, args)

@@ -50,6 +50,7 @@ class JobHistory:
     detections: list[tuple[datetime, str]] = field(default_factory=list)  # (time, upstream label)
     runs: list[Run] = field(default_factory=list)
     errors: list[tuple[datetime, str, str]] = field(default_factory=list)  # (time, type, message)
+    rewinds: list[tuple[datetime, str]] = field(default_factory=list)  # (time, "rewound to … (reason)")
 
 
 def event_facets(project_dir: Path) -> dict[str, set[str]]:
@@ -96,6 +97,10 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
             run_of = runs.get((job_id, e.get("run_id") or ""))
             if run_of is not None and run_of.ended_at is None:
                 run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if "success" in parts else "failed"
+        elif "rewind" in parts:
+            said = (e.get("message") or "rewound").split(": ", 1)[-1]
+            if not job.rewinds or job.rewinds[-1] != (t, said):  # one a job, not one a row
+                job.rewinds.append((t, said))
         elif "error" in parts:
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
@@ -197,6 +202,19 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
                 x=[e[1] for e in errors],
                 y=[e[0] for e in errors],
                 text=[f"{e[2]}: {e[3][:200]}" for e in errors],
+                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
+            )
+        )
+    rewinds = [(j.job_id, t, said) for j in jobs for t, said in j.rewinds]
+    if rewinds:
+        fig.add_trace(
+            go.Scatter(
+                name="rewound",
+                mode="markers",
+                marker=dict(symbol="triangle-left", size=11, color="#9467bd"),
+                x=[r[1] for r in rewinds],
+                y=[r[0] for r in rewinds],
+                text=[r[2] for r in rewinds],
                 hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
             )
         )

@@ -336,6 +336,17 @@ def waiting_reason(r: dict[str, Any], waiting: dict[str, str]) -> str | None:
     return waiting.get(RowKey(r["sensor_source"], r["sensor_id"], r["trigger_job_id"]).ref)
 
 
+def rewind_line(r: dict[str, Any]) -> str | None:
+    """The row's latest rewind (`python -m harness rewind`): where its next run starts while no run has
+    succeeded since, else that a run consumed it."""
+    if not r.get("rewound_at"):
+        return None
+    said = str(r.get("rewind_reason") or "rewound").split(": ", 1)[-1]
+    if (r.get("last_success_timestamp") or "") < r["rewound_at"]:
+        return f"{said} (applied {when(r['rewound_at'])}): the next run starts at {describe(r.get('rewound_to'))}"
+    return f"{said} (applied {when(r['rewound_at'])}): consumed by the run that succeeded {when(r['last_success_timestamp'])}"
+
+
 def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
@@ -370,6 +381,9 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
         lines.append(f"        start refused {when(r['last_start_refused_at'])}: {refusal}")
     if r.get("request_dropped_at") and r["request_dropped_at"] >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        request dropped {when(r['request_dropped_at'])}: {r.get('request_dropped')}")
+    rewound = rewind_line(r)
+    if rewound:
+        lines.append(f"        {rewound}")
     if r.get("freshness_missed_at") and r["freshness_missed_at"] > (r.get("latest_event_fetched_timestamp") or ""):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):

@@ -9,6 +9,7 @@ report     write the timeline page (HTML) into the state folder
 complete   mark a job's latest run successful (the "update status" step a job can run last)
 retry      hand a FAILED job's range to its next run (no manual backfill)
 rewind     hand a job's next run the range from a past time on every upstream (docs/ranges.md)
+backfill   run a job over a past range in one-off runs (in parts), moving no watermark (docs/ranges.md)
 publish    register a change of a table (rows with sensor_source `published` trigger on it)
 validate   check heartbeat.yml, the controls CSV and its rows against heartbeat.yml, touching no table
 seed       load the controls CSV now (a running heartbeat applies it at its next tick)

@@ -102,6 +102,10 @@ def cmd_why(config: InStateFolder, args: argparse.Namespace) -> int:
             refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, args.job) else None,
         )
     )
+    rows = [r for r in (snapshot or {}).get("rows", []) if r["trigger_job_id"] == args.job]
+    queued = [q for q in queue_files.peek(config.layout.inbox) if (q.get("args") or {}).get("job_id") == args.job]
+    for line in status.queued_lines(queued, rows):
+        print(line)
     return 1 if _unknown_job(snapshot, args.job) else 0
 
 

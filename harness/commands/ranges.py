@@ -1,4 +1,5 @@
-"""The commands that steer a job's range: `rewind` (harness.tick.rewind applies it).
+"""The commands that steer a job's range: `rewind` and `backfill` (harness.tick.rewind and
+harness.tick.backfill apply them).
 
 Like `complete` and `retry`, a command checks what it can without Spark (its arguments, and the job and
 its upstreams against the last tick's status snapshot), then queues the request for the next tick, which
@@ -50,17 +51,7 @@ def cmd_rewind(config: Config, args: argparse.Namespace) -> int:
     from harness.tick.rewind import run_going, unknown_upstreams
 
     request, rewind = rewind_request(args.job, args.to, args.reason, args.watermark, datetime.now(timezone.utc))
-    try:
-        snapshot = read_json(config.layout.snapshot)
-    except StateFileError as exc:
-        snapshot = None
-        print(f"note: not checked against the control table, queued all the same: {exc}")
-    rows = [r for r in snapshot_rows(snapshot) or [] if r.key.trigger_job_id == args.job]
-    if snapshot is not None and not rows:
-        raise HeartbeatError(
-            f"job {args.job} is not in the control table (as of the last tick); "
-            f"{operator.guess_before(snapshot, args.job)}check --job (trigger_job_id in the controls CSV); nothing queued"
-        )
+    rows = _job_rows(config, args.job)
     unknown = unknown_upstreams(rows, rewind.watermarks) if rows else []
     if unknown:
         labels = ", ".join(sorted(r.label for r in rows))
@@ -80,6 +71,60 @@ def cmd_rewind(config: Config, args: argparse.Namespace) -> int:
         f"and hands the job's next run the range from there (`python -m harness why --job {args.job}` says what it did)"
     )
     return 0
+
+
+def backfill_request(
+    job_id: str, start: str, end: str, max_range: str | None, reason: str | None, now: datetime
+) -> Any:
+    """The queued request, with its arguments checked (HeartbeatError saying what to change)."""
+    from harness.tick import inbox
+    from harness.tick.backfill import BackfillArgs, check_range, parse_max_range
+    from harness.tick.rewind import parse_time
+
+    args = BackfillArgs(
+        parse_time(start, "--from"),
+        parse_time(end, "--to"),
+        parse_max_range(max_range) if max_range is not None else None,
+        reason.strip() if reason and reason.strip() else None,
+        who(),
+    )
+    check_range(args, now)
+    return inbox.new_request("backfill", job_id, args.to_args()), args
+
+
+def cmd_backfill(config: Config, args: argparse.Namespace) -> int:
+    from harness.tick import inbox
+    from harness.tick.rewind import in_words
+
+    request, backfill = backfill_request(
+        args.job, args.start, args.end, args.max_range, args.reason, datetime.now(timezone.utc)
+    )
+    rows = _job_rows(config, args.job)
+    path = inbox.submit(config.state_dir, request)
+    parts = backfill.parts()
+    print(
+        f"job {args.job}: backfill {in_words(backfill.start)} -> {in_words(backfill.end)} in {len(parts)} "
+        f"part{'s' if len(parts) > 1 else ''}: queued ({path.name}); the next tick looks up where each upstream "
+        "was at each part's bounds and starts the parts one at a time, each with its own token, while no other run "
+        f"of the job is going; the job's watermark does not move{' (a run of it is going now)' if rows and any(r.status == 'IN_PROGRESS' for r in rows) else ''}"
+    )
+    return 0
+
+
+def _job_rows(config: Config, job_id: str) -> list[Any]:
+    """The job's rows in the last tick's snapshot; HeartbeatError when the snapshot does not hold the job."""
+    try:
+        snapshot = read_json(config.layout.snapshot)
+    except StateFileError as exc:
+        print(f"note: not checked against the control table, queued all the same: {exc}")
+        return []
+    rows = [r for r in snapshot_rows(snapshot) or [] if r.key.trigger_job_id == job_id]
+    if snapshot is not None and not rows:
+        raise HeartbeatError(
+            f"job {job_id} is not in the control table (as of the last tick); "
+            f"{operator.guess_before(snapshot, job_id)}check --job (trigger_job_id in the controls CSV); nothing queued"
+        )
+    return rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -107,3 +152,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "watermark; UPSTREAM as status names it (kafka:orders) or its sensor_id; repeatable",
     )
     rewind.set_defaults(func=cmd_rewind)
+    backfill = sub.add_parser(
+        "backfill",
+        help="run a job over a past range in one-off runs, moving no watermark",
+        description="Backfill a job: one-off runs handed exactly the range FROM -> TO on every upstream of the job "
+        "(in consecutive parts of at most --max-range each), each with its own idempotency token, one at a time "
+        "while no other run of the job is going; the job's watermark does not move. The request is queued and "
+        "applied by the next ticks (docs/ranges.md).",
+    )
+    backfill.add_argument("--job", required=True, metavar="JOB_ID", help="the job's trigger_job_id in the controls CSV")
+    backfill.add_argument(
+        "--from",
+        dest="start",
+        required=True,
+        metavar="TIME",
+        help="the range's start (ISO 8601, UTC unless it names an offset)",
+    )
+    backfill.add_argument("--to", dest="end", required=True, metavar="TIME", help="the range's end, in the past")
+    backfill.add_argument(
+        "--max-range",
+        metavar="DURATION",
+        help="the longest range one run is handed (6h, 1d): the range is cut into consecutive parts of that length",
+    )
+    backfill.add_argument("--reason", help="why, recorded with the backfill and shown with its runs")
+    backfill.set_defaults(func=cmd_backfill)

@@ -104,6 +104,14 @@ class EventType(str, Enum):
     # `harness rewind`: the job's next run is handed the range from this position (watermark_after), as if
     # its last successful run had ended there; who asked and why in the details and message
     REWOUND = "REWOUND"
+    # `harness backfill`: one part of a backfill's range, per row (its token, its range), planned once
+    BACKFILL_PLANNED = "BACKFILL_PLANNED"
+    # intent to start a backfill part's run, written before the API call (rows IN_PROGRESS: one run at a time)
+    BACKFILL_REQUESTED = "BACKFILL_REQUESTED"
+    BACKFILL_STARTED = "BACKFILL_STARTED"  # the backend accepted the backfill part's run (run id known)
+    # a backfill part's run ended: the rows go back to the status they had (a backfill moves no watermark)
+    BACKFILL_SUCCEEDED = "BACKFILL_SUCCEEDED"
+    BACKFILL_FAILED = "BACKFILL_FAILED"  # failed, refused, skipped or cancelled; its range is said, to queue again
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was
@@ -155,6 +163,17 @@ class ControlRow:
     range_end_watermark: str | None = None  # JSON; where the range of the row's next run ends (the models decide)
     last_error: str | None = None  # the message of the row's latest error event (a failed check, a failed run, ...)
     run_ended_at: datetime | None = None  # when the latest ended run ended (its backend's time, else when recorded)
+    backfill_run_at: datetime | None = None  # when the job's latest backfill part's run was requested
+    backfill_ended_at: datetime | None = None  # when that run's end was recorded
+
+    @property
+    def backfill_going(self) -> bool:
+        """The row is IN_PROGRESS for a backfill part's run (harness.tick.backfill), not a regular run."""
+        return (
+            self.status == Status.IN_PROGRESS.value
+            and self.backfill_run_at is not None
+            and (self.backfill_ended_at is None or self.backfill_run_at > self.backfill_ended_at)
+        )
 
     @property
     def range_end(self) -> str | None:
@@ -205,6 +224,8 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         range_end_watermark=r.get("range_end_watermark"),
         last_error=r.get("last_error"),
         run_ended_at=utc(latest_run_end(r)),
+        backfill_run_at=utc(r.get("backfill_run_at")),
+        backfill_ended_at=utc(r.get("backfill_ended_at")),
     )
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence, cast
 from urllib.parse import unquote
 

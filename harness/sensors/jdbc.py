@@ -301,7 +301,7 @@ def position_at(query: PositionQuery) -> Watermark:
     except ValueError as exc:
         raise PositionUnavailable(
             f"{query.upstream.label}: upstream_key {now.key!r}: {exc}; give the position with --watermark "
-            f"'{query.upstream.label}={{\"key\": \"{now.key}\", \"max\": {{\"type\": \"int\", \"value\": N}}}}' "
+            f'\'{query.upstream.label}={{"key": "{now.key}", "max": {{"type": "int", "value": N}}}}\' '
             "(rows whose key is beyond it are the range)"
         ) from exc
 

@@ -238,7 +238,6 @@ class KafkaSensor(Sensor[TopicOffsets]):
                 ) from exc
         return offsets_at(upstream, now, {tp.partition: int(tp.offset) for tp in found}, at)
 
-
     @staticmethod
     def _partitions(admin: AdminClient, upstream: Upstream, topic: str, timeout: float) -> list[int]:
         metadata = admin.list_topics(topic, timeout=timeout).topics.get(topic)

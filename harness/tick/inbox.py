@@ -1,4 +1,5 @@
-"""Manual requests (`complete`, `retry`, and `rewind`, which harness.tick.rewind applies): written as files to `<state>/inbox/` (no Spark: a job's last task
+"""Manual requests (`complete`, `retry`, and `rewind` and `backfill`, which harness.tick.rewind and
+harness.tick.backfill apply): written as files to `<state>/inbox/` (no Spark: a job's last task
 runs them) and turned into events at the start of the next tick.
 
 The events of a request carry ids derived from the request, so a request applied twice (a kill between
@@ -25,7 +26,7 @@ COMMANDS = {
     "retry": (EventType.RETRY_REQUESTED, "retry requested ({where}); the next run covers the failed range"),
 }
 # Requests that steer a job's range, with arguments of their own (harness.tick.rewind applies them).
-RANGE_COMMANDS = ("rewind",)
+RANGE_COMMANDS = ("rewind", "backfill")  # backfill: harness.tick.backfill, in the tick's start step
 
 
 @dataclass(frozen=True)

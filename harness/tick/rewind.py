@@ -100,7 +100,9 @@ class RewindArgs:
         try:
             return cls(parse_time(str(args["to"])), args.get("reason"), str(args.get("by") or "?"), args["watermarks"])
         except (KeyError, TypeError) as exc:
-            raise RewindRefused(f"the queued request lacks {exc}; queue it again with `python -m harness rewind`") from None
+            raise RewindRefused(
+                f"the queued request lacks {exc}; queue it again with `python -m harness rewind`"
+            ) from None
 
     def said(self) -> str:
         """`rewound to … by … (reason)`, as status, why and the report show it."""
@@ -134,18 +136,19 @@ def refusal(request: Request, job_rows: Sequence[ControlRow], args: RewindArgs) 
 
 def positions(
     job_rows: Sequence[ControlRow],
-    args: RewindArgs,
+    at: datetime,
+    watermarks: Mapping[str, Watermark],
     sensors: Mapping[SensorSource, Sensor[Any]],
     context: CheckContext,
 ) -> dict[str, Watermark]:
-    """Per upstream of the job (by label), where it was at the time: given, or asked of its sensor module.
-    RewindRefused naming every upstream that cannot say, and what to give instead."""
+    """Per upstream of the job (by label), where it was at `at`: given (`watermarks`), or asked of its sensor
+    module. RewindRefused naming every upstream that cannot say, and what to give instead."""
     found: dict[str, Watermark] = {}
     problems: list[str] = []
     for row in job_rows:
         if row.label in found:
             continue
-        given = given_for(row, args.watermarks)
+        given = given_for(row, watermarks)
         if given is not None:
             found[row.label] = given
             continue
@@ -162,7 +165,7 @@ def positions(
             )
         else:
             try:
-                found[row.label] = lookup(PositionQuery(sensors[kind], context, upstream_of(row), args.to))
+                found[row.label] = lookup(PositionQuery(sensors[kind], context, upstream_of(row), at))
             except SensorError as exc:
                 problems.append(str(exc))
     if problems:
@@ -170,7 +173,9 @@ def positions(
     return found
 
 
-def rewound_events(request: Request, job_rows: Sequence[ControlRow], args: RewindArgs, at: Mapping[str, Any]) -> list[Event]:
+def rewound_events(
+    request: Request, job_rows: Sequence[ControlRow], args: RewindArgs, at: Mapping[str, Any]
+) -> list[Event]:
     """One REWOUND per row of the job: NEW_EVENT_AVAILABLE, from its position at the time. The ids derive
     from the request, so a request applied twice (a kill before its file was removed) is one rewind."""
     said = args.said()
@@ -213,7 +218,9 @@ def apply(runtime: Runtime, request: Request, rows: Sequence[ControlRow], ended:
     job_rows = [r for r in rows if r.key.trigger_job_id == request.job_id]
     named = f"rewind of job {request.job_id} requested at {request.requested_at.isoformat()}"
     held = (datetime.now(timezone.utc) - request.requested_at).days + 2  # the log's days since the request
-    if job_rows and runtime.events.existing_ids([rewound_id(request, r.key) for r in job_rows], EventType.REWOUND, held):
+    if job_rows and runtime.events.existing_ids(
+        [rewound_id(request, r.key) for r in job_rows], EventType.REWOUND, held
+    ):
         # applied by a tick stopped before it removed the file: applied again, it would rewind a second time
         # over the run it may have started since
         log.info("%s: applied already (its events are in the log); removed from the queue", named)
@@ -227,7 +234,7 @@ def apply(runtime: Runtime, request: Request, rows: Sequence[ControlRow], ended:
                 log.info("%s waits for run %s to end (then the rewind is applied)", named, going)
                 return None
             context = CheckContext.starting_now(runtime.spark, runtime.config.settings.sensing.check_timeout_seconds)
-            found = positions(job_rows, args, runtime.sensors, context)
+            found = positions(job_rows, args.to, args.watermarks, runtime.sensors, context)
             events = rewound_events(request, job_rows, args, found)
             log.info("job %s: %s", request.job_id, args.said())
             return events

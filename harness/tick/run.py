@@ -9,7 +9,8 @@
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
   5. start the jobs the trigger set marks ready: its rules over the control table as this tick's
      detections leave it (the model heartbeat_trigger_set_as_if, Tables.job_decisions_as_if), so that
-     they need no fold of their own;
+     they need no fold of their own; then the next part of each queued backfill whose job is free
+     (harness.tick.backfill);
   6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
      dbt work and reads no table (harness.state.tables);
@@ -40,7 +41,7 @@ from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
-from harness.tick import cold, fold, inbox, publications, retention, rewind
+from harness.tick import backfill, cold, fold, inbox, publications, retention, rewind
 from harness.tick.freshness import freshness_events, watch_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
@@ -88,6 +89,8 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         when = f"requested at {request.requested_at.isoformat()}"
         named = f"{request.command} of job {request.job_id} {when}"
         dropped = None
+        if request.command == "backfill":
+            continue  # planned and started by the start step (harness.tick.backfill)
         if request.command == "rewind":
             events = rewind.apply(runtime, request, rows, ended | closed.keys())
             if events is None:
@@ -99,6 +102,11 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
             continue
         if request.job_id in closed:
             dropped = f"{named}: {closed[request.job_id]} before it was applied; nothing done"
+        elif any(r.backfill_going for r in rows if r.key.trigger_job_id == request.job_id):
+            dropped = (
+                f"{named}: the job's run going is a backfill part's, whose end puts its rows back as they were "
+                f"(moving no watermark); a {request.command} applies to a regular run; nothing done"
+            )
         elif request.command == "retry" and request.job_id in running:
             dropped = (
                 f"{named}: its run {running[request.job_id]} is still running (its backend says so this tick): a "
@@ -392,6 +400,12 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
             refused=started.refused,
             unconfirmed=started.unconfirmed,
         )
+
+    if any(r.command == "backfill" for r in inbox.pending(config.state_dir)):
+        with Step(report, "backfill") as step:
+            parts = backfill.start_parts(runtime, [*started.started, *started.unconfirmed])
+            report.started += parts
+            step.done(f"{_named(parts, 'backfill parts started')}", started=parts)
 
     if runtime.events.unfolded:
         with Step(report, "fold") as step:

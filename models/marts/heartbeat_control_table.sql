@@ -34,6 +34,8 @@
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
     {'timestamp': 'request_dropped_at', 'condition': 'is_request_dropped', 'values': {'request_dropped': 'message'}},
     {'timestamp': 'rewound_at', 'condition': 'is_rewind', 'values': {'rewound_to': 'watermark_after', 'rewind_reason': 'message'}},
+    {'timestamp': 'backfill_run_at', 'condition': 'is_backfill_trigger', 'values': {'backfill_run': 'message'}},
+    {'timestamp': 'backfill_ended_at', 'condition': 'is_backfill_end', 'values': {'backfill_outcome': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -261,7 +263,11 @@ final as (
         end as range_parts,
         folded.rewound_at,
         folded.rewound_to,
-        folded.rewind_reason
+        folded.rewind_reason,
+        folded.backfill_run,
+        folded.backfill_run_at,
+        folded.backfill_outcome,
+        folded.backfill_ended_at
     from controls
     inner join ranged as folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

@@ -65,7 +65,9 @@ def test_a_trigger_folder_before_its_first_file_is_the_start_everything_comes(tm
     at = a_moment_later()
     (tmp_path / "in" / "a").write_text("1")
 
-    watermark = position(SensorSource.TRIGGER_FILE, TriggerFileSensor(tmp_path), Upstream(SensorSource.TRIGGER_FILE, "in"), at)
+    watermark = position(
+        SensorSource.TRIGGER_FILE, TriggerFileSensor(tmp_path), Upstream(SensorSource.TRIGGER_FILE, "in"), at
+    )
 
     assert watermark == {"changed_ns": 0, "recent": []}
 
@@ -119,7 +121,12 @@ def test_a_delta_version_whose_files_were_vacuumed_is_refused_naming_the_file(
 
 def test_a_named_delta_table_asks_for_its_position_by_hand(delta: DeltaSensor) -> None:
     with pytest.raises(PositionUnavailable, match="--watermark 'delta_table:sales.orders="):
-        position(SensorSource.DELTA_TABLE, delta, Upstream(SensorSource.DELTA_TABLE, "sales.orders"), datetime.now(timezone.utc))
+        position(
+            SensorSource.DELTA_TABLE,
+            delta,
+            Upstream(SensorSource.DELTA_TABLE, "sales.orders"),
+            datetime.now(timezone.utc),
+        )
 
 
 def test_a_kafka_topic_at_a_time_after_its_messages_is_its_end_offsets(kafka: MockKafka, tmp_path: Path) -> None:
@@ -128,7 +135,9 @@ def test_a_kafka_topic_at_a_time_after_its_messages_is_its_end_offsets(kafka: Mo
     topic = f"rewind-{time.time_ns()}"
     kafka.produce(topic, "a", "b", partition=0)
     kafka.produce(topic, "c", partition=2)
-    sensor = KafkaSensor.from_settings(sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers}).sources.kafka)
+    sensor = KafkaSensor.from_settings(
+        sensor_config(tmp_path, kafka={"bootstrap_servers": kafka.bootstrap_servers}).sources.kafka
+    )
 
     # WHEN its position at T is asked, through the consumer's offsets_for_times
     watermark = position(SensorSource.KAFKA, sensor, Upstream(SensorSource.KAFKA, topic), a_moment_later())

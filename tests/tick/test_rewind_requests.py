@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands.ranges import rewind_request
 from harness.core.errors import HeartbeatError
 from harness.core.vocabulary import EventType, SensorSource, Status
-from harness.commands.ranges import rewind_request
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.tick import inbox
-from harness.tick.rewind import RewindArgs, RewindRefused, parse_time, parse_watermarks, positions, refusal, rewound_events
+from harness.tick.rewind import (
+    RewindArgs,
+    RewindRefused,
+    parse_time,
+    parse_watermarks,
+    positions,
+    refusal,
+    rewound_events,
+)
 from tests.fixtures_sources import check_context, sensed_row
 
 pytestmark = pytest.mark.unit
@@ -89,10 +97,10 @@ def test_an_upstream_no_time_maps_to_asks_for_its_watermark_and_one_given_is_tak
     sensors = {SensorSource.TRIGGER_FILE: TriggerFileSensor(tmp_path)}
 
     with pytest.raises(RewindRefused, match="upstream_sensor_table upstream maps no time to a position; give it with"):
-        positions(rows, RewindArgs(FRIDAY, None, "ops", {}), sensors, check_context())
+        positions(rows, FRIDAY, {}, sensors, check_context())
 
     given = {"other.sensors": {"timestamp": "2026-12-04T17:00:00"}}
-    found = positions(rows, RewindArgs(FRIDAY, None, "ops", given), sensors, check_context())
+    found = positions(rows, FRIDAY, given, sensors, check_context())
     assert found == {
         "upstream_sensor_table:other.sensors": {"timestamp": "2026-12-04T17:00:00"},
         "trigger_file:in": {"changed_ns": 0, "recent": []},

@@ -33,6 +33,7 @@ class Run:
     outcome: str = "running"
     first_detection_at: datetime | None = None  # the first detection the run covers
     triggered_by: list[str] = field(default_factory=list)  # the upstreams whose new data the run covers
+    backfill: str | None = None  # a backfill part's run: which part, in words
 
     @property
     def seconds(self) -> float | None:
@@ -82,6 +83,16 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
             labels = pending_upstreams.setdefault(job_id, [])
             if job.detections[-1][1] not in labels:
                 labels.append(job.detections[-1][1])
+        elif "backfill_run_start" in parts and e.get("run_id"):
+            if (job_id, e["run_id"]) not in runs:
+                run = Run(job_id, e["run_id"], t, backfill=backfill_words(e))
+                runs[(job_id, e["run_id"])] = run
+                job.runs.append(run)
+        elif "backfill_end" in parts:
+            run_of = runs.get((job_id, e.get("run_id") or ""))
+            if run_of is not None and run_of.ended_at is None:
+                succeeded = kind == "BACKFILL_SUCCEEDED"
+                run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if succeeded else "failed"
         elif "run_start" in parts and e.get("run_id"):
             if (job_id, e["run_id"]) not in runs:
                 run = Run(
@@ -105,6 +116,18 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
     return jobs
+
+
+def backfill_words(event: dict[str, Any]) -> str:
+    """`backfill part 2 of 3: from -> to`, from a backfill part's event's details."""
+    details = event.get("details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            details = {}
+    part = (details or {}).get("backfill") or {}
+    return f"backfill part {part.get('part', '?')} of {part.get('parts', '?')}: {when(part.get('from'))} -> {when(part.get('to'))}"
 
 
 def run_ended_at(event: dict[str, Any]) -> datetime | None:
@@ -231,7 +254,10 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
 
 
 def trigger_text(run: Run) -> str:
-    """The upstreams whose new data started the run, as a label beside its start (the first two, fitted)."""
+    """The upstreams whose new data started the run, as a label beside its start (the first two, fitted);
+    a backfill part's run says which part."""
+    if run.backfill:
+        return run.backfill
     if not run.triggered_by:
         return ""
     shown = ", ".join(fit(label, 40) for label in run.triggered_by[:2])

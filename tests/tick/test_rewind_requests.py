@@ -3,17 +3,19 @@ command refuses at once, what the tick refuses, and the events it records."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from harness.commands.ranges import rewind_request
+from harness.commands.ranges import backfill_request, rewind_request
 from harness.core.errors import HeartbeatError
 from harness.core.vocabulary import EventType, SensorSource, Status
 from harness.sensors.trigger_file import TriggerFileSensor
 from harness.tick import inbox
+from harness.tick.backfill import BackfillArgs, part_token, plan_of, planned_events
 from harness.tick.rewind import (
     RewindArgs,
     RewindRefused,
@@ -126,3 +128,65 @@ def test_a_rewind_is_one_event_a_row_new_data_from_the_position_with_ids_of_the_
     ]
     assert first[0].message == "job j: rewound to 2026-12-04 17:00:00 UTC by ops (bad deploy)"
     assert [e.event_id for e in first] == [e.event_id for e in again]
+
+
+# --- backfill -----------------------------------------------------------------------------------------
+def test_a_backfill_range_is_cut_into_consecutive_parts_of_at_most_max_range_the_last_to_its_end() -> None:
+    _, args = backfill_request("j", "2026-12-01T00:00", "2026-12-03T12:00", "1d", None, NOW)
+
+    assert [(a.isoformat(), b.isoformat()) for a, b in args.parts()] == [
+        ("2026-12-01T00:00:00+00:00", "2026-12-02T00:00:00+00:00"),
+        ("2026-12-02T00:00:00+00:00", "2026-12-03T00:00:00+00:00"),
+        ("2026-12-03T00:00:00+00:00", "2026-12-03T12:00:00+00:00"),
+    ]
+    whole = backfill_request("j", "2026-12-01T00:00", "2026-12-03T12:00", None, None, NOW)[1]
+    assert len(whole.parts()) == 1
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "max_range", "said"),
+    [
+        (
+            "2026-12-02T00:00",
+            "2026-12-01T00:00",
+            None,
+            "is not before --to 2026-12-01 00:00:00 UTC: the range is empty",
+        ),
+        ("2026-12-01T00:00", "2026-12-08T00:00", None, "a backfill covers a past range"),
+        ("2026-12-01T00:00", "2026-12-02T00:00", "10", "--max-range '10' is not a length of time"),
+        ("2026-12-01T00:00", "2026-12-02T00:00", "1s", "into more than 1000 parts"),
+    ],
+)
+def test_a_bad_backfill_is_refused_by_the_command_saying_what_to_change(
+    start: str, end: str, max_range: str | None, said: str, tmp_path: Path
+) -> None:
+    with pytest.raises(HeartbeatError, match=re.escape(said)):
+        backfill_request("j", start, end, max_range, None, NOW)
+    assert inbox.pending(tmp_path) == []
+
+
+def test_a_backfill_plans_each_part_on_each_row_with_its_own_token_and_the_request_keeps_its_arguments(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a backfill in two parts queued as the command queues it, read back as the tick reads it
+    request, args = backfill_request("j", "2026-12-01T00:00", "2026-12-02T00:00", "12h", "bad deploy", NOW)
+    inbox.submit(tmp_path, request)
+    (queued,) = inbox.pending(tmp_path)
+    assert BackfillArgs.of(queued) == args
+    rows = [sensed_row("trigger_file", "in", "j"), sensed_row("trigger_file", "in2", "j")]
+    bounds = [{r.label: {"changed_ns": k} for r in rows} for k in range(3)]
+
+    # WHEN it is planned
+    planned = planned_events(queued, rows, args, bounds)
+
+    # THEN each part is one token on every row, its range from one bound to the next, the same ids again
+    assert [(e.idempotency_token, e.watermark_before, e.watermark_after) for e in planned] == [
+        (part_token(queued, 1), '{"changed_ns":0}', '{"changed_ns":1}'),
+        (part_token(queued, 1), '{"changed_ns":0}', '{"changed_ns":1}'),
+        (part_token(queued, 2), '{"changed_ns":1}', '{"changed_ns":2}'),
+        (part_token(queued, 2), '{"changed_ns":1}', '{"changed_ns":2}'),
+    ]
+    assert part_token(queued, 1) != part_token(queued, 2)
+    assert [e.event_id for e in planned] == [e.event_id for e in planned_events(queued, rows, args, bounds)]
+    (part1, part2) = plan_of([e.as_record() for e in planned], queued)
+    assert (part1.backfill["part"], part2.backfill["parts"], part2.backfill["reason"]) == (1, 2, "bad deploy")

@@ -33,7 +33,7 @@ from harness.sensors.context import CheckContext
 from harness.state.event_log import Event, now
 from harness.tick import inbox
 from harness.tick.inbox import Request
-from harness.tick.rewind import RewindRefused, in_words, parse_time, positions
+from harness.tick.rewind import RangeRequestRefused, in_words, parse_time, positions
 from harness.tick.triggering import OpenRun, StartResult, TriggeredRow, call_start, describe_ranges, intents
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class BackfillArgs:
                 str(args.get("by") or "?"),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise RewindRefused(
+            raise RangeRequestRefused(
                 f"the queued request lacks {exc}; queue it again with `python -m harness backfill`"
             ) from None
 
@@ -191,16 +191,16 @@ def plan_of(events: Sequence[dict[str, Any]], request: Request) -> list[Part]:
 
 
 def plan(runtime: Runtime, request: Request, job_rows: Sequence[ControlRow]) -> list[Event]:
-    """The request's plan (BACKFILL_PLANNED events); RewindRefused saying why it cannot be planned."""
+    """The request's plan (BACKFILL_PLANNED events); RangeRequestRefused saying why it cannot be planned."""
     args = BackfillArgs.of(request)
     if not job_rows:
-        raise RewindRefused(
+        raise RangeRequestRefused(
             f"job {request.job_id} is not in the control table; check --job (trigger_job_id in the controls CSV)"
         )
     try:
         check_range(args, request.requested_at)
     except HeartbeatError as exc:
-        raise RewindRefused(str(exc)) from None
+        raise RangeRequestRefused(str(exc)) from None
     timeout = runtime.config.settings.sensing.check_timeout_seconds
     bounds = []
     for at in [start for start, _ in args.parts()] + [args.end]:
@@ -229,7 +229,7 @@ def start_parts(runtime: Runtime, busy: Collection[str]) -> list[str]:
             named = f"backfill of job {request.job_id} requested at {request.requested_at.isoformat()}"
             try:
                 planned = plan(runtime, request, job_rows)
-            except RewindRefused as exc:
+            except RangeRequestRefused as exc:
                 message = f"{named}: refused, nothing changed: {exc}"
                 log.warning("%s", message)
                 runtime.events.append(request.dropped(rows, message))

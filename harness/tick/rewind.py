@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class RewindRefused(HeartbeatError):
-    """A rewind that cannot be applied; the message says why and what to do."""
+class RangeRequestRefused(HeartbeatError):
+    """A rewind or backfill that cannot be applied; the message says why and what to do."""
 
 
 def parse_time(text: str, what: str = "--to") -> datetime:
@@ -50,7 +50,7 @@ def parse_time(text: str, what: str = "--to") -> datetime:
     try:
         parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise RewindRefused(
+        raise RangeRequestRefused(
             f"{what} {text!r} is not a time; write it as ISO 8601, e.g. 2026-12-04T17:00 (UTC) or "
             "2026-12-04T18:00+01:00"
         ) from None
@@ -68,16 +68,18 @@ def parse_watermarks(given: Sequence[str]) -> dict[str, Watermark]:
     for item in given:
         upstream, sep, value = item.partition("=")
         if not sep or not upstream.strip():
-            raise RewindRefused(
+            raise RangeRequestRefused(
                 f"--watermark {item!r}: expected UPSTREAM=VALUE, e.g. --watermark 'jdbc:sales.orders="
                 '{"key": "id", "max": {"type": "int", "value": 1200}}\''
             )
         try:
             parsed = json.loads(value)
         except ValueError as exc:
-            raise RewindRefused(f"--watermark {item!r}: the value is not JSON ({exc})") from None
+            raise RangeRequestRefused(f"--watermark {item!r}: the value is not JSON ({exc})") from None
         if not isinstance(parsed, dict):
-            raise RewindRefused(f"--watermark {item!r}: the value is a JSON object, as `events` shows a watermark")
+            raise RangeRequestRefused(
+                f"--watermark {item!r}: the value is a JSON object, as `events` shows a watermark"
+            )
         out[upstream.strip()] = parsed
     return out
 
@@ -100,7 +102,7 @@ class RewindArgs:
         try:
             return cls(parse_time(str(args["to"])), args.get("reason"), str(args.get("by") or "?"), args["watermarks"])
         except (KeyError, TypeError) as exc:
-            raise RewindRefused(
+            raise RangeRequestRefused(
                 f"the queued request lacks {exc}; queue it again with `python -m harness rewind`"
             ) from None
 
@@ -142,7 +144,7 @@ def positions(
     context: CheckContext,
 ) -> dict[str, Watermark]:
     """Per upstream of the job (by label), where it was at `at`: given (`watermarks`), or asked of its sensor
-    module. RewindRefused naming every upstream that cannot say, and what to give instead."""
+    module. RangeRequestRefused naming every upstream that cannot say, and what to give instead."""
     found: dict[str, Watermark] = {}
     problems: list[str] = []
     for row in job_rows:
@@ -169,7 +171,7 @@ def positions(
             except SensorError as exc:
                 problems.append(str(exc))
     if problems:
-        raise RewindRefused("; ".join(problems))
+        raise RangeRequestRefused("; ".join(problems))
     return found
 
 
@@ -238,7 +240,7 @@ def apply(runtime: Runtime, request: Request, rows: Sequence[ControlRow], ended:
             events = rewound_events(request, job_rows, args, found)
             log.info("job %s: %s", request.job_id, args.said())
             return events
-    except RewindRefused as exc:
+    except RangeRequestRefused as exc:
         why_not = str(exc)
     message = f"{named}: refused, nothing changed: {why_not}"
     log.warning("%s", message)

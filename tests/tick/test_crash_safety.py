@@ -217,7 +217,7 @@ def test_a_backfill_stopped_at_each_point_starts_each_part_once_and_moves_no_wat
     start = datetime.now(timezone.utc)
     for k in range(len(BACKFILL_POINTS)):
         time.sleep(max(0.0, (start + timedelta(seconds=0.3 * k + 0.1) - datetime.now(timezone.utc)).total_seconds()))
-        hb.drop(f"window-{k}.done")
+        heartbeat.drop_trigger_file(UPSTREAM, f"window-{k}.done")
     end = start + timedelta(seconds=0.3 * len(BACKFILL_POINTS))
     time.sleep(max(0.0, (end - datetime.now(timezone.utc)).total_seconds()))
     heartbeat.tick()

@@ -17,8 +17,8 @@ from harness.sensors.trigger_file import TriggerFileSensor
 from harness.tick import inbox
 from harness.tick.backfill import BackfillArgs, part_token, plan_of, planned_events
 from harness.tick.rewind import (
+    RangeRequestRefused,
     RewindArgs,
-    RewindRefused,
     parse_time,
     parse_watermarks,
     positions,
@@ -42,7 +42,7 @@ def test_a_time_is_iso_8601_and_utc_unless_it_names_an_offset(text: str) -> None
 
 
 def test_a_time_that_is_not_one_says_how_to_write_it() -> None:
-    with pytest.raises(RewindRefused, match=r"--to 'last friday' is not a time; write it as ISO 8601"):
+    with pytest.raises(RangeRequestRefused, match=r"--to 'last friday' is not a time; write it as ISO 8601"):
         parse_time("last friday")
 
 
@@ -61,7 +61,7 @@ def test_a_rewind_to_a_future_time_is_refused_by_the_command_and_nothing_is_queu
     ],
 )
 def test_a_bad_watermark_option_says_what_is_expected(given: list[str], said: str) -> None:
-    with pytest.raises(RewindRefused, match=said):
+    with pytest.raises(RangeRequestRefused, match=said):
         parse_watermarks(given)
 
 
@@ -98,7 +98,9 @@ def test_an_upstream_no_time_maps_to_asks_for_its_watermark_and_one_given_is_tak
     (tmp_path / "in").mkdir()
     sensors = {SensorSource.TRIGGER_FILE: TriggerFileSensor(tmp_path)}
 
-    with pytest.raises(RewindRefused, match="upstream_sensor_table upstream maps no time to a position; give it with"):
+    with pytest.raises(
+        RangeRequestRefused, match="upstream_sensor_table upstream maps no time to a position; give it with"
+    ):
         positions(rows, FRIDAY, {}, sensors, check_context())
 
     given = {"other.sensors": {"timestamp": "2026-12-04T17:00:00"}}

@@ -22,6 +22,9 @@
   with steps left; the job starts the next part as soon as it may (no run in progress, not FAILED,
   no hard row PAUSED, its time conditions met), without waiting for new data on its other rows:
   they were ready for the whole range. The reason says "catching up: part 2 of 5 of its range".
+
+  A backfill part's run (`python -m harness backfill`) holds the job's rows IN_PROGRESS like a run does
+  (rule 1: a job never runs twice at once); the reason names the part.
 -#}
 {% macro heartbeat_trigger_set(control_relation) -%}
 {%- set now = heartbeat_now() -%}
@@ -114,7 +117,10 @@ jobs as (
         {{ heartbeat_label_list("case when job_state = 'UNPAUSED' and has_news then upstream_label end") }} as ready_labels,
         {{ heartbeat_label_list("case when is_hard_dependency and is_quiet then quiet_reason end") }} as hard_quiet_reasons,
         {{ heartbeat_label_list("case when not is_hard_dependency and job_state = 'UNPAUSED' and is_quiet then quiet_reason end") }} as soft_quiet_reasons,
-        {{ heartbeat_label_list("case when status = 'FAILED' then last_error end") }} as failure_messages
+        {{ heartbeat_label_list("case when status = 'FAILED' then last_error end") }} as failure_messages,
+        -- a backfill part's run going (its request later than its end): the job's rows are IN_PROGRESS for it
+        max(case when status = 'IN_PROGRESS' and backfill_run_at is not null
+            and (backfill_ended_at is null or backfill_run_at > backfill_ended_at) then backfill_run end) as backfill_going
     from control_rows
     group by trigger_job_id
 
@@ -223,6 +229,8 @@ decided as (
             else true
         end as should_start,
         case
+            when n_in_progress > 0 and backfill_going is not null then concat(
+                'a backfill run is in progress (', backfill_going, '); a regular run waits for its end')
             when n_in_progress > 0 then 'a run is in progress'
             when n_failed > 0 then concat(
                 'last run failed', coalesce(concat(': ', nullif(failure_messages, '')), ''),

@@ -10,6 +10,8 @@ serve      serve the report as a live page on localhost (read-only; --port, --ho
 complete   mark a job's latest run successful (the "update status" step a job can run last)
 retry      hand a FAILED job's range to its next run (no manual backfill)
 import-lakehouse-engine  carry the lakehouse engine's heartbeat state into Heartbeat (--dry-run to see it)
+rewind     hand a job's next run the range from a past time on every upstream (docs/ranges.md)
+backfill   run a job over a past range in one-off runs (in parts), moving no watermark (docs/ranges.md)
 publish    register a change of a table (rows with sensor_source `published` trigger on it)
 validate   check heartbeat.yml, the controls CSV and its rows against heartbeat.yml, touching no table
 seed       load the controls CSV now (a running heartbeat applies it at its next tick)
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 # Only what every command needs: `status`, `why` and `events` answer in a blink because nothing here
 # imports Spark, dbt, the sensors or the event writer (tests/commands/test_operator_imports.py holds it); the
 # commands that need those import them in their own functions.
-from harness.commands import lakehouse_engine, operator, refresh, serve
+from harness.commands import lakehouse_engine, operator, ranges, refresh, serve
 from harness.core.config_source import StateFolder, locate_state
 from harness.core.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.core.vocabulary import PUBLISH_OPERATIONS, EventType, Status
@@ -613,6 +615,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("docs", help="generate the dbt docs site").set_defaults(func=cmd_docs)
     refresh.register(sub)
     lakehouse_engine.register(sub)
+    ranges.register(sub)
     for command in sub.choices.values():
         _logging_options(command, argparse.SUPPRESS)
         command.set_defaults(command_parser=command)  # an unknown option is refused with this command's usage

@@ -111,6 +111,9 @@ def why_text(config: InStateFolder, job_id: str, since_text: str = "7d", limit: 
             refused_jobs=_refused_csv_jobs(refusal) if refusal and _unknown_job(snapshot, job_id) else None,
         )
     )
+    rows = [r for r in (snapshot or {}).get("rows", []) if r["trigger_job_id"] == job_id]
+    queued = [q for q in queue_files.peek(config.layout.inbox) if (q.get("args") or {}).get("job_id") == job_id]
+    lines.extend(status.queued_lines(queued, rows))
     return "\n".join(lines), 1 if _unknown_job(snapshot, job_id) else 0
 
 

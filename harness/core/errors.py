@@ -26,6 +26,12 @@ class SensorError(HeartbeatError):
     """An upstream could not be checked; the message names the upstream and the cause."""
 
 
+class PositionUnavailable(SensorError):
+    """An upstream cannot say where it was at a time (`harness rewind`): the source no longer holds it
+    (vacuumed Delta versions, expired Kafka offsets), or no time maps to its watermark; the message
+    names the upstream and what to give instead."""
+
+
 class ConsumeError(HeartbeatError):
     """An upstream's range cannot be read as data (`harness.consume`); the message names the upstream."""
 

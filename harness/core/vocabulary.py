@@ -114,6 +114,17 @@ class EventType(str, Enum):
     # a row's status and watermark carried from the lakehouse engine's tables (`import-lakehouse-engine`),
     # or its start_from set to now where they cannot be
     STATE_IMPORTED = "STATE_IMPORTED"
+    # `harness rewind`: the job's next run is handed the range from this position (watermark_after), as if
+    # its last successful run had ended there; who asked and why in the details and message
+    REWOUND = "REWOUND"
+    # `harness backfill`: one part of a backfill's range, per row (its token, its range), planned once
+    BACKFILL_PLANNED = "BACKFILL_PLANNED"
+    # intent to start a backfill part's run, written before the API call (rows IN_PROGRESS: one run at a time)
+    BACKFILL_REQUESTED = "BACKFILL_REQUESTED"
+    BACKFILL_STARTED = "BACKFILL_STARTED"  # the backend accepted the backfill part's run (run id known)
+    # a backfill part's run ended: the rows go back to the status they had (a backfill moves no watermark)
+    BACKFILL_SUCCEEDED = "BACKFILL_SUCCEEDED"
+    BACKFILL_FAILED = "BACKFILL_FAILED"  # failed, refused, skipped or cancelled; its range is said, to queue again
 
 
 PUBLISH_OPERATIONS = ("APPEND", "UPDATE", "DELETE")  # what a publication says its change was
@@ -167,6 +178,8 @@ class ControlRow:
     run_ended_at: datetime | None = None  # when the latest ended run ended (its backend's time, else when recorded)
     start_from: str = StartFrom.BEGINNING.value  # `now`: the row's first check records where its upstream is
     imported_at: datetime | None = None  # when the row's state was imported from the lakehouse engine
+    backfill_run_at: datetime | None = None  # when the job's latest backfill part's run was requested
+    backfill_ended_at: datetime | None = None  # when that run's end was recorded
 
     @property
     def starts_watching(self) -> bool:
@@ -178,6 +191,15 @@ class ControlRow:
             and self.status is None
             and self.watched_since is None
             and self.latest_event_fetched_timestamp is None
+        )
+
+    @property
+    def backfill_going(self) -> bool:
+        """The row is IN_PROGRESS for a backfill part's run (harness.tick.backfill), not a regular run."""
+        return (
+            self.status == Status.IN_PROGRESS.value
+            and self.backfill_run_at is not None
+            and (self.backfill_ended_at is None or self.backfill_run_at > self.backfill_ended_at)
         )
 
     @property
@@ -231,6 +253,8 @@ def control_row(r: dict[str, Any]) -> ControlRow:
         run_ended_at=utc(latest_run_end(r)),
         start_from=r.get("start_from") or StartFrom.BEGINNING.value,
         imported_at=utc(r.get("imported_at")),
+        backfill_run_at=utc(r.get("backfill_run_at")),
+        backfill_ended_at=utc(r.get("backfill_ended_at")),
     )
 
 

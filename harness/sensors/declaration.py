@@ -6,6 +6,7 @@ configuration and, if a job can read its range as data (`harness.consume`), how.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,8 +31,22 @@ class RangeRequest:
 
 
 @dataclass(frozen=True)
+class PositionQuery:
+    """Where was an upstream at a time (`harness rewind`): the sensor of its kind, the check's context
+    (deadline, Spark), the upstream, and the time (aware, UTC)."""
+
+    sensor: Sensor[Any]
+    context: CheckContext
+    upstream: Upstream
+    at: datetime
+
+
+@dataclass(frozen=True)
 class SensorDeclaration:
     """What a sensor module declares (its `DECLARATION`) for the source kinds it reads."""
 
     build: Callable[[Config, SensorSource], Sensor[Any]]  # the sensor of one kind, from its section of the file
     read_range: Callable[[RangeRequest], DataFrame] | None = None  # the data of a range; None: not readable
+    # The watermark a row would have had at a time: everything after it is the range from then
+    # (PositionUnavailable when the source no longer holds it); None: no time maps, `--watermark` is asked for
+    position_at: Callable[[PositionQuery], Watermark] | None = None

@@ -21,13 +21,15 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
+import pyarrow.fs as pfs
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
@@ -35,14 +37,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness.core.config import Config, DeltaSettings, env_secret
-from harness.core.errors import ConsumeError, SensorError, first_line
+from harness.core.errors import ConsumeError, PositionUnavailable, SensorError, first_line
 from harness.core.preprocess import quote_identifier
 from harness.core.vocabulary import SensorSource, is_path
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import ChangeEvent
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.declaration import PositionQuery, RangeRequest, SensorDeclaration
 from harness.sensors.delta_log import (
     MAX_DETAILED_COMMITS,
     Commit,
@@ -179,8 +181,8 @@ class PathTables:
                 "check the path (sensor_id) and delta.storage_options"
             ) from exc
 
-    def position(self, upstream: Upstream) -> TableState:
-        table = self.open(upstream)
+    def position(self, upstream: Upstream, version: int | None = None) -> TableState:
+        table = self.open(upstream, version)
         key_max = self._key_max(upstream, table) if upstream.upstream_key else None
         return TableState(
             upstream.sensor_id,
@@ -192,6 +194,62 @@ class PathTables:
             files=lambda: pa.table(table.get_add_actions(flatten=True)),
             table_id=str(table.metadata().id),
         )
+
+    def position_at(self, upstream: Upstream, at: datetime) -> Watermark:
+        """The table as it was at `at`: the newest version committed by then (none: before the table was
+        made, so all of it is new). Refused when the table no longer holds what a range from there reads:
+        a commit after it cleaned from the log, or a data file one of them added vacuumed."""
+        table = self.open(upstream)
+        at_ms = (at - EPOCH) // timedelta(milliseconds=1)
+        versions = sorted((int(h["version"]), int(h["timestamp"])) for h in table.history())
+        committed = [v for v, t in versions if t <= at_ms]
+        if not committed and versions and versions[0][0] > 0:
+            oldest, since = versions[0]
+            raise PositionUnavailable(
+                f"{upstream.label}: its log holds versions from {oldest} (committed {_ms_in_words(since)}) on; "
+                f"the versions before, current at {at:%Y-%m-%d %H:%M:%S} UTC, were cleaned up (log retention). "
+                "Rewind to a later time, or give the position with --watermark"
+            )
+        version = committed[-1] if committed else -1
+        self._check_held(upstream, version, table.version())
+        if version < 0:
+            return TableState(
+                upstream.sensor_id,
+                -1,
+                CommitLog(upstream.sensor_id, self.storage_options),
+                key=upstream.upstream_key,
+                table_id=str(table.metadata().id),
+            ).watermark
+        return self.position(upstream, version).watermark
+
+    def _check_held(self, upstream: Upstream, version: int, current: int) -> None:
+        """The table as of `version` and every commit after it up to `current` are there (in the log, with
+        the files they added): what a job reads for the range (`read_range`, or VERSION AS OF for a named
+        table); PositionUnavailable naming the first that is not."""
+        log = CommitLog(upstream.sensor_id, self.storage_options)
+        added: dict[str, int] = {}
+        if version >= 0:  # the table as of then (what a reader of that version reads, VERSION AS OF)
+            snapshot = pa.table(self.open(upstream, version).get_add_actions(flatten=True))
+            added |= {unquote(path): version for path in snapshot.column("path").to_pylist()}
+        for v in range(version + 1, current + 1):
+            commit = log.commit(v)
+            if commit is None:
+                raise PositionUnavailable(
+                    f"{upstream.label}: the commit of version {v} is no longer in its log (cleaned up): a range "
+                    f"from version {version} cannot be read. Rewind to a later time, or give the position "
+                    "with --watermark"
+                )
+            added |= {unquote(path): v for path in commit.added_files}
+        if not added:
+            return
+        files = pfs.PyFileSystem(DeltaStorageHandler(upstream.sensor_id, self.storage_options or None))
+        for info in files.get_file_info(list(added)):
+            if info.type == pfs.FileType.NotFound:
+                raise PositionUnavailable(
+                    f"{upstream.label}: version {added[info.path]} holds {info.path}, which is gone (VACUUM): the "
+                    f"table no longer holds the range from version {version}. Rewind to a later time (after the "
+                    "vacuumed versions), or give the position with --watermark"
+                )
 
     @staticmethod
     def _key_max(upstream: Upstream, table: DeltaTable) -> Any:
@@ -445,9 +503,27 @@ def read_range(request: RangeRequest) -> DataFrame:
     return parquet_files(spark, [f"{root}/{unquote(path)}" for path in added], schema, root=root)
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _ms_in_words(ms: int) -> str:
+    return f"{EPOCH + timedelta(milliseconds=ms):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def position_at(query: PositionQuery) -> Watermark:
+    """The table's version current at the time (a path table, read with delta-rs)."""
+    upstream = query.upstream
+    if not is_path(upstream.sensor_id):
+        raise PositionUnavailable(
+            f"{upstream.label}: the version of a named table at a time is not looked up; give it with "
+            f"--watermark '{upstream.label}={{\"version\": V}}' (DESCRIBE HISTORY lists its versions and times)"
+        )
+    return cast(DeltaSensor, query.sensor).paths.position_at(upstream, query.at)
+
+
 def build(config: Config, source: SensorSource) -> DeltaSensor:
     """Both kinds read the `delta:` section; named tables are read by Spark when it reads Delta."""
     return DeltaSensor.from_settings(config.sources.delta, delta_on_spark=config.table_format == "delta")
 
 
-DECLARATION = SensorDeclaration(build=build, read_range=read_range)
+DECLARATION = SensorDeclaration(build=build, read_range=read_range, position_at=position_at)

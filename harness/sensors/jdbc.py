@@ -19,12 +19,12 @@ from typing import Any, Mapping
 from pyspark.sql import DataFrame, Row
 
 from harness.core.config import Config, JdbcConnectionSettings, JdbcSettings, env_secret
-from harness.core.errors import ConfigError, SensorError
+from harness.core.errors import ConfigError, PositionUnavailable, SensorError
 from harness.core.vocabulary import SensorSource
 from harness.sensors import key_values
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.declaration import PositionQuery, RangeRequest, SensorDeclaration
 from harness.sensors.spark_sql import spark_error_text
 
 DEFAULT_CONNECTION = "default"
@@ -292,4 +292,18 @@ def build(config: Config, source: SensorSource) -> JdbcSensor:
     return JdbcSensor.from_settings(config.sources.jdbc)
 
 
-DECLARATION = SensorDeclaration(build=build, read_range=read_range)
+def position_at(query: PositionQuery) -> Watermark:
+    """max(upstream_key) as it would have been at the time, when the key is a timestamp or a date
+    (`key_values.value_at`); no time maps to another key's values."""
+    now = query.sensor.read_position(query.context, query.upstream)
+    try:
+        return KeyMax(now.key, key_values.value_at(now.value, query.at)).watermark
+    except ValueError as exc:
+        raise PositionUnavailable(
+            f"{query.upstream.label}: upstream_key {now.key!r}: {exc}; give the position with --watermark "
+            f'\'{query.upstream.label}={{"key": "{now.key}", "max": {{"type": "int", "value": N}}}}\' '
+            "(rows whose key is beyond it are the range)"
+        ) from exc
+
+
+DECLARATION = SensorDeclaration(build=build, read_range=read_range, position_at=position_at)

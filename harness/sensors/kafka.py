@@ -20,7 +20,7 @@ import sys
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Generator, Mapping
+from typing import Any, Generator, Mapping, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -28,11 +28,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from harness.core.config import Config, KafkaClientSettings, KafkaSettings, env_secret
-from harness.core.errors import ConfigError, SensorError
+from harness.core.errors import ConfigError, PositionUnavailable, SensorError
 from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.declaration import PositionQuery, RangeRequest, SensorDeclaration
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +213,31 @@ class KafkaSensor(Sensor[TopicOffsets]):
             ) from exc
         return TopicOffsets(topic, earliest, end)
 
+    def position_at(self, context: CheckContext, upstream: Upstream, at: datetime) -> Watermark:
+        """Per partition, the offset of its first message written at or after `at` (the broker's
+        `offsets_for_times`; none: its end now): a range from there holds exactly the messages from then on.
+        Refused when a partition no longer holds them: its first message from then is its earliest retained
+        one, and retention has deleted older ones, which may have been written after `at` too."""
+        now = self.read_position(context, upstream)
+        product, _ = parse_sensor_id(upstream)
+        client = self.client(product)
+        conf = client.config_for(upstream, product) | {"group.id": "heartbeat-position", "enable.auto.commit": False}
+        at_ms = int((at - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds() * 1000)
+        with closing(Consumer(conf)) as consumer:
+            try:
+                found = consumer.offsets_for_times(
+                    [TopicPartition(now.topic, p, at_ms) for p in sorted(now.end)],
+                    timeout=context.time_left(upstream.label, client.timeout_seconds),
+                )
+            except KafkaException as exc:
+                if context.expired:
+                    raise context.timed_out(upstream.label) from exc
+                raise SensorError(
+                    f"{upstream.label}: cannot look up offsets for {at:%Y-%m-%d %H:%M:%S} UTC in {now.topic} "
+                    f"from {client.bootstrap_servers}: {exc.args[0].str()}"
+                ) from exc
+        return offsets_at(upstream, now, {tp.partition: int(tp.offset) for tp in found}, at)
+
     @staticmethod
     def _partitions(admin: AdminClient, upstream: Upstream, topic: str, timeout: float) -> list[int]:
         metadata = admin.list_topics(topic, timeout=timeout).topics.get(topic)
@@ -338,8 +363,31 @@ def read_range(request: RangeRequest) -> DataFrame:
     return sensor.new_data_frame(request.context, request.upstream, position, request.start)
 
 
+def offsets_at(upstream: Upstream, now: TopicOffsets, found: Mapping[int, int], at: datetime) -> Watermark:
+    """The watermark of the offsets the broker found for a time (`found`: per partition the first offset at or
+    after it, -1 for none: its end now). PositionUnavailable when a partition's first message from then is
+    its earliest retained one and retention has deleted older ones (they may have been from then too)."""
+    offsets: dict[str, int] = {}
+    for partition in sorted(now.end):
+        end, earliest = now.end[partition], now.earliest[partition]
+        offset = found.get(partition, -1)
+        offset = end if offset < 0 else offset
+        if offset == earliest and 0 < earliest < end:
+            raise PositionUnavailable(
+                f"{upstream.label}: partition {partition} no longer holds the messages from "
+                f"{at:%Y-%m-%d %H:%M:%S} UTC: its earliest retained offset is {earliest} (retention deleted the "
+                "ones before, which may be from then). Rewind to a later time, or give the offsets with --watermark"
+            )
+        offsets[str(partition)] = offset
+    return {"offsets": offsets}
+
+
+def position_at(query: PositionQuery) -> Watermark:
+    return cast(KafkaSensor, query.sensor).position_at(query.context, query.upstream, query.at)
+
+
 def build(config: Config, source: SensorSource) -> KafkaSensor:
     return KafkaSensor.from_settings(config.sources.kafka)
 
 
-DECLARATION = SensorDeclaration(build=build, read_range=read_range)
+DECLARATION = SensorDeclaration(build=build, read_range=read_range, position_at=position_at)

@@ -8,7 +8,7 @@ as "changed": the row is sensed as having new data rather than silently never ag
 from __future__ import annotations
 
 import math
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Mapping
 
@@ -109,3 +109,18 @@ def sql_literal(value: KeyValue, backslash_escapes: bool = False) -> str:
     if backslash_escapes:
         value = value.replace("\\", "\\\\")
     return "'" + value.replace("'", "''") + "'"
+
+
+def value_at(current: KeyValue | None, at: datetime) -> KeyValue | None:
+    """The max a key's watermark would have held at `at` (aware), when the key is a time: the rows whose key
+    is after it are the range from then. A timestamp key: `at` itself (naive UTC when the column's values are
+    naive); a date key: the day before `at`'s, so the rows of `at`'s own day come too (a date cannot tell
+    before from after within the day). None for an empty table. ValueError for a key of another type, whose
+    values no time maps to."""
+    if current is None:
+        return None
+    if isinstance(current, datetime):
+        return at.astimezone(timezone.utc).replace(tzinfo=None) if current.tzinfo is None else at
+    if isinstance(current, date):
+        return at.astimezone(timezone.utc).date() - timedelta(days=1)
+    raise ValueError(f"its values are of type {encode(current)['type']}, which no time maps to")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Mapping
 
 from pyspark.sql import DataFrame
@@ -21,7 +22,7 @@ from harness.core.errors import SensorError
 from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import SensorDeclaration
+from harness.sensors.declaration import PositionQuery, SensorDeclaration
 from harness.sensors.jdbc import (
     JdbcConnection,
     connection_from,
@@ -144,4 +145,10 @@ def build(config: Config, source: SensorSource) -> SapChainSensor:
     )
 
 
-DECLARATION = SensorDeclaration(build=build)
+def position_at(query: PositionQuery) -> Watermark:
+    """The chain's watermark at the time: SAP's `DATUM || ZEIT` of that time, read as UTC (a chain log
+    written in another time zone is given with --watermark '<upstream>={"sap_time": "YYYYMMDDHHMMSS"}')."""
+    return {"sap_time": f"{query.at.astimezone(timezone.utc):%Y%m%d%H%M%S}"}
+
+
+DECLARATION = SensorDeclaration(build=build, position_at=position_at)

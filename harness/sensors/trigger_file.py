@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -23,7 +23,7 @@ from harness.core.errors import ConsumeError, SensorError
 from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.declaration import PositionQuery, RangeRequest, SensorDeclaration
 
 GRACE_NS = 10 * 60 * 1_000_000_000  # a file listed late by up to 10 minutes is still seen
 
@@ -219,8 +219,16 @@ def read_range(request: RangeRequest) -> DataFrame:
     return request.spark.createDataFrame(rows, FILE_SCHEMA)
 
 
+def position_at(query: PositionQuery) -> Watermark:
+    """The folder as it was at the time: the files landed by then (their change time at or before it), so a
+    range from there takes exactly the files landed after it."""
+    listing = query.sensor.read_position(query.context, query.upstream)
+    at_ns = (query.at - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1) * 1000
+    return folder_watermark(f for f in listing.files if f.changed_ns <= at_ns)
+
+
 def build(config: Config, source: SensorSource) -> TriggerFileSensor:
     return TriggerFileSensor(config.trigger_root)
 
 
-DECLARATION = SensorDeclaration(build=build, read_range=read_range)
+DECLARATION = SensorDeclaration(build=build, read_range=read_range, position_at=position_at)

@@ -52,6 +52,20 @@ def read_queue(folder: Path, parse: Callable[[dict[str, Any]], T], what: str, ag
     return out
 
 
+def peek(folder: Path) -> list[dict[str, Any]]:
+    """The bodies queued in `folder`, by name, read without setting any aside (for readers that change
+    nothing: the tick sets an unreadable one aside and says why)."""
+    bodies = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            body = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(body, dict):
+            bodies.append(body)
+    return bodies
+
+
 def set_aside(inbox: Path) -> list[Path]:
     """The queued files set aside as unreadable under `inbox` (requests, and publications in its folder)."""
     return sorted(inbox.rglob(f"*{REFUSED}")) if inbox.is_dir() else []

@@ -126,6 +126,7 @@ class OpenRunRow:
     watermark_after: str | None
     previous_status: str | None
     is_hard_dependency: bool
+    backfill: str | None = None  # JSON: which part of which backfill, for a backfill part's run request
 
 
 T = TypeVar("T")
@@ -405,4 +406,5 @@ def open_run_row(r: dict[str, Any]) -> OpenRunRow:
         watermark_after=r["watermark_after"],
         previous_status=r["previous_status"],
         is_hard_dependency=bool(r["is_hard_dependency"]),
+        backfill=r.get("backfill"),
     )

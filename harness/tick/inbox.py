@@ -1,4 +1,5 @@
-"""Manual requests (`complete`, `retry`, `import-lakehouse-engine`): written as files to `<state>/inbox/` (no Spark: a job's last task
+"""Manual requests (`complete`, `retry`, `import-lakehouse-engine`, and `rewind` and `backfill`, which
+harness.tick.rewind and harness.tick.backfill apply): written as files to `<state>/inbox/` (no Spark: a job's last task
 runs them) and turned into events at the start of the next tick.
 
 The events of a request carry ids derived from the request, so a request applied twice (a kill between
@@ -25,6 +26,8 @@ COMMANDS = {
     "complete": (EventType.MANUAL_COMPLETE, "completed by hand ({where})"),
     "retry": (EventType.RETRY_REQUESTED, "retry requested ({where}); the next run covers the failed range"),
 }
+# Requests that steer a job's range, with arguments of their own (harness.tick.rewind applies them).
+RANGE_COMMANDS = ("rewind", "backfill")  # backfill: harness.tick.backfill, in the tick's start step
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,9 @@ class Request:
     command: str  # one of COMMANDS
     job_id: str
     requested_at: datetime
-    args: Mapping[str, Any] = field(default_factory=dict)  # the command's own (an import's rows)
+    args: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # the command's own arguments beside job_id (an import's rows)
 
     def events(self, rows: Sequence[ControlRow], where: str) -> list[Event]:
         """The request's events: it closes the job's latest run (only rows IN_PROGRESS or FAILED move).
@@ -67,15 +72,15 @@ def _row_name(event: Event) -> str:
     return "|".join((row.sensor_source, row.sensor_id, row.trigger_job_id)) if row else ""
 
 
-def new_request(command: str, job_id: str) -> Request:
-    return Request(None, uuid.uuid4().hex, command, job_id, datetime.now(timezone.utc))
+def new_request(command: str, job_id: str, args: Mapping[str, Any] | None = None) -> Request:
+    return Request(None, uuid.uuid4().hex, command, job_id, datetime.now(timezone.utc), dict(args or {}))
 
 
 def submit(state_dir: Path, request: Request) -> Path:
     body = {
         "request_id": request.request_id,
         "command": request.command,
-        "args": dict(request.args) or {"job_id": request.job_id},
+        "args": {"job_id": request.job_id, **request.args},
         "requested_at": request.requested_at.isoformat(),
     }
     name = f"{request.requested_at:%Y%m%dT%H%M%S%f}-{request.request_id}.json"
@@ -100,16 +105,17 @@ def _request(body: dict[str, Any]) -> Request:
             datetime.fromisoformat(body["requested_at"]),
             {"rows": [row.as_json() for row in rows]},
         )
-    if body["command"] not in COMMANDS:
-        raise ValueError(
-            f"unknown request {body['command']!r}; expected one of {', '.join([*COMMANDS, imports.COMMAND])}"
-        )
+    if body["command"] not in COMMANDS and body["command"] not in RANGE_COMMANDS:
+        known = ", ".join([*COMMANDS, *RANGE_COMMANDS, imports.COMMAND])
+        raise ValueError(f"unknown request {body['command']!r}; expected one of {known}")
+    args = dict(body["args"])
     return Request(
         None,
         body["request_id"],
         body["command"],
-        str(body["args"]["job_id"]),
+        str(args.pop("job_id")),
         datetime.fromisoformat(body["requested_at"]),
+        args,
     )
 
 

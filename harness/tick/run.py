@@ -10,7 +10,8 @@
      rows with an expected_within that missed it get FRESHNESS_MISSED (harness.tick.freshness);
   5. start the jobs the trigger set marks ready: its rules over the control table as this tick's
      detections leave it (the model heartbeat_trigger_set_as_if, Tables.job_decisions_as_if), so that
-     they need no fold of their own;
+     they need no fold of their own; then the next part of each queued backfill whose job is free
+     (harness.tick.backfill);
   6. fold what this tick appended (one fold for its detections, intents and outcomes), and write the
      status snapshot: what `status` shows is the state this tick left. A tick with nothing new does no
      dbt work and reads no table (harness.state.tables);
@@ -42,7 +43,7 @@ from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
 from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
 from harness.state.tables import as_detected, detections
-from harness.tick import cold, fold, imports, inbox, publications, retention
+from harness.tick import backfill, cold, fold, imports, inbox, publications, retention, rewind
 from harness.tick.freshness import freshness_events, watch_events
 from harness.tick.runtime import Runtime
 from harness.tick.sensing import FirstLook, sense_once, to_record
@@ -59,6 +60,10 @@ from harness.tick.triggering import (
 log = logging.getLogger("harness.tick.run")
 
 
+# The events that record the end of a run (a rewind waiting for its job's run applies in their tick).
+RUN_ENDS = (EventType.RUN_SUCCEEDED, EventType.RUN_FAILED, EventType.RUN_SKIPPED, EventType.RUN_START_FAILED)
+
+
 def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str, str]) -> int:
     """The queued publications and `complete` / `retry` requests, oldest first, after this tick's run
     ends (`tracked`). A request closes its job's latest run once: one that finds no run of its job to
@@ -67,7 +72,9 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
     backend says is still going (`running`: job -> run, from this tick's polls) is dropped: it would
     start the job a second time beside that run, whose end would never be recorded. (A run the backend
     cannot tell of, lost or unreadable, is retried: that is what `retry` is for.) A dropped request is
-    said in the log and recorded on its job's rows (REQUEST_DROPPED), which `status` and `why` show."""
+    said in the log and recorded on its job's rows (REQUEST_DROPPED), which `status` and `why` show.
+    A `rewind` (harness.tick.rewind) waits in the queue while its job's run is going, and is applied in
+    the tick that records the run's end, after it."""
     published = publications.apply_queued(runtime.events, runtime.config.state_dir)
     requests = inbox.pending(runtime.config.state_dir)
     if not requests:
@@ -78,6 +85,7 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
         if e.row is not None and e.event_type in (EventType.RUN_SUCCEEDED, EventType.MANUAL_COMPLETE)
     }
     rows = runtime.tables.control_rows()
+    ended = {e.row.trigger_job_id for e in tracked if e.row is not None and e.event_type in RUN_ENDS}
     applied = 0
     imported: set[RowKey] = set()  # rows an import of this tick set already
     for request in requests:
@@ -89,8 +97,24 @@ def apply_requests(runtime: Runtime, tracked: list[Event], running: Mapping[str,
             continue
         named = f"{request.command} of job {request.job_id} {when}"
         dropped = None
+        if request.command == "backfill":
+            continue  # planned and started by the start step (harness.tick.backfill)
+        if request.command == "rewind":
+            events = rewind.apply(runtime, request, rows, ended | closed.keys())
+            if events is None:
+                continue  # it waits in the queue for the job's run to end
+            runtime.events.append(events)
+            crash_point("request:rewind-recorded")
+            applied += any(e.event_type is EventType.REWOUND for e in events)
+            inbox.done(request)
+            continue
         if request.job_id in closed:
             dropped = f"{named}: {closed[request.job_id]} before it was applied; nothing done"
+        elif any(r.backfill_going for r in rows if r.key.trigger_job_id == request.job_id):
+            dropped = (
+                f"{named}: the job's run going is a backfill part's, whose end puts its rows back as they were "
+                f"(moving no watermark); a {request.command} applies to a regular run; nothing done"
+            )
         elif request.command == "retry" and request.job_id in running:
             dropped = (
                 f"{named}: its run {running[request.job_id]} is still running (its backend says so this tick): a "
@@ -408,6 +432,12 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
             refused=started.refused,
             unconfirmed=started.unconfirmed,
         )
+
+    if any(r.command == "backfill" for r in inbox.pending(config.state_dir)):
+        with Step(report, "backfill") as step:
+            parts = backfill.start_parts(runtime, [*started.started, *started.unconfirmed])
+            report.started += parts
+            step.done(f"{_named(parts, 'backfill parts started')}", started=parts)
 
     if runtime.events.unfolded:
         with Step(report, "fold") as step:

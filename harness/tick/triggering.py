@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shlex
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -94,6 +95,7 @@ class OpenRun:
     last_poll_error: str | None = None
     last_poll_error_at: datetime | None = None
     change_events: dict[RowKey, RangeEvents] = field(default_factory=dict)  # per row, when described
+    backfill: dict[str, Any] | None = None  # a backfill part's run (harness.tick.backfill): which part
 
     def request(self) -> RunRequest:
         return RunRequest(
@@ -158,7 +160,22 @@ def _row_events(
     message: str | None = None,
     details: Callable[[TriggeredRow], dict[str, Any]] | None = None,
 ) -> list[Event]:
-    """One event per row of the run, carrying its token and range; `status` may depend on the row."""
+    """One event per row of the run, carrying its token and range; `status` may depend on the row. A
+    backfill part's run records its own events where a regular run's would move the row's state
+    (BACKFILL_TYPES): its end puts back the status the row had, and no watermark moves."""
+    if run.backfill is not None and event_type in BACKFILL_TYPES:
+        regular, event_type = event_type, BACKFILL_TYPES[event_type]
+        part = f"job {run.job_id}: {part_in_words(run.backfill)}"
+        if event_type is EventType.BACKFILL_REQUESTED:
+            message = part_in_words(run.backfill)
+        elif event_type is EventType.BACKFILL_SUCCEEDED:
+            message = f"{part}: succeeded" + (f" ({message})" if message else "")
+        elif event_type is EventType.BACKFILL_FAILED:
+            what = {EventType.RUN_START_FAILED: "not started", EventType.RUN_SKIPPED: "skipped"}.get(regular, "failed")
+            message = f"{part}: {what}: {message}; its range is not covered: queue it again ({again(run)})"
+        if event_type in (EventType.BACKFILL_SUCCEEDED, EventType.BACKFILL_FAILED):
+            status = lambda r: r.previous_status  # noqa: E731 - the same rule for every end
+        details = _with_part(run.backfill, details)
     return [
         Event(
             event_type,
@@ -175,7 +192,44 @@ def _row_events(
     ]
 
 
-def _intents(run: OpenRun) -> list[Event]:
+# What a backfill part's run records instead of the regular run's events that move a row's state.
+BACKFILL_TYPES = {
+    EventType.TRIGGER_REQUESTED: EventType.BACKFILL_REQUESTED,
+    EventType.RUN_STARTED: EventType.BACKFILL_STARTED,
+    EventType.RUN_SUCCEEDED: EventType.BACKFILL_SUCCEEDED,
+    EventType.RUN_FAILED: EventType.BACKFILL_FAILED,
+    EventType.RUN_START_FAILED: EventType.BACKFILL_FAILED,  # refused: the part is said failed, to queue again
+    EventType.RUN_SKIPPED: EventType.BACKFILL_FAILED,  # nothing ran: the same
+}
+
+
+def part_in_words(backfill: Mapping[str, Any]) -> str:
+    """`backfill part 2 of 3: 2026-12-01 00:00:00 UTC -> 2026-12-02 00:00:00 UTC (reason)`."""
+    reason = f" ({backfill['reason']})" if backfill.get("reason") else ""
+    return (
+        f"backfill part {backfill['part']} of {backfill['parts']}: {_time_in_words(backfill['from'])} -> "
+        f"{_time_in_words(backfill['to'])}{reason}"
+    )
+
+
+def again(run: OpenRun) -> str:
+    """The command that queues a backfill part's range again."""
+    backfill = run.backfill or {}
+    return f"python -m harness backfill --job {shlex.quote(run.job_id)} --from {backfill.get('from')} --to {backfill.get('to')}"
+
+
+def _time_in_words(text: str) -> str:
+    return f"{datetime.fromisoformat(text).astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _with_part(
+    backfill: dict[str, Any], details: Callable[[TriggeredRow], dict[str, Any]] | None
+) -> Callable[[TriggeredRow], dict[str, Any]]:
+    """The event's details and the backfill part it is of."""
+    return lambda r: {**(details(r) if details else {}), "backfill": backfill}
+
+
+def intents(run: OpenRun) -> list[Event]:
     """TRIGGER_REQUESTED per row, written before the backend is called; what a repair rebuilds from."""
     return _row_events(
         run,
@@ -210,7 +264,7 @@ class StartOutcome:
         }[result].append(job_id)
 
 
-def _call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], StartResult]:
+def call_start(backend: JobBackend, run: OpenRun) -> tuple[list[Event], StartResult]:
     """Send the request; return the outcome's events and what the backend said."""
     try:
         run_id = backend.start(run.request())
@@ -259,12 +313,12 @@ def start_jobs(
     if not runs:
         return outcome
     describe_ranges(events, runs, recent)
-    events.append([event for run in runs for event in _intents(run)])
+    events.append([event for run in runs for event in intents(run)])
     crash_point("start:intent-recorded")
     recorded: list[Event] = []
     # Each request is its own, with its own token: sent side by side (a backend call is mostly waiting).
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(runs))), thread_name_prefix="start") as pool:
-        answers = list(pool.map(lambda run: _call_start(backend, run), runs))
+        answers = list(pool.map(lambda run: call_start(backend, run), runs))
     for run, (run_events, result) in zip(runs, answers):
         recorded.extend(run_events)
         outcome.add(result, run.job_id)
@@ -290,6 +344,7 @@ def open_runs(rows: Sequence[OpenRunRow]) -> list[OpenRun]:
                 flagged_stuck=r.is_flagged_stuck,
                 last_poll_error=r.last_poll_error,
                 last_poll_error_at=r.last_poll_error_at,
+                backfill=_json(r.backfill),
             ),
         )
         run.rows.append(
@@ -318,7 +373,7 @@ def track_runs(runs: Sequence[OpenRun], backend: JobBackend, stuck_after_seconds
     outcome = TrackOutcome()
     for run in runs:
         if run.run_id is None:
-            run_events, result = _call_start(backend, run)
+            run_events, result = call_start(backend, run)
             said = next((e.message or "" for e in run_events), "")
             if result is not StartResult.UNCONFIRMED or _is_new_poll_failure(run, said):
                 outcome.events.extend(run_events)
@@ -451,7 +506,8 @@ def _ended_at(ended: datetime | None) -> dict[str, str]:
 
 
 def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list[Event]:
-    """A FAILED job resumes when the backend shows a run of it that succeeded after the failure."""
+    """A FAILED job resumes when the backend shows a run of it that succeeded after the failure (not for a job
+    that ran a backfill part since: that run's success is no run of the failed range)."""
     failed: dict[str, list[ControlRow]] = defaultdict(list)
     for r in rows:
         if r.status == Status.FAILED.value:
@@ -463,6 +519,8 @@ def recover_failed_jobs(rows: Sequence[ControlRow], backend: JobBackend) -> list
             continue
         last = max(started, key=lambda r: cast(datetime, r.job_start_timestamp))
         since = cast(datetime, last.job_start_timestamp)
+        if any(r.backfill_run_at is not None and r.backfill_run_at > since for r in job_rows):
+            continue  # a backfill part ran since the failure: its own run would be taken for the later success
         try:
             found = backend.successful_run_after(
                 job_id, since.replace(tzinfo=since.tzinfo or timezone.utc), last.latest_run_id

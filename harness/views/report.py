@@ -33,6 +33,7 @@ class Run:
     outcome: str = "running"
     first_detection_at: datetime | None = None  # the first detection the run covers
     triggered_by: list[str] = field(default_factory=list)  # the upstreams whose new data the run covers
+    backfill: str | None = None  # a backfill part's run: which part, in words
 
     @property
     def seconds(self) -> float | None:
@@ -50,6 +51,7 @@ class JobHistory:
     detections: list[tuple[datetime, str]] = field(default_factory=list)  # (time, upstream label)
     runs: list[Run] = field(default_factory=list)
     errors: list[tuple[datetime, str, str]] = field(default_factory=list)  # (time, type, message)
+    rewinds: list[tuple[datetime, str]] = field(default_factory=list)  # (time, "rewound to … (reason)")
 
 
 def event_facets(project_dir: Path) -> dict[str, set[str]]:
@@ -81,6 +83,16 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
             labels = pending_upstreams.setdefault(job_id, [])
             if job.detections[-1][1] not in labels:
                 labels.append(job.detections[-1][1])
+        elif "backfill_run_start" in parts and e.get("run_id"):
+            if (job_id, e["run_id"]) not in runs:
+                run = Run(job_id, e["run_id"], t, backfill=backfill_words(e))
+                runs[(job_id, e["run_id"])] = run
+                job.runs.append(run)
+        elif "backfill_end" in parts:
+            run_of = runs.get((job_id, e.get("run_id") or ""))
+            if run_of is not None and run_of.ended_at is None:
+                succeeded = kind == "BACKFILL_SUCCEEDED"
+                run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if succeeded else "failed"
         elif "run_start" in parts and e.get("run_id"):
             if (job_id, e["run_id"]) not in runs:
                 run = Run(
@@ -96,10 +108,26 @@ def job_histories(events: Sequence[dict[str, Any]], facets: dict[str, set[str]])
             run_of = runs.get((job_id, e.get("run_id") or ""))
             if run_of is not None and run_of.ended_at is None:
                 run_of.ended_at, run_of.outcome = run_ended_at(e) or t, "succeeded" if "success" in parts else "failed"
+        elif "rewind" in parts:
+            said = (e.get("message") or "rewound").split(": ", 1)[-1]
+            if not job.rewinds or job.rewinds[-1] != (t, said):  # one a job, not one a row
+                job.rewinds.append((t, said))
         elif "error" in parts:
             if not job.errors or job.errors[-1][1:] != (kind, e.get("message") or ""):
                 job.errors.append((t, kind, e.get("message") or ""))
     return jobs
+
+
+def backfill_words(event: dict[str, Any]) -> str:
+    """`backfill part 2 of 3: from -> to`, from a backfill part's event's details."""
+    details = event.get("details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            details = {}
+    part = (details or {}).get("backfill") or {}
+    return f"backfill part {part.get('part', '?')} of {part.get('parts', '?')}: {when(part.get('from'))} -> {when(part.get('to'))}"
 
 
 def run_ended_at(event: dict[str, Any]) -> datetime | None:
@@ -200,6 +228,19 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
                 hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
             )
         )
+    rewinds = [(j.job_id, t, said) for j in jobs for t, said in j.rewinds]
+    if rewinds:
+        fig.add_trace(
+            go.Scatter(
+                name="rewound",
+                mode="markers",
+                marker=dict(symbol="triangle-left", size=11, color="#9467bd"),
+                x=[r[1] for r in rewinds],
+                y=[r[0] for r in rewinds],
+                text=[r[2] for r in rewinds],
+                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
+            )
+        )
     fig.update_layout(
         title="Jobs: detections, starts and runs",
         barmode="overlay",
@@ -213,7 +254,10 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
 
 
 def trigger_text(run: Run) -> str:
-    """The upstreams whose new data started the run, as a label beside its start (the first two, fitted)."""
+    """The upstreams whose new data started the run, as a label beside its start (the first two, fitted);
+    a backfill part's run says which part."""
+    if run.backfill:
+        return run.backfill
     if not run.triggered_by:
         return ""
     shown = ", ".join(fit(label, 40) for label in run.triggered_by[:2])

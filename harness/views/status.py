@@ -344,6 +344,55 @@ def stale(r: dict[str, Any]) -> bool:
     )
 
 
+def backfill_line(r: dict[str, Any]) -> str | None:
+    """The row's latest backfill part's run (`python -m harness backfill`): going, or how it ended."""
+    if not r.get("backfill_run_at"):
+        return None
+    ended = r.get("backfill_ended_at")
+    if r.get("status") == "IN_PROGRESS" and (not ended or r["backfill_run_at"] > ended):
+        return f"backfill run going (requested {when(r['backfill_run_at'])}): {r.get('backfill_run')}"
+    if ended:
+        outcome = str(r.get("backfill_outcome") or "").split(": ", 1)[-1]
+        return f"last backfill run ended {when(ended)}: {outcome}"
+    return None
+
+
+def queued_lines(requests: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """A job's queued rewinds and backfills (the inbox's request bodies), and what each waits for."""
+    going = any(r.get("status") == "IN_PROGRESS" for r in rows)
+    lines = []
+    for request in requests:
+        args, command = request.get("args") or {}, request.get("command")
+        if command == "rewind":
+            what = f"rewind to {when(args.get('to'))} UTC"
+            waits = "waits for the run going to end, then applies" if going else "applied at the next tick"
+        elif command == "backfill":
+            what = f"backfill {when(args.get('from'))} -> {when(args.get('to'))} UTC"
+            waits = (
+                "its next part waits for the run going to end (a job never runs twice at once)"
+                if going
+                else "its next part starts at the next tick"
+            )
+        else:
+            continue
+        reason = f" ({args['reason']})" if args.get("reason") else ""
+        lines.append(
+            f"    queued {when(request.get('requested_at'))} by {args.get('by', '?')}: {what}{reason}: {waits}"
+        )
+    return ["queued requests:", *lines] if lines else []
+
+
+def rewind_line(r: dict[str, Any]) -> str | None:
+    """The row's latest rewind (`python -m harness rewind`): where its next run starts while no run has
+    succeeded since, else that a run consumed it."""
+    if not r.get("rewound_at"):
+        return None
+    said = str(r.get("rewind_reason") or "rewound").split(": ", 1)[-1]
+    if (r.get("last_success_timestamp") or "") < r["rewound_at"]:
+        return f"{said} (applied {when(r['rewound_at'])}): the next run starts at {describe(r.get('rewound_to'))}"
+    return f"{said} (applied {when(r['rewound_at'])}): consumed by the run that succeeded {when(r['last_success_timestamp'])}"
+
+
 def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list[str]:
     dep = "hard" if r["is_hard_dependency"] else "soft"
     label = r.get("upstream_label") or upstream_label(r["sensor_source"], r["sensor_id"])
@@ -379,6 +428,9 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
     if r.get("request_dropped_at") and r["request_dropped_at"] >= (r.get("status_change_timestamp") or ""):
         lines.append(f"        request dropped {when(r['request_dropped_at'])}: {r.get('request_dropped')}")
     lines.extend(start_lines(r))
+    for said in (rewind_line(r), backfill_line(r)):
+        if said:
+            lines.append(f"        {said}")
     if stale(r):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
     elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):

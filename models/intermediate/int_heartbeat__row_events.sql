@@ -48,8 +48,13 @@ classified as (
         event_type in ({{ heartbeat_event_types_with('import') }}) as is_import,
         -- an import that could not carry the row's position: its start_from (now)
         {{ heartbeat_json_value('details', 'start_from') }} as start_from,
-        -- A refused start restores the status the row had before the trigger, which may be NULL.
-        status is not null or event_type in ({{ heartbeat_event_types_with('start_refusal') }}) as sets_status
+        event_type in ({{ heartbeat_event_types_with('rewind') }}) as is_rewind,
+        event_type in ({{ heartbeat_event_types_with('backfill_trigger') }}) as is_backfill_trigger,
+        event_type in ({{ heartbeat_event_types_with('backfill_run_start') }}) as is_backfill_run_start,
+        event_type in ({{ heartbeat_event_types_with('backfill_end') }}) as is_backfill_end,
+        -- A refused start, and a backfill run's end, restore the status the row had before the trigger, which may be NULL.
+        status is not null or event_type in ({{ heartbeat_event_types_with('start_refusal') }})
+            or event_type in ({{ heartbeat_event_types_with('restores_status') }}) as sets_status
     from events
 
 )

@@ -40,6 +40,9 @@
     {'timestamp': 'watched_since', 'condition': 'is_watch_start', 'values': {}},
     {'timestamp': 'request_dropped_at', 'condition': 'is_request_dropped', 'values': {'request_dropped': 'message'}},
     {'timestamp': 'imported_at', 'condition': 'is_import', 'values': {'imported_start_from': 'start_from'}},
+    {'timestamp': 'rewound_at', 'condition': 'is_rewind', 'values': {'rewound_to': 'watermark_after', 'rewind_reason': 'message'}},
+    {'timestamp': 'backfill_run_at', 'condition': 'is_backfill_trigger', 'values': {'backfill_run': 'message'}},
+    {'timestamp': 'backfill_ended_at', 'condition': 'is_backfill_end', 'values': {'backfill_outcome': 'message'}},
     {'timestamp': 'last_event_time', 'condition': 'true', 'values': {}},
 ] -%}
 {%- set key = ['sensor_source', 'sensor_id', 'trigger_job_id'] -%}
@@ -173,13 +176,25 @@ folded as (
 
 ),
 
+rewound as (
+
+    -- a rewind later than what last set where the range starts (the job's last successful run, or a
+    -- baseline: start_from now, an import): the next run starts where it points, as if that run had ended
+    -- there (macros/rewind.sql)
+    select
+        *,
+        {{ heartbeat_rewound_watermark('last_success_watermark', 'range_start_timestamp', 'rewound_to', 'rewound_at') }} as consumed_watermark
+    from folded
+
+),
+
 consumed as (
 
     -- the steps up to the watermark of the job's last successful run are consumed (when it is one of them)
     select
         *,
-        {{ heartbeat_steps_after('known_steps', 'last_success_watermark') }} as pending_steps
-    from folded
+        {{ heartbeat_steps_after('known_steps', 'consumed_watermark') }} as pending_steps
+    from rewound
 
 ),
 
@@ -222,7 +237,7 @@ final as (
         folded.latest_trigger_token,
         folded.latest_run_id,
         folded.run_started_timestamp,
-        folded.last_success_watermark,
+        folded.consumed_watermark as last_success_watermark,
         folded.last_success_timestamp,
         folded.last_error,
         folded.last_error_timestamp,
@@ -238,7 +253,6 @@ final as (
         folded.request_dropped,
         folded.request_dropped_at,
         folded.run_ended_at,
-        -- an import that could not carry the row's position watches it from its next check
         controls.quiet_period,
         controls.min_interval,
         controls.start_window,
@@ -260,7 +274,14 @@ final as (
         folded.watermark_timestamp,
         folded.range_start_timestamp,
         folded.imported_start_from,
-        folded.imported_at
+        folded.imported_at,
+        folded.rewound_at,
+        folded.rewound_to,
+        folded.rewind_reason,
+        folded.backfill_run,
+        folded.backfill_run_at,
+        folded.backfill_outcome,
+        folded.backfill_ended_at
     from controls
     inner join ranged as folded
         on {% for column in key %}folded.{{ column }} = controls.{{ column }}{{ ' and ' if not loop.last }}{% endfor %}

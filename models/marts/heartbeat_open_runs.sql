@@ -2,7 +2,8 @@
 
 {#-
   Run requests whose outcome is not recorded yet, one row per request and control row. A request is
-  its TRIGGER_REQUESTED events (the intent, written before the backend is called); it is closed by an
+  its TRIGGER_REQUESTED events (the intent, written before the backend is called), or a backfill
+  part's BACKFILL_REQUESTED ones (`backfill` says which part, from the intent's details); it is closed by an
   event that records its outcome (var heartbeat_event_types, flag closes_run). The tick re-sends an open
   request without a run id with the same idempotency token, and polls one with a run id.
   Read from the oldest trigger of a row still IN_PROGRESS (every row of an open request is), or from
@@ -16,7 +17,7 @@ with
 window_start as (
 
     select least(
-        coalesce(min(case when status = 'IN_PROGRESS' then job_start_timestamp end), cast('9999-12-31' as timestamp)),
+        coalesce(min(case when status = 'IN_PROGRESS' then greatest(job_start_timestamp, backfill_run_at) end), cast('9999-12-31' as timestamp)),
         {{ heartbeat_look_back_start() }}
     ) as since
     from {{ ref('heartbeat_control_table') }}
@@ -47,15 +48,15 @@ row_requests as (
         sensor_id,
         trigger_job_id,
         max(case when closes_run then 1 else 0 end) as closes_run,
-        min(case when is_trigger then event_time end) as requested_at,
-        {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start') }} as run_id,
-        max(case when is_run_start then event_time end) as run_started_at,
+        min(case when is_trigger or is_backfill_trigger then event_time end) as requested_at,
+        {{ heartbeat_latest_value('run_id', 'event_time', 'is_run_start or is_backfill_run_start') }} as run_id,
+        max(case when is_run_start or is_backfill_run_start then event_time end) as run_started_at,
         max(case when event_type = 'RUN_STUCK' then 1 else 0 end) as is_flagged_stuck,
         -- the backend's latest failure to answer for the run (poll_failure): to read its state, or to confirm its start;
         -- NULL once it answered again (error_cleared), so that a new failure is recorded at once
         {{ heartbeat_latest_value('case when is_error_cleared then null else message end', 'event_time', 'is_poll_failure or is_error_cleared') }} as last_poll_error,
         max(case when is_poll_failure or is_error_cleared then event_time end) as last_poll_error_at,
-        {{ heartbeat_earliest_value('struct(watermark_before, watermark_after, details)', 'event_time', 'is_trigger') }} as intent
+        {{ heartbeat_earliest_value('struct(watermark_before, watermark_after, details)', 'event_time', 'is_trigger or is_backfill_trigger') }} as intent
     from (select * from events distribute by idempotency_token)
     group by idempotency_token, sensor_source, sensor_id, trigger_job_id
 
@@ -93,7 +94,8 @@ final as (
         intent.watermark_before,
         intent.watermark_after,
         {{ heartbeat_json_value('intent.details', 'previous_status') }} as previous_status,
-        {{ heartbeat_json_value('intent.details', 'dependency') }} = 'hard' as is_hard_dependency
+        {{ heartbeat_json_value('intent.details', 'dependency') }} = 'hard' as is_hard_dependency,
+        {{ heartbeat_json_value('intent.details', 'backfill') }} as backfill
     from requests
     where is_open
       and requested_at is not null

@@ -14,6 +14,15 @@ once every run ended, every batch went to exactly one run. The points:
   requests:applied        a queued request's events appended (a `complete`, an import of the lakehouse
                           engine's state), its file not removed yet: applied again, recorded once
 
+and, for the commands that steer a job's range (docs/ranges.md):
+
+  request:rewind-recorded    a rewind's events appended, its request not removed from the queue
+                             (tests/tick/test_rewind.py: applied again, it is one rewind)
+  backfill:planned           a backfill's parts planned, none started
+  backfill:intent-recorded   a backfill part's intent recorded, the backend not called
+  start:backend-called       (a backfill part) the backend started its run, its id not recorded
+  backfill:outcome-recorded  the part's run id recorded, not folded yet
+
 The event index's point (`event index:added files`, a refresh stopped between two batches of files) can
 lose or double no run, only a reader's events: tests/state/test_event_index.py stops it and reads. The
 event log's point (`events append:file written`, an append's file written but not moved into its day)
@@ -37,7 +46,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,7 +55,10 @@ from deltalake import write_deltalake
 
 from harness.commands import cli
 from harness.commands.lakehouse_engine import engine_sensor_id
+from harness.commands.ranges import backfill_request
 from harness.core.faults import Stopped, stopping_at
+from harness.sensors.trigger_file import files_in_range
+from harness.tick import inbox
 from tests.engine_exports import engine_control, engine_exports, engine_sensor
 from tests.jobs_api_server import JobsApiServer
 from tests.processes import UPSTREAM, HeartbeatProcess
@@ -241,6 +253,63 @@ def test_an_import_stopped_at_each_point_of_its_ticks_is_recorded_once_and_start
     rows = {r.key.trigger_job_id: r for r in heartbeat.tables.control_rows()}
     assert rows["pending"].status == "COMPLETED" and rows["files"].watermark is not None
     assert not list((heartbeat.config.state_dir / "inbox").glob("*.json"))
+
+
+BACKFILL_POINTS = ["backfill:planned", "backfill:intent-recorded", "start:backend-called", "backfill:outcome-recorded"]
+
+
+@pytest.mark.scenario
+@pytest.mark.parametrize("backend", ["local", "databricks"])
+def test_a_backfill_stopped_at_each_point_starts_each_part_once_and_moves_no_watermark(
+    backend: str, heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
+    # GIVEN a job whose runs succeed at once, which consumed a folder where a file landed in each of four windows
+    job = JOB[backend]
+    heartbeat.write_controls([control_row("trigger_file", UPSTREAM, job)])
+    if backend == "databricks":
+        jobs_api.add_job(int(job))
+        jobs_api.auto_end[int(job)] = ("SUCCESS", "")
+        use_databricks(heartbeat)
+    else:
+        heartbeat.define_jobs(job)
+    hb = HeartbeatProcess(heartbeat.root, backend, job, jobs_api if backend == "databricks" else None)
+    start = datetime.now(timezone.utc)
+    for k in range(len(BACKFILL_POINTS)):
+        time.sleep(max(0.0, (start + timedelta(seconds=0.3 * k + 0.1) - datetime.now(timezone.utc)).total_seconds()))
+        heartbeat.drop_trigger_file(UPSTREAM, f"window-{k}.done")
+    end = start + timedelta(seconds=0.3 * len(BACKFILL_POINTS))
+    time.sleep(max(0.0, (end - datetime.now(timezone.utc)).total_seconds()))
+    heartbeat.tick()
+    hb.wait_for_runs()
+    heartbeat.tick()
+    consumed = hb.row()["last_success_watermark"]
+    request, _ = backfill_request(job, start.isoformat(), end.isoformat(), "0.3s", None, datetime.now(timezone.utc))
+    inbox.submit(heartbeat.config.state_dir, request)
+
+    # WHEN each tick that plans or starts a part is stopped at a point, and a restart tick follows
+    for point in BACKFILL_POINTS:
+        with stopping_at(point), pytest.raises(Stopped):
+            heartbeat.tick()
+        heartbeat.restart()
+        assert heartbeat.tick().error is None
+        hb.wait_for_runs()
+    for _ in range(6):
+        heartbeat.tick()
+        hb.wait_for_runs()
+        if not inbox.pending(heartbeat.config.state_dir) and hb.row()["status"] == "COMPLETED":
+            break
+
+    # THEN each part ran once, handed its window's file, and the job's watermark did not move
+    parts = [r for r in hb.runs() if r["token"].startswith("hb-bf-")]
+    assert len(parts) == len(BACKFILL_POINTS) and len({r["token"] for r in parts}) == len(parts), parts
+    folder = heartbeat.config.trigger_root / UPSTREAM  # type: ignore[operator]
+    handed = [
+        [p.name for p in files_in_range(folder, r["range"]["upstreams"][0]["from"], r["range"]["upstreams"][0]["to"])]
+        for r in parts
+    ]
+    assert sorted(handed) == [[f"window-{k}.done"] for k in range(len(BACKFILL_POINTS))]
+    assert hb.row()["last_success_watermark"] == consumed and hb.row()["status"] == "COMPLETED"
+    assert inbox.pending(heartbeat.config.state_dir) == []
 
 
 # --- a killed process: inside dbt's fold, a half-written version, a lost metastore -------------------

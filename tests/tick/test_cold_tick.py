@@ -29,7 +29,7 @@ from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.state.status_files import TickResult, read_json, record_tick, waiting_reasons
+from harness.state.status_files import TickResult, read_json, read_snapshot, record_tick, waiting_reasons
 from harness.state.tables import CONTROL_TABLE, Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
@@ -160,7 +160,7 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
     handover, report = left.cold()
     assert handover is None
     assert report.upstreams_checked == 1
-    snapshot = read_json(left.config.layout.snapshot)
+    snapshot = read_snapshot(left.config.state_dir)
     assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
     # each sensed row's reason for waiting, for status and why
     assert list(waiting_reasons(left.config.state_dir)) == [

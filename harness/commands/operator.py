@@ -60,7 +60,7 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
         raise HeartbeatError(f"--state {args.state}: choose one of {', '.join(status.STATE_CHOICES)}")
     selection = status.Selection(job_id=args.job, state=args.state, listed=None if args.all else status.LISTED_JOBS)
     render = status.render_json if args.json else status.render
-    snapshot = _snapshot(config, whole=args.json)
+    snapshot = _snapshot(config, whole=args.json or args.all)  # every job shown: one read of the whole
     print(
         render(
             snapshot,

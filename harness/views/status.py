@@ -484,7 +484,22 @@ def render_json(
                 if selection.picks(job, rows, view)
             ],
         }
-    return json.dumps(body, indent=2, default=str)
+    return _indented(body)
+
+
+_JOBS_HERE = "\u0000jobs"  # where the jobs go (a value no JSON text of a job holds unescaped)
+
+
+def _indented(body: dict[str, Any]) -> str:
+    """`body` as indented JSON, each job on a line of its own: indenting is json's pure-Python encoder, about
+    five times its C encoder's time, 13 s for an estate's 25,000 jobs; one line a job stays readable and
+    takes the C encoder."""
+    snapshot = body.get("snapshot")
+    if not snapshot or not snapshot.get("jobs"):
+        return json.dumps(body, indent=2, default=str)
+    text = json.dumps(body | {"snapshot": snapshot | {"jobs": _JOBS_HERE}}, indent=2, default=str)
+    jobs = ",\n".join("    " + json.dumps(job, default=str) for job in snapshot["jobs"])
+    return text.replace(json.dumps(_JOBS_HERE), "[\n" + jobs + "\n  ]", 1)
 
 
 # --- why ------------------------------------------------------------------------------------------

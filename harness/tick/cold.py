@@ -143,7 +143,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         step.done("skipped: nothing new since the last fold", skipped=True)
 
     with Step(report, "sense") as step:
-        sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
+        sensed = [row for row in (rows.get(RowKey(*key)) for key in snapshot["sensed"]) if row is not None]
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
         at = now()
         outcome = sense(

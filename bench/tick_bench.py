@@ -1,9 +1,10 @@
-"""Benchmark: what a tick costs at thousands of control rows, before and after a year of events, and
-what the same sensing costs done the way a per-row heartbeat does it.
+"""Benchmark: what a tick costs from a thousand control rows to an estate's 100,000, before and after a
+year of events, and what the same sensing costs done the way a per-row heartbeat does it.
 
 Each size runs in a process of its own (a state folder, a Derby metastore and a warm SparkSession):
-  1. a controls CSV of --rows rows over --upstreams trigger-file upstreams and --jobs jobs (four rows a
-     job, a quarter of them soft), and a first tick that loads it;
+  1. a controls CSV of --rows rows over --upstreams trigger-file upstreams (default: the estate's shape,
+     five rows an upstream: 100,000 rows over 20,000 upstreams) and --jobs jobs (four rows a job, a
+     quarter of them soft: 25,000 jobs at 100,000 rows), and a first tick that loads it;
   2. --warmup-rounds rounds of new data on 10 % of the upstreams (their jobs start, the next tick
      records the runs' ends), on upstreams the measured ticks do not use: the process's JVM is the one
      a `run` loop starts (both of its compilers, `--jvm loop`), whose code is compiled for the long run
@@ -20,8 +21,16 @@ Each size runs in a process of its own (a state folder, a Derby metastore and a 
      upstream and one write of that row's status to a control table; its per-row cost times the rows
      is what one pass over every row costs done that way.
 
+Every tick that starts jobs is checked against the start rules, worked out here from the controls CSV
+and the folders landed (a job starts when each of its hard rows has news, or with no hard row, one
+soft row): a start missing or one too many ends the benchmark with the difference. After the ticks,
+--cron-ticks `python -m harness tick` processes with nothing new (a cron tick, cold). Each size prints
+its peak memory: the largest resident set of the Python process and of Spark's JVM.
+
     .venv/bin/python bench/tick_bench.py                      # 2,000 and 10,000 rows, a year of history
     .venv/bin/python bench/tick_bench.py --sizes 2000 --history-days 0
+    .venv/bin/python bench/tick_bench.py --sizes 1000,10000,100000 --history-days 0 --ticks 3 \
+        --warmup-rounds 1 --baseline-sample 0                  # how it grows, to an estate
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,7 +51,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.core.config import PROJECT_DIR, Config, HeartbeatSettings, LocalJob, SensingSettings  # noqa: E402
+import yaml  # noqa: E402
+
+from harness.core.config import PROJECT_DIR, Config, load_config  # noqa: E402
 from harness.core.controls import USER_COLUMNS  # noqa: E402
 from harness.tick.steps import TickReport  # noqa: E402
 
@@ -83,6 +96,106 @@ def bench_config(state: Path, seeds: Path, rows: int, upstreams: int, jobs: int,
     )
 
 
+def estate_config(base: Path, seeds: Path, rows: int, upstreams: int, jobs: int) -> Config:
+    """A heartbeat.yml in `base` (the state folder `base/state`, the trigger folders `base/triggers`, the
+    local runner's `jobs`, each a command `true`) over a controls CSV of `rows` rows in `seeds`: the
+    configuration both the benchmark's warm process and its `python -m harness tick` processes load."""
+    triggers = base / "triggers"
+    for u in range(upstreams):
+        (triggers / f"up{u:05d}").mkdir(parents=True)
+    write_controls(seeds / "heartbeat_controls.csv", rows, upstreams, jobs)
+    path = base / "heartbeat.yml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "state_dir": str(base / "state"),
+                "backend": "local",
+                "dbt_target": "local",
+                "controls_csv": str(seeds / "heartbeat_controls.csv"),
+                "trigger_file": {"root": str(triggers)},
+                "sensing": {"check_timeout_seconds": 120, "max_parallel_checks": 8},
+                "local_runner": {"jobs": {f"job{j:05d}": {"name": "bench", "command": "true"} for j in range(jobs)}},
+            }
+        )
+    )
+    return load_config(path)
+
+
+class StartRules:
+    """The start rules of the benchmark's control table, worked out apart from the heartbeat (every row
+    UNPAUSED, none failed): a job starts when each of its hard rows has news, or, with no hard row, one of
+    its soft rows. News waits on a row until its job starts; a job started waits for its run's end,
+    which the benchmark always lets come before the next landing."""
+
+    def __init__(self, rows: int, upstreams: int, jobs: int) -> None:
+        self.hard: dict[str, set[str]] = {}
+        self.soft: dict[str, set[str]] = {}
+        for i in range(rows):
+            job, upstream = f"job{i // 4 % jobs:05d}", f"up{i % upstreams:05d}"
+            self.hard.setdefault(job, set())
+            self.soft.setdefault(job, set())
+            (self.soft if i % 4 == 3 else self.hard)[job].add(upstream)
+        self.news: set[tuple[str, str]] = set()  # (job, upstream) with news not yet handed to a run
+
+    def landed(self, upstreams: set[str]) -> set[str]:
+        """The jobs the rules start once `upstreams` got new data."""
+        for job in self.hard:
+            self.news |= {(job, u) for u in (self.hard[job] | self.soft[job]) & upstreams}
+        ready = {
+            job
+            for job, hard in self.hard.items()
+            if (
+                all((job, u) in self.news for u in hard) if hard else any((job, u) in self.news for u in self.soft[job])
+            )
+        }
+        self.news = {(job, u) for job, u in self.news if job not in ready}
+        return ready
+
+
+def check_starts(rules: StartRules, upstreams: set[str], report: TickReport, what: str) -> int:
+    """The tick's starts against the rules' (a start missing or one too many ends the benchmark)."""
+    expected = rules.landed(upstreams)
+    started = set(report.started)
+    if started != expected:
+        missing, extra = sorted(expected - started), sorted(started - expected)
+        raise SystemExit(
+            f"bench: {what}: the heartbeat started {len(started)} jobs, the rules say {len(expected)}: "
+            f"missing {missing[:10]}, not due {extra[:10]}"
+        )
+    return len(started)
+
+
+def landed_names(upstreams: int, part: int) -> set[str]:
+    """The upstreams `land` gives new data in its `part`-th tenth."""
+    changed = tenth(upstreams)
+    return {f"up{u:05d}" for u in range(part * changed, min(upstreams, (part + 1) * changed))}
+
+
+def peak_memory() -> dict[str, float]:
+    """The largest resident set so far, in MB: of this process (Python), and of Spark's JVM (a process
+    below this one, from its VmHWM)."""
+    python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    jvm, todo = 0.0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                status = Path(f"/proc/{pid}/status").read_text()
+                jvm += next(int(x.split()[1]) for x in status.splitlines() if x.startswith("VmHWM:")) / 1024
+        except (OSError, StopIteration):
+            continue
+    return {"python_mb": round(python), "jvm_mb": round(jvm), "total_mb": round(python + jvm)}
+
+
 def timed(runtime: Any, run_tick: Any) -> tuple[float, TickReport]:
     started = time.monotonic()
     report = run_tick(runtime)
@@ -106,7 +219,7 @@ def land(triggers: Path, upstreams: int, part: int, batch: str) -> None:
         (triggers / f"up{u:05d}" / batch).write_text("x")
 
 
-def warm_up(runtime: Any, triggers: Path, upstreams: int, rounds: int) -> float:
+def warm_up(runtime: Any, rules: StartRules, triggers: Path, upstreams: int, rounds: int) -> float:
     """`rounds` rounds of new data on a tenth of the upstreams (the fourth tenth on: the measured ticks
     use the first three), the tick that starts their jobs and the one that records the runs' ends."""
     from harness.tick.run import run_tick
@@ -114,30 +227,39 @@ def warm_up(runtime: Any, triggers: Path, upstreams: int, rounds: int) -> float:
     started = time.monotonic()
     for k in range(rounds):
         land(triggers, upstreams, 3 + k % 7, f"warmup{k}")
-        run_tick(runtime)
+        check_starts(rules, landed_names(upstreams, 3 + k % 7), run_tick(runtime), f"warm-up round {k}")
         wait_for_runs(runtime.config.state_dir / "local_runs")
         run_tick(runtime)
     return time.monotonic() - started
 
 
-def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch: str) -> dict[str, Any]:
+def tick_series(
+    runtime: Any, rules: StartRules, triggers: Path, upstreams: int, ticks: int, batch: str
+) -> dict[str, Any]:
     """Idle ticks, then a tick with new data on 10 % of the upstreams, then the tick that records the ends;
     then the next 10 % land (their jobs start), and once those runs ended, the next 10 % land: a tick
-    that records run ends, finds new data and starts jobs (`mixed`)."""
+    that records run ends, finds new data and starts jobs (`mixed`). Each tick's starts are checked
+    against the rules."""
     from harness.tick.run import run_tick
 
     idle = [timed(runtime, run_tick) for _ in range(ticks)]
+    for _, report in idle:
+        check_starts(rules, set(), report, "a tick with nothing new")
     changed = tenth(upstreams)
     land(triggers, upstreams, 0, batch)
     new_seconds, new = timed(runtime, run_tick)
+    checked = check_starts(rules, landed_names(upstreams, 0), new, "the tick with new data")
     wait_for_runs(runtime.config.state_dir / "local_runs")
     ends_seconds, ends = timed(runtime, run_tick)
+    check_starts(rules, set(), ends, "the tick recording run ends")
     land(triggers, upstreams, 1, batch)
-    run_tick(runtime)
+    check_starts(rules, landed_names(upstreams, 1), run_tick(runtime), "the tick before the mixed one")
     wait_for_runs(runtime.config.state_dir / "local_runs")
     land(triggers, upstreams, 2, batch)
     mixed_seconds, mixed = timed(runtime, run_tick)
+    checked += check_starts(rules, landed_names(upstreams, 2), mixed, "the tick with both")
     wait_for_runs(runtime.config.state_dir / "local_runs")
+    run_tick(runtime)  # the mixed tick's run ends: the state idle again
     return {
         "idle_median": round(statistics.median(s for s, _ in idle), 2),
         "idle_min": round(min(s for s, _ in idle), 2),
@@ -154,7 +276,28 @@ def tick_series(runtime: Any, triggers: Path, upstreams: int, ticks: int, batch:
         "mixed_steps": steps([mixed]),
         "mixed_ended": mixed.runs_succeeded,
         "mixed_started": len(mixed.started),
+        "starts_checked": checked,
     }
+
+
+def cron_ticks(config: Config, ticks: int) -> dict[str, Any]:
+    """`ticks` `python -m harness tick` processes with nothing new, one after another: their seconds."""
+    seconds = []
+    for _ in range(ticks):
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", "--config", str(config.config_path), "tick"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        seconds.append(time.monotonic() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"bench: a cron tick failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        if "open spark" in done.stdout + done.stderr:
+            raise SystemExit(f"bench: a cron tick with nothing new opened Spark:\n{done.stderr[-3000:]}")
+    return {"median": round(statistics.median(seconds), 2), "min": round(min(seconds), 2), "ticks": ticks}
 
 
 def wait_for_runs(runs: Path, timeout: float = 600.0) -> None:
@@ -246,23 +389,18 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
     from harness.tick.run import run_tick
     from harness.tick.runtime import Runtime
 
-    rows, upstreams = args.rows, min(args.upstreams, args.rows)
+    rows = args.rows
+    upstreams = min(args.upstreams or max(1, rows // 5), rows)
     jobs = args.jobs or rows // 4
-    state = Path(args.state)
-    shutil.rmtree(state, ignore_errors=True)
+    base = Path(args.state)
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
     seeds = PROJECT_DIR / "state" / "bench-seeds" / "tick-bench"  # beside the other benchmarks' seeds
     shutil.rmtree(seeds, ignore_errors=True)
     seeds.mkdir(parents=True)
     setup_logging("text", False)
-    config = bench_config(
-        state,
-        seeds,
-        rows,
-        upstreams,
-        jobs,
-        settings=HeartbeatSettings(sensing=SensingSettings(check_timeout_seconds=120, max_parallel_checks=8)),
-        local_jobs={f"job{j:05d}": LocalJob(name="bench", command="true") for j in range(jobs)},
-    )
+    config = estate_config(base, seeds, rows, upstreams, jobs)
+    rules = StartRules(rows, upstreams, jobs)
     triggers = config.trigger_root
     assert triggers is not None
     result: dict[str, Any] = {"rows": rows, "upstreams": upstreams, "jobs": jobs, "jvm": args.jvm}
@@ -273,23 +411,27 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
     runtime = Runtime.open(config, parse_ahead=True, for_life=True)
     result["session_seconds"] = round(time.monotonic() - started, 1)
     first_seconds, first = timed(runtime, run_tick)
-    result["first_tick"] = {"seconds": round(first_seconds, 1), "steps": steps([first])}
+    check_starts(rules, set(), first, "the first tick")
+    result["first_tick"] = {"seconds": round(first_seconds, 1), "steps": steps([first]), "memory": peak_memory()}
     result["warmup"] = {
         "rounds": args.warmup_rounds,
-        "seconds": round(warm_up(runtime, triggers, upstreams, args.warmup_rounds), 1),
+        "seconds": round(warm_up(runtime, rules, triggers, upstreams, args.warmup_rounds), 1),
     }
-    result["fresh"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch1")
+    result["fresh"] = tick_series(runtime, rules, triggers, upstreams, args.ticks, "batch1")
+    if args.cron_ticks:
+        result["cron"] = cron_ticks(config, args.cron_ticks)
     if args.today_events:
         fill_seconds = fill_today(runtime, args.today_events)
         result["today"] = {"events": args.today_events, "fill_seconds": round(fill_seconds, 1)}
-        result["after_today"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch3")
+        result["after_today"] = tick_series(runtime, rules, triggers, upstreams, args.ticks, "batch3")
     if args.history_days:
         fill_seconds = fill_history(runtime, args.history_days, args.events_per_day)
         count = runtime.spark.table(runtime.events.table).count()
         result["history"] = {"days": args.history_days, "events": count, "fill_seconds": round(fill_seconds, 1)}
-        result["after_history"] = tick_series(runtime, triggers, upstreams, args.ticks, "batch2")
+        result["after_history"] = tick_series(runtime, rules, triggers, upstreams, args.ticks, "batch2")
     if args.baseline_sample:
         result["baseline"] = baseline(runtime, triggers, args.baseline_sample, rows)
+    result["memory"] = peak_memory()
     shutil.rmtree(seeds, ignore_errors=True)
     return result
 
@@ -301,6 +443,16 @@ def show(r: dict[str, Any]) -> None:
         f"{'`run` loop' if r['jvm'] == 'loop' else 'short process'}, {r['warmup']['rounds']} busy rounds before "
         f"the measured ticks, {r['warmup']['seconds']}s)"
     )
+    m, f = r["memory"], r["first_tick"]["memory"]
+    print(
+        f"  peak memory: Python {m['python_mb']:,} MB + JVM {m['jvm_mb']:,} MB = {m['total_mb']:,} MB "
+        f"(after the first tick {f['total_mb']:,} MB)"
+    )
+    cron = r.get("cron")
+    if cron:
+        print(
+            f"  `tick` from cron, nothing new: median {cron['median']}s (min {cron['min']}s, {cron['ticks']} processes)"
+        )
     for name in ("fresh", "after_today", "after_history"):
         s = r.get(name)
         if not s:
@@ -321,6 +473,7 @@ def show(r: dict[str, Any]) -> None:
             f"{s['started']} jobs started): {s['new_data_seconds']}s | {s['new_data_steps']}"
         )
         print(f"    next tick ({s['runs_ended']} run ends recorded): {s['ends_seconds']}s | {s['ends_steps']}")
+        print(f"    starts checked against the rules: {s['starts_checked']}, none missing, none not due")
         print(
             f"    a tick with both ({s['mixed_ended']} run ends recorded, new data on {s['new_data_upstreams']} "
             f"upstreams, {s['mixed_started']} jobs started): {s['mixed_seconds']}s | {s['mixed_steps']}"
@@ -339,9 +492,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2000,10000", help="control-table sizes, one process each")
     parser.add_argument("--rows", type=int, help=argparse.SUPPRESS)  # one size, in this process
-    parser.add_argument("--upstreams", type=int, default=2000)
+    parser.add_argument(
+        "--upstreams", type=int, default=0, help="trigger-folder upstreams (default rows/5, the estate's shape)"
+    )
     parser.add_argument("--jobs", type=int, default=0, help="distinct jobs (default rows/4)")
     parser.add_argument("--ticks", type=int, default=5)
+    parser.add_argument("--cron-ticks", type=int, default=3, help="`tick` processes with nothing new (0: none)")
     parser.add_argument("--warmup-rounds", type=int, default=3, help="busy rounds before the measured ticks")
     parser.add_argument(
         "--jvm",
@@ -377,6 +533,8 @@ def main() -> None:
             str(args.jobs),
             "--ticks",
             str(args.ticks),
+            "--cron-ticks",
+            str(args.cron_ticks),
             "--warmup-rounds",
             str(args.warmup_rounds),
             "--jvm",

@@ -10,7 +10,7 @@ It serves what the Databricks backend uses (Jobs API 2.2, the fields databricks-
   GET  /api/2.2/jobs/get                a job's settings (name, declared parameters)
   GET  /api/2.0/secrets/get             a secret of `secrets` (scope, key), base64 as the service answers
 Every request is recorded (method, path, query, body) so tests can count runs per job. Tests make it
-fail on demand (`fail`: status, Retry-After, delay, for the next N matching requests), end runs
+fail on demand (`fail`: status, Retry-After, delay, for the next N matching requests, or every other one), end runs
 (`end_run`: SUCCESS / FAILED / CANCELED / TIMEDOUT ...), start runs "by hand" (`run_by_hand`), and
 hook a request at a stage (`hooks`) — e.g. to kill the heartbeat process while it waits for run-now.
 """
@@ -106,6 +106,8 @@ class Fault:
     message: str = "injected failure"
     then_serve: bool = False  # after the delay, serve the request normally (a slow success)
     job_id: int | None = None  # only requests for this job (run-now body / query job_id)
+    every: int = 1  # of the matching requests, the first and every `every`-th after it (2: every other one)
+    seen: int = 0  # matching requests so far
 
 
 class DropRequest(Exception):
@@ -238,6 +240,9 @@ class JobsApiServer:
                 if fault.job_id is not None and str(fault.job_id) != str(job_id):
                     continue
                 if fault.times > 0 and req.path.endswith(fault.path):
+                    fault.seen += 1
+                    if (fault.seen - 1) % fault.every:
+                        continue
                     fault.times -= 1
                     return fault
         return None
@@ -362,6 +367,9 @@ def _error(code: str, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     api: JobsApiServer
     protocol_version = "HTTP/1.1"
+    # An answer is two writes (its headers, then its body): with Nagle's algorithm the body waited for the
+    # client's delayed acknowledgement of the headers, 40 ms an answer on a kept-alive connection
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the server records requests itself."""

@@ -21,6 +21,7 @@ import yaml
 
 from harness.core.config import PROJECT_DIR
 from harness.core.faults import CRASH_ENV
+from harness.state.status_files import read_snapshot
 from tests.jobs_api_server import FAST, JobsApiServer
 from tests.support import RECORDING_JOB, SESSION_SEEDS, control_row, write_controls_csv
 
@@ -94,7 +95,10 @@ class HeartbeatProcess:
 
     # --- what it left ------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        return dict(json.loads((self.state / "status.json").read_text()))
+        """The status snapshot as `status` reads it: with the latest tick that found the state so."""
+        snapshot = read_snapshot(self.state)
+        assert snapshot is not None, f"no status snapshot in {self.state}"
+        return snapshot
 
     def health(self) -> dict[str, Any]:
         return dict(json.loads((self.state / "health.json").read_text()))

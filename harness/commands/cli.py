@@ -42,7 +42,7 @@ from harness.core.config_source import StateFolder, locate_state
 from harness.core.errors import HeartbeatError, StateBusyError, StateFileError, root_cause
 from harness.core.vocabulary import PUBLISH_OPERATIONS, EventType, Status
 from harness.state.lock import StateLock
-from harness.state.status_files import read_json, record_tick, snapshot_rows
+from harness.state.status_files import read_snapshot, record_tick, snapshot_rows
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -314,7 +314,7 @@ def _last_snapshot(config: Config) -> dict[str, Any] | None:
     """The status snapshot the last tick left, to check a request against; one that cannot be read checks
     nothing (the request is queued all the same: a job's last task must not fail for it) and says so."""
     try:
-        return read_json(config.layout.snapshot)
+        return read_snapshot(config.state_dir)
     except StateFileError as exc:
         print(f"note: not checked against the control table, queued all the same: {exc}")
         return None
@@ -422,7 +422,7 @@ def _range_changes(config: Config, specs: Sequence[ControlSpec]) -> list[tuple[C
     tick's snapshot): what their next runs are handed then. Nothing before the first tick or where the
     snapshot cannot be read (`status` says why)."""
     try:
-        snapshot = read_json(config.layout.snapshot)
+        snapshot = read_snapshot(config.state_dir)
     except StateFileError:
         return []
     pending = {

@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from harness.tick.runtime import Runtime
 
 
-def _snapshot(config: InStateFolder) -> dict[str, Any] | None:
-    return status_files.read_json(config.layout.snapshot)
+def _snapshot(config: InStateFolder, *, whole: bool = False) -> dict[str, Any] | None:
+    """The snapshot the last tick left: its outline (each job's rows read when shown), or `whole`."""
+    read = status_files.read_snapshot if whole else status_files.read_snapshot_outline
+    return read(config.state_dir)
 
 
 def _unknown_job(snapshot: dict[str, Any] | None, job_id: str | None) -> bool:
@@ -58,7 +60,7 @@ def cmd_status(config: InStateFolder, args: argparse.Namespace) -> int:
         raise HeartbeatError(f"--state {args.state}: choose one of {', '.join(status.STATE_CHOICES)}")
     selection = status.Selection(job_id=args.job, state=args.state, listed=None if args.all else status.LISTED_JOBS)
     render = status.render_json if args.json else status.render
-    snapshot = _snapshot(config)
+    snapshot = _snapshot(config, whole=args.json or args.all)  # every job shown: one read of the whole
     print(
         render(
             snapshot,

@@ -46,11 +46,12 @@ log = logging.getLogger("harness.serve")
 
 def state_version(state_dir: Path) -> str:
     """The version of what the page shows: each state file the operator's commands read, by size and time
-    of its last change. A tick rewrites the snapshot and the health record and appends to the ticks, so
-    every tick that lands is a new version; a page between two ticks is the same."""
+    of its last change. A tick writes the snapshot (or, where nothing changed, the tick file naming it) and
+    the health record and appends to the ticks, so every tick that lands is a new version; a page between
+    two ticks is the same."""
     layout = StateLayout(state_dir)
     parts = []
-    for path in (layout.snapshot, layout.health, layout.waiting, layout.ticks):
+    for path in (layout.snapshot, layout.snapshot_tick, layout.health, layout.waiting, layout.ticks):
         try:
             stat = path.stat()
             parts.append(f"{path.name}:{stat.st_mtime_ns}:{stat.st_size}")
@@ -60,6 +61,13 @@ def state_version(state_dir: Path) -> str:
 
 
 STALE = "-stale"
+
+
+def _last_written(layout: StateLayout) -> float | None:
+    """When a tick last wrote the snapshot, or the tick file that says it found the state as the snapshot
+    shows it (a tick with nothing new writes only that)."""
+    times = [path.stat().st_mtime for path in (layout.snapshot, layout.snapshot_tick) if path.exists()]
+    return max(times) if times else None
 
 
 class LivePage:
@@ -91,9 +99,9 @@ class LivePage:
             version = self.version()  # before reading: a tick landing meanwhile is the next version
             if self._drawn is None or self._drawn[0] != version:
                 self._drawn = (version, report_page(self.config, self.since, live_version=version).encode())
-                snapshot = StateLayout(self.config.state_dir).snapshot
                 ticks = read_ticks(self.config.state_dir, parse_since(self.since))
-                self._stale_at = snapshot.stat().st_mtime + stale_after(ticks) if snapshot.exists() else None
+                written = _last_written(StateLayout(self.config.state_dir))
+                self._stale_at = written + stale_after(ticks) if written is not None else None
             return self._drawn[1]
 
     def why(self, job_id: str) -> str:

@@ -81,7 +81,18 @@ class StateLayout:
     # --- what the operator's commands read ------------------------------------------------------------
     @property
     def snapshot(self) -> Path:
+        """The state as a tick left it: written when it changed (harness.state.status_files)."""
         return self.root / "status.json"
+
+    @property
+    def snapshot_index(self) -> Path:
+        """Where each job's rows are in `snapshot`, and their statuses: `status` and `why` read a few jobs."""
+        return self.root / "status.index.json"
+
+    @property
+    def snapshot_tick(self) -> Path:
+        """The latest tick that found the state as `snapshot` shows it: written by every tick."""
+        return self.root / "status.tick.json"
 
     @property
     def health(self) -> Path:

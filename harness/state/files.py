@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from harness.core.state_layout import on_volume
 
@@ -29,12 +29,17 @@ def append_line(path: Path, line: str, keep_lines: int) -> None:
         write_atomic(path, "".join(path.read_text().splitlines(keepends=True)[-keep_lines // 2 :]))
 
 
-def write_atomic(path: Path, text: str, before_replace: Callable[[], None] | None = None) -> None:
+def write_atomic(path: Path, text: str | Iterable[str], before_replace: Callable[[], None] | None = None) -> None:
     """Readers see the old file or the whole new one, never a part: the text goes to a temporary file
     beside it, which then replaces it in one rename. A kill in between leaves only a hidden temporary
-    file, which no reader looks at."""
+    file, which no reader looks at. `text` may come in pieces, written one after the other (a large
+    file is then never held whole in memory, nor encoded whole)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(text)
+    if isinstance(text, str):
+        tmp.write_text(text)
+    else:
+        with tmp.open("w") as handle:
+            handle.writelines(text)
     if before_replace is not None:
         before_replace()
     os.replace(tmp, path)

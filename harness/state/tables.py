@@ -257,6 +257,18 @@ class Tables:
             self._trigger_set, self.control_table, self._sensed_keys, self.open_run_records, self.controls_digest
         )
 
+    def readings_shown(self) -> tuple[object, ...]:
+        """What the status snapshot shows, as the readings kept now (snapshot_readings): the same objects
+        (`is`) as long as none was read again, so a tick tells an unchanged snapshot without comparing it."""
+        self.snapshot_readings()
+        return (
+            self._trigger_set_until(),
+            self.control_table(),
+            self._sensed_keys(),
+            self.open_run_records(),
+            self.controls_digest(),
+        )
+
     def _read(self, name: str, *order: str) -> list[dict[str, Any]]:
         if not self.exists(name):
             return []

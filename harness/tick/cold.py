@@ -32,10 +32,12 @@ from harness.platform.dbt_runner import project_digest
 from harness.sensors import build_registry
 from harness.state.event_log import now
 from harness.state.status_files import (
+    confirm_snapshot,
     filtered_before,
     last_failed_checks,
-    read_json,
+    read_snapshot,
     record_waiting,
+    snapshot_as_read,
     snapshot_trigger_set,
     write_snapshot_body,
 )
@@ -80,7 +82,8 @@ class Handover:
 def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
     """The full tick takes what a current snapshot holds as its readings of the tables (they change only
     at a fold, and none happened since; the decisions also with the clock, at `decisions_until`): it reads
-    none of them again before its first fold, so a tick that records nothing reads no table."""
+    none of them again before its first fold, so a tick that records nothing reads no table (nor writes
+    the snapshot whole again)."""
     runtime.tables.keep(
         snapshot["rows"],
         {RowKey(*key) for key in snapshot["sensed"]},
@@ -89,11 +92,14 @@ def keep_readings(runtime: Runtime, snapshot: dict[str, Any]) -> None:
         snapshot_trigger_set(snapshot),
         decisions_until(snapshot),
     )
+    as_read = snapshot_as_read(runtime.tables.config.state_dir, snapshot)
+    if as_read is not None:
+        runtime.snapshot_written = (runtime.tables.readings_shown(), as_read)
 
 
 def run(config: Config, report: TickReport) -> Handover | None:
     """The tick from the snapshot; None when it is done (nothing to record), else why Spark is needed."""
-    snapshot = read_json(config.layout.snapshot)
+    snapshot = read_snapshot(config.state_dir)
     stale = _snapshot_stale(config, snapshot)
     if stale or snapshot is None:
         return Handover(stale or "no status snapshot yet")
@@ -137,7 +143,7 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
         step.done("skipped: nothing new since the last fold", skipped=True)
 
     with Step(report, "sense") as step:
-        sensed = [rows[RowKey(*key)] for key in snapshot["sensed"] if RowKey(*key) in rows]
+        sensed = [row for row in (rows.get(RowKey(*key)) for key in snapshot["sensed"]) if row is not None]
         kinds = {SensorSource(r.key.sensor_source) for r in sensed if r.key.sensor_source in SOURCE_KINDS}
         at = now()
         outcome = sense(
@@ -183,8 +189,10 @@ def _first_look(config: Config, report: TickReport, snapshot: dict[str, Any]) ->
             return Handover("jobs ready to start", look=look)
         step.done(f"{len(jobs)} jobs, 0 ready: 0 started, 0 refused, 0 unconfirmed", jobs=len(jobs), ready=0)
 
-    snapshot.update(written_at=datetime.now(timezone.utc).isoformat(), tick_id=report.tick_id)
-    write_snapshot_body(config.state_dir, snapshot)
+    as_read = snapshot_as_read(config.state_dir, snapshot)
+    if as_read is None or confirm_snapshot(config.state_dir, report.tick_id, as_read) is None:
+        snapshot.update(written_at=datetime.now(timezone.utc).isoformat(), tick_id=report.tick_id)
+        write_snapshot_body(config.state_dir, snapshot)
     return None
 
 

@@ -41,7 +41,14 @@ from harness.core.vocabulary import ControlRow, EventType, RowKey
 from harness.state import event_compaction, event_index
 from harness.state.event_log import Event
 from harness.state.event_reader import events_folder, refresh_index
-from harness.state.status_files import filtered_before, last_failed_checks, record_tick, record_waiting, write_snapshot
+from harness.state.status_files import (
+    confirm_snapshot,
+    filtered_before,
+    last_failed_checks,
+    record_tick,
+    record_waiting,
+    write_snapshot,
+)
 from harness.state.tables import as_detected, detections
 from harness.tick import backfill, cold, fold, imports, inbox, publications, retention, rewind
 from harness.tick.freshness import freshness_events, watch_events
@@ -443,8 +450,8 @@ def _steps(runtime: Runtime, report: TickReport, look: FirstLook | None) -> None
         with Step(report, "fold") as step:
             fold_now(runtime, report, step)
     with Step(report, "snapshot") as step:
-        snapshot(runtime, report.tick_id)
-        step.done("status snapshot written")
+        whole = snapshot(runtime, report.tick_id)
+        step.done("status snapshot written" if whole else "status snapshot unchanged: the tick recorded", whole=whole)
 
     today = datetime.now(timezone.utc).date()
     if retention.due(runtime.config, today):
@@ -507,13 +514,19 @@ def index_events(config: Config, today: date) -> event_index.Refresh | None:
         return None
 
 
-def snapshot(runtime: Runtime, tick_id: str) -> None:
-    """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from."""
-    tables = runtime.tables
-    tables.snapshot_readings()
-    write_snapshot(
-        runtime.config.state_dir, tick_id, tables.job_decisions(), tables.control_table(), cold.facts(runtime)
-    )
+def snapshot(runtime: Runtime, tick_id: str) -> bool:
+    """The status snapshot of the state this tick left: what `status` shows and a cold tick goes on from.
+    Written whole only when its readings changed since this process last wrote it (and it is still the
+    one on disk); else the tick only says it found the state so. Returns whether it was written whole."""
+    tables, state_dir = runtime.tables, runtime.config.state_dir
+    shown = tables.readings_shown()
+    if runtime.snapshot_written is not None:
+        before, written = runtime.snapshot_written
+        if all(a is b for a, b in zip(before, shown)) and confirm_snapshot(state_dir, tick_id, written):
+            return False
+    written = write_snapshot(state_dir, tick_id, tables.job_decisions(), tables.control_table(), cold.facts(runtime))
+    runtime.snapshot_written = (shown, written)
+    return True
 
 
 def _named(job_ids: list[str], what: str) -> str:

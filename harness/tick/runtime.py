@@ -16,6 +16,7 @@ from harness.platform.spark import get_spark
 from harness.sensors import build_registry
 from harness.sensors.base import Sensor
 from harness.state.event_log import EventLog
+from harness.state.status_files import SnapshotWritten
 from harness.state.tables import Tables
 
 
@@ -39,6 +40,8 @@ class Runtime:
     sensors: dict[SensorSource, Sensor]
     views_built: bool = False  # the process's first dbt build (re)creates every view
     indexed_version: int | None = None  # the event log's version the event index was last refreshed at
+    # the readings the status snapshot was last written from (Tables.readings_shown), and the snapshot
+    snapshot_written: tuple[tuple[object, ...], SnapshotWritten] | None = None
 
     @classmethod
     def open(cls, config: Config, *, parse_ahead: bool = False, for_life: bool = False) -> "Runtime":

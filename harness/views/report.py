@@ -610,7 +610,7 @@ def report_page(
     `notes`: warnings of the caller's, after the state's own."""
     now = datetime.now(timezone.utc)
     ticks = status_files.read_ticks(state_dir, since)
-    snapshot = status_files.read_json(StateLayout(state_dir).snapshot)
+    snapshot = status_files.read_snapshot(state_dir)
     line = ""
     if snapshot is not None:
         counts = status.summary(status.jobs_of(snapshot))

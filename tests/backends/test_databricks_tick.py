@@ -128,6 +128,48 @@ def test_api_errors_become_events_naming_the_job_and_the_tick_stays_bounded(
     assert heartbeat.job_status("201") == {"NEW_EVENT_AVAILABLE"}
 
 
+def test_an_api_throttling_half_the_starts_starts_each_job_once_and_loses_none(
+    heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
+) -> None:
+    # GIVEN 16 Databricks jobs, each fed by a trigger folder of its own with a new file; the Jobs API
+    # answers the first run-now of every other job with 429 + Retry-After, and every run-now of two more
+    # for longer than the retry budget
+    jobs = [str(300 + j) for j in range(16)]
+    for job in jobs:
+        jobs_api.add_job(int(job))
+    heartbeat.write_controls([control_row("trigger_file", f"in{job}", job) for job in jobs])
+    use_databricks(heartbeat, unreachable_cooldown_seconds=0)  # the storm's end lets the next tick call at once
+    for job in jobs:
+        heartbeat.drop_trigger_file(f"in{job}", "batch-1.done")
+    throttled, storm = jobs[::2], jobs[1:5:2]
+    for job in throttled:
+        jobs_api.fail("/run-now", 429, job_id=int(job), retry_after=1, error_code="TOO_MANY_REQUESTS")
+    storms = [
+        jobs_api.fail("/run-now", 429, job_id=int(job), times=10_000, retry_after=60, error_code="TOO_MANY_REQUESTS")
+        for job in storm
+    ]
+
+    # WHEN a tick starts them, and the next tick once the storm is over
+    first = heartbeat.tick()
+    for fault in storms:
+        fault.times = 0
+    second = heartbeat.tick()
+
+    # THEN each throttled start was sent again after its wait and started in the first tick; the two the
+    # storm left unconfirmed were re-sent by the second with their first token and started then
+    assert sorted(first.started) == sorted(set(jobs) - set(storm)) and sorted(first.start_unconfirmed) == storm
+    assert second.starts_repaired == 2 and second.started == []
+    for job in throttled:
+        sent = [c.body["idempotency_token"] for c in jobs_api.calls("/run-now") if c.body["job_id"] == int(job)]
+        assert len(sent) == 2 and len(set(sent)) == 1, f"job {job}: {sent}"
+    # AND each job has one run, started with the token its intent recorded: none lost, none twice
+    runs = {job: jobs_api.started_runs(int(job)) for job in jobs}
+    assert {job: len(found) for job, found in runs.items()} == {job: 1 for job in jobs}
+    intents = {e["trigger_job_id"]: e["idempotency_token"] for e in heartbeat.events("TRIGGER_REQUESTED")}
+    assert {job: found[0].token for job, found in runs.items()} == intents
+    assert all(heartbeat.job_status(job) == {"IN_PROGRESS"} for job in jobs)
+
+
 def test_failing_twice_then_succeeding_by_hand_covers_every_change_exactly_once(
     heartbeat: HeartbeatHarness, jobs_api: JobsApiServer
 ) -> None:

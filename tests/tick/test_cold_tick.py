@@ -29,7 +29,15 @@ from harness.sensors import build_registry
 from harness.sensors.base import Upstream
 from harness.sensors.context import CheckContext
 from harness.sensors.trigger_file import TriggerFileSensor
-from harness.state.status_files import TickResult, read_json, record_tick, waiting_reasons
+from harness.state.status_files import (
+    ROWS_OF,
+    TickResult,
+    read_json,
+    read_snapshot,
+    read_snapshot_outline,
+    record_tick,
+    waiting_reasons,
+)
 from harness.state.tables import CONTROL_TABLE, Tables, next_change
 from harness.tick import cold, inbox
 from harness.tick.run import run_cold_tick
@@ -160,7 +168,7 @@ def test_nothing_new_ends_the_tick_from_the_snapshot_and_names_this_tick(left: L
     handover, report = left.cold()
     assert handover is None
     assert report.upstreams_checked == 1
-    snapshot = read_json(left.config.layout.snapshot)
+    snapshot = read_snapshot(left.config.state_dir)
     assert snapshot is not None and snapshot["tick_id"] == "t1" and snapshot["rows"] == left.snapshot["rows"]
     # each sensed row's reason for waiting, for status and why
     assert list(waiting_reasons(left.config.state_dir)) == [
@@ -513,6 +521,42 @@ def test_a_real_ticks_snapshot_lets_the_next_cold_tick_end_and_a_landing_starts_
     assert run_cold_tick(heartbeat.config, open_runtime).runs_succeeded == 1
     assert heartbeat.job_status("j") == {"COMPLETED"}
     assert run_cold_tick(heartbeat.config, open_runtime).error is None and opened == ["spark", "spark"]
+
+
+@pytest.mark.scenario
+def test_ticks_with_nothing_new_leave_the_snapshots_file_as_written_and_status_names_the_latest(
+    heartbeat: HeartbeatHarness,
+) -> None:
+    # GIVEN a heartbeat whose first tick wrote the status snapshot
+    heartbeat.given_working_job("j")
+    path = heartbeat.config.layout.snapshot
+    written = path.stat()
+    opened: list[str] = []
+
+    def open_runtime() -> Any:
+        opened.append("spark")
+        return heartbeat.runtime()
+
+    # WHEN a warm tick, then a cold one, find nothing new
+    assert heartbeat.tick().error is None
+    cold_tick = run_cold_tick(heartbeat.config, open_runtime)
+    assert cold_tick.error is None and opened == []
+
+    # THEN the snapshot's file is as the first tick wrote it, and status reads it as the cold tick's
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    outline = read_snapshot_outline(heartbeat.config.state_dir)
+    assert outline is not None and outline["tick_id"] == cold_tick.tick_id
+
+    # WHEN a file lands and a warm tick starts the job
+    heartbeat.drop_trigger_file("in", "batch1")
+    started = heartbeat.tick()
+    assert started.started == ["j"]
+
+    # THEN the snapshot is written whole again: status shows the job running, as that tick's
+    outline = read_snapshot_outline(heartbeat.config.state_dir)
+    assert outline is not None and outline["tick_id"] == started.tick_id
+    assert [r["status"] for r in outline[ROWS_OF]("j")] == ["IN_PROGRESS"]
+    heartbeat.wait_for_runs()
 
 
 @pytest.mark.scenario

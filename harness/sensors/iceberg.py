@@ -17,18 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness.core.config import Config, IcebergSettings, env_secret
-from harness.core.errors import ConfigError, ConsumeError, SensorError, first_line
+from harness.core.errors import ConfigError, ConsumeError, PositionUnavailable, SensorError, first_line
 from harness.core.vocabulary import SensorSource
 from harness.sensors.base import Detection, NewData, NothingNew, Sensor, Upstream, Watermark
 from harness.sensors.change_events import MAX_EVENTS, ChangeEvent, PartitionValues, described, overall_operation
 from harness.sensors.context import CheckContext
-from harness.sensors.declaration import RangeRequest, SensorDeclaration
+from harness.sensors.declaration import PositionQuery, RangeRequest, SensorDeclaration
 from harness.sensors.frames import arrow_frame, parquet_files, spark_compatible
 from harness.sensors.partition_trigger import PartitionContent, fingerprint
 
@@ -304,6 +304,40 @@ class IcebergSensor(Sensor[IcebergState]):
             changes["partitions"] = [dict(p) for p in sorted(touched, key=str)]
         return NewData(watermark=position.watermark, changes=changes)
 
+    def position_at(self, context: CheckContext, upstream: Upstream, at: datetime) -> Watermark:
+        """The snapshot current at `at`: the newest ancestor of the current snapshot committed by then (none:
+        before the table's first snapshot, so all of it is new). Refused when the ancestors back to then were
+        expired: the range from there can no longer be read."""
+        state = self.read_position(context, upstream)
+        current, oldest = state.snapshot_id, None
+        while current is not None:
+            snapshot = state.snapshots.get(current)
+            if snapshot is None:
+                break  # an expired parent
+            if datetime.fromisoformat(snapshot.timestamp) <= at:
+                return {"snapshot_id": current}
+            current, oldest = snapshot.parent_id, snapshot
+        if oldest is None or _is_first(state.table, oldest.snapshot_id):
+            return {"snapshot_id": None}  # before the table's first snapshot: all of it is new
+        raise PositionUnavailable(
+            f"{upstream.label}: the snapshot current at {at:%Y-%m-%d %H:%M:%S} UTC was expired, or was none in a "
+            f"format 1 table (the oldest held, {oldest.snapshot_id}, is of {oldest.timestamp}). Rewind to a later time, or give the position with "
+            "--watermark"
+        )
+
+
+def _is_first(table: Table, snapshot_id: int) -> bool:
+    """Whether the snapshot is the table's first: its sequence number 1 (format 2). Expiring snapshots
+    drops their children's parent ids, so a snapshot without a parent need not be the first; a format 1
+    table numbers none, so its first cannot be told."""
+    snapshot = table.snapshot_by_id(snapshot_id)
+    return snapshot is not None and snapshot.sequence_number == 1
+
+
+def position_at(query: PositionQuery) -> Watermark:
+    """The table's snapshot current at the time, from its metadata's snapshots (pyiceberg)."""
+    return cast(IcebergSensor, query.sensor).position_at(query.context, query.upstream, query.at)
+
 
 # --- a job reading its range (harness.consume) ------------------------------------------------------
 def read_range(request: RangeRequest) -> DataFrame:
@@ -349,4 +383,4 @@ def build(config: Config, source: SensorSource) -> IcebergSensor:
     return IcebergSensor.from_settings(config.sources.iceberg)
 
 
-DECLARATION = SensorDeclaration(build=build, read_range=read_range)
+DECLARATION = SensorDeclaration(build=build, read_range=read_range, position_at=position_at)

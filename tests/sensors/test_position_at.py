@@ -180,3 +180,44 @@ def test_a_key_no_time_maps_to_is_refused() -> None:
 def test_every_kind_that_maps_a_time_says_so_in_its_declaration() -> None:
     mapped = {kind for kind in SensorSource if declaration_of(kind).position_at is not None}
     assert {SensorSource.TRIGGER_FILE, SensorSource.DELTA_TABLE, SensorSource.KAFKA, SensorSource.JDBC} <= mapped
+
+
+def test_an_iceberg_table_at_a_time_is_the_snapshot_current_then_and_an_expired_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from harness.sensors.iceberg import IcebergSensor
+
+    # GIVEN an Iceberg table in a SQL catalog with a snapshot before T and two after
+    properties = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": (tmp_path / "warehouse").as_uri()}
+    catalog = SqlCatalog("lake", **properties)
+    catalog.create_namespace("sales")
+    table = catalog.create_table("sales.orders", schema=Schema(NestedField(1, "id", LongType(), required=False)))
+    before = a_moment_later()
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    friday = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    at = a_moment_later()
+    table.append(pa.table({"id": pa.array([2], pa.int64())}))
+    table.append(pa.table({"id": pa.array([3], pa.int64())}))
+    sensor = IcebergSensor({"lake": {"type": "sql", **properties}})
+    upstream = Upstream(SensorSource.ICEBERG_TABLE, "lake: sales.orders")
+
+    # WHEN its position at T, and before its first snapshot, is asked
+    watermark = position(SensorSource.ICEBERG_TABLE, sensor, upstream, at)
+    first = position(SensorSource.ICEBERG_TABLE, sensor, upstream, before)
+
+    # THEN it is the snapshot current at T (the two later ones are the range), and nothing before the first
+    assert watermark == {"snapshot_id": friday}
+    assert first == {"snapshot_id": None}
+
+    # WHEN the snapshots up to the current one's parent are expired, and the position at T is asked again
+    current = table.current_snapshot()
+    assert current is not None and current.parent_snapshot_id is not None
+    table.maintenance.expire_snapshots().by_ids([friday, current.parent_snapshot_id]).commit()
+
+    # THEN it is refused, saying the snapshot then was expired and what to do
+    with pytest.raises(PositionUnavailable, match="expired.*--watermark"):
+        position(SensorSource.ICEBERG_TABLE, sensor, upstream, at)

@@ -15,7 +15,7 @@
 
 {#- The same time, the query's one current_timestamp(), held where Spark does not write it into the code
     it generates: a time literal there makes every read of the trigger set compile its classes anew (about
-    0.2 s a read at 10,000 rows, docs/performance.md); an array's element is kept as a reference, and the
+    0.2 s a read at 10,000 rows, docs/performance-notes.md); an array's element is kept as a reference, and the
     lambda keeps the optimizer from folding it back into a literal. -#}
 {% macro spark__heartbeat_now() -%}
   transform(array({{ dbt.current_timestamp() }}), x -> x)[0]
@@ -85,7 +85,7 @@
 
 {#- `ts` at its whole second plus `seconds` as a whole number: the value of dbt.dateadd('second', ...),
     whose Spark SQL wraps every operand in null checks that never fail (with dbt.datediff they were 17
-    in the trigger set: its first analysis in a process took 0.3 s longer, docs/performance.md). -#}
+    in the trigger set: its first analysis in a process took 0.3 s longer, docs/performance-notes.md). -#}
 {% macro heartbeat_add_whole_seconds(ts, seconds) -%}
   {{ return(adapter.dispatch('heartbeat_add_whole_seconds', 'heartbeat')(ts, seconds)) }}
 {%- endmacro %}

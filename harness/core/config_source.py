@@ -4,7 +4,7 @@ else ./heartbeat.yml), the environment variables that override its keys, and `--
 harness.core.config validates all of it (pydantic) into a Config. The commands that only read what ticks
 leave in the state folder (`status`, `why`, `events`) need no more than the folder itself: they take it
 from here (`locate_state`) without importing pydantic and building the file's ~25 models, which was
-about half of what `status` cost (docs/performance.md). The rules below are the only ones: both ways
+about half of what `status` cost (docs/performance-notes.md). The rules below are the only ones: both ways
 read the same keys with the same overrides and defaults.
 """
 

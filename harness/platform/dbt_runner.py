@@ -123,7 +123,7 @@ def invoke(config: Config, command: list[str], *, quiet: bool = True, **extra_va
     if config.dbt_target == "local":
         # One thread (profiles.yml): dbt runs its nodes in the calling thread rather than in a pool made
         # anew for every command. Spark serves each Python thread on a JVM thread of its own, whose first
-        # metastore call sets up a metastore client for it: about 0.1 s of every fold (docs/performance.md).
+        # metastore call sets up a metastore client for it: about 0.1 s of every fold (docs/performance-notes.md).
         full = ["--single-threaded", *full]
     from dbt.cli.main import dbtRunner  # 3 s of imports: paid only by a process that runs dbt
 

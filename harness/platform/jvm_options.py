@@ -21,7 +21,7 @@ table was read, on a warm metastore), not to the work. Two options cut that:
     `SPARK_CONF_DIR` has none says how to make it. The JVM's notes about the archive are switched off, so that a
     tick's output stays its own.
 
-Together: about 20 s -> 9 s from the process's start to its first table written (docs/performance.md).
+Together: about 20 s -> 9 s from the process's start to its first table written (docs/performance-notes.md).
 """
 
 from __future__ import annotations

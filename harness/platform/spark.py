@@ -43,13 +43,13 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # A tick at 10,000 rows generates more than 100 distinct ones (the fold, the as-if decisions, the
 # readings), so with the default each tick evicted the last one's and compiled about 120 classes again
 # (0.9-1.3 s of CPU); with room for them a warm tick compiles 10-18, those whose code holds the tick's
-# time (docs/performance.md, "What a warm tick paid again at every tick").
+# time (docs/performance-notes.md, "What a warm tick paid again at every tick").
 CODEGEN_CACHE_ENTRIES = 1000
 # Spark 4 maps text's case (`lower`, `upper`, `initcap`) with ICU, and ICU's first use in a JVM builds a
 # table of the title case of every code point: 2.2-2.5 s in a short process's JVM (its quick compiler
 # only), paid by every busy cron tick, whose controls' staging lowers and uppers their words. Off, Spark
 # maps case as Spark 3 did: ASCII text byte by byte, other text with the JVM's own mapping. The words the
-# product maps are ASCII once the controls are validated, the same either way (docs/performance.md).
+# product maps are ASCII once the controls are validated, the same either way (docs/performance-notes.md).
 ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
 # At its start the embedded metastore (DataNucleus) looks for ORM files of its classes in every jar on the
 # class path; Hive ships none (its mapping is package.jdo), so the search finds nothing, in 0.3-0.4 s.

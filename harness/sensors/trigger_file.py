@@ -76,7 +76,7 @@ class FolderListing:
 def _is_plain_folder(path: Path, name: str) -> bool:
     """`path` (the trigger root / `name`) is a folder straight inside the root and not a symbolic link: it
     is then inside the root whatever links the root's own path holds. One `lstat`, where resolving the
-    path and the root lists every folder above them (docs/performance.md)."""
+    path and the root lists every folder above them (docs/performance-notes.md)."""
     if name in ("", ".", "..") or "/" in name:
         return False
     try:

@@ -2,7 +2,7 @@
 
 Every append is one file (harness.state.event_log), so a day of busy ticks leaves thousands of small
 files in the day's folder; every fold and every read of the open runs reads today's folder (and
-yesterday's early in the day), and opens each of them (docs/performance.md: at 2,800 files, the
+yesterday's early in the day), and opens each of them (docs/performance-notes.md: at 2,800 files, the
 fold's query took 8 s instead of 2.4 s and the open runs 12.8 s instead of 2.0 s). At the end of a
 tick, each of the `RECENT_DAYS` newest day folders holding at least `MAX_FILES` files is rewritten as
 one file:

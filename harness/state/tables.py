@@ -149,7 +149,7 @@ def records(frame: DataFrame, order: Sequence[str] = ()) -> list[dict[str, Any]]
     """A frame's rows as dicts, collected through Arrow (timestamps come back as UTC datetimes), ascending
     by the columns `order` as Spark orders them (nulls first; text by its UTF-8 bytes). Arrow sorts the
     collected rows: a sort in Spark costs a sampling job and a shuffle of its own, about 0.2 s a read of
-    the control table at 10,000 rows (docs/performance.md)."""
+    the control table at 10,000 rows (docs/performance-notes.md)."""
     table = frame.toArrow()
     if order:
         table = table.sort_by([(column, "ascending", "at_start") for column in order])
@@ -239,7 +239,7 @@ class Tables:
     def read_together(self, *readings: Callable[[], object]) -> None:
         """Takes `readings` (methods of this class) side by side, one thread each, and keeps them: the
         fixed cost of a read (analysis, planning and code generation on the driver) takes one core, so
-        reads side by side take less than their sum as far as another core is free (docs/performance.md).
+        reads side by side take less than their sum as far as another core is free (docs/performance-notes.md).
         Those already kept read nothing. A reading that itself reads together does so in its own thread."""
         if self._log is None:
             return  # nothing would be kept

@@ -39,7 +39,7 @@ def train_ticks(state_dir: Path) -> None:
     feeding one local job: the first tick (dbt builds every model), a file landed (the as-if decisions,
     the start, a fold, the snapshot's readings through Arrow), the run ended (recorded, folded). A cold
     tick loaded about 1,800 classes from the jars that a session's statements alone do not load: the code
-    generator's compiler, Arrow, more of Catalyst (docs/performance.md). Where the project folder is
+    generator's compiler, Arrow, more of Catalyst (docs/performance-notes.md). Where the project folder is
     not writable (dbt reads the controls seed inside it), the archive holds the statements' classes only."""
     seeds = PROJECT_DIR / "state" / f"archive-training-{os.getpid()}"
     try:

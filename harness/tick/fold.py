@@ -218,7 +218,7 @@ def make_tick_views(runtime: Runtime) -> None:
 def views_keep_plans(runtime: Runtime) -> Iterator[None]:
     """During a fold on the embedded default, the temporary views dbt makes keep their analyzed plans
     (VIEWS_KEEP_PLANS): the control table's SQL is analyzed once a fold, not twice, about 0.3 s of a warm
-    fold at 10,000 rows (docs/performance.md). The fold reads its view right after making it, so the
+    fold at 10,000 rows (docs/performance-notes.md). The fold reads its view right after making it, so the
     plan is that of the tables as they are; the setting is put back after the fold, for every other
     view of the process."""
     if runtime.config.dbt_target != "local":

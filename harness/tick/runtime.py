@@ -49,7 +49,7 @@ class Runtime:
         while Spark starts (for a process that will fold). `for_life`: the process's one runtime, held
         until it ends (a `tick` or `run` process): what the process holds then (the modules, dbt's parsed
         project, Spark's client: about 280,000 objects) leaves the collector's full passes, which walked
-        it all about once a tick, 0.18 s of a `run` loop's tick at 10,000 rows (docs/performance.md).
+        it all about once a tick, 0.18 s of a `run` loop's tick at 10,000 rows (docs/performance-notes.md).
         Objects made later are collected as before. A process that opens runtimes again and again (the
         test suite) would keep each one's leftovers for good instead."""
         importing = dbt_runner.import_in_background(config if parse_ahead else None)

@@ -389,7 +389,7 @@ def _run_bounded(
     place. Yields (check, result or exception) as each finishes or times out.
 
     Workers, not a thread per check: starting a thread waits for it to run, about 0.4 ms each, which
-    was most of the sensing of 2,000 trigger folders (docs/performance.md). Results are handed over in
+    was most of the sensing of 2,000 trigger folders (docs/performance-notes.md). Results are handed over in
     batches (RESULTS_AT_ONCE, or every WAKE_SECONDS): a folder's check takes tens of microseconds, and
     waking this thread for each one of 20,000 took more than the checks."""
     todo = deque(checks)

@@ -441,7 +441,7 @@ def _row_lines(r: dict[str, Any], waiting: dict[str, str] | None = None) -> list
             lines.append(f"        {said}")
     if stale(r):
         lines.append(f"        STALE (freshness missed {when(r['freshness_missed_at'])}): {r.get('freshness_missed')}")
-    elif r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):
+    elif r.get("expected_within") and r.get("watched_since") and not r.get("latest_event_fetched_timestamp"):
         lines.append(
             f"        no new data yet: expected within {r.get('expected_within')}, watched since {when(r['watched_since'])}"
         )

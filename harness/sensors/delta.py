@@ -345,6 +345,46 @@ class NamedTables:
             table_id=str(table_id) if table_id else None,
         )
 
+    def position_at(self, context: CheckContext, upstream: Upstream, at: datetime) -> Watermark:
+        """The table as it was at `at`: the newest version its history says was committed by then (none:
+        before the table was made, so all of it is new), with the table's id and, with an upstream_key, the
+        key's max at that version. Refused when the history no longer holds the versions of then."""
+        name = self.name(upstream)
+        key = quote_identifier(upstream.upstream_key) if upstream.upstream_key else None
+        try:
+            with context.spark_until_deadline(upstream.label) as spark:
+                versions = sorted(
+                    (int(r["version"]), _utc(r["timestamp"])) for r in spark.sql(f"DESCRIBE HISTORY {name}").collect()
+                )
+                table_id = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]["id"]
+                committed = [v for v, t in versions if t <= at]
+                version = committed[-1] if committed else -1
+                key_max = None
+                if key and version >= 0:
+                    key_max = spark.sql(f"SELECT max({key}) AS m FROM {name} VERSION AS OF {version}").collect()[0][0]
+        except SensorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark names the missing table, version or column
+            if context.expired:
+                raise context.timed_out(upstream.label) from exc
+            raise SensorError(f"{upstream.label}: {spark_error_text(exc)}") from exc
+        if not committed and versions and versions[0][0] > 0:
+            oldest, since = versions[0]
+            raise PositionUnavailable(
+                f"{upstream.label}: its history holds versions from {oldest} (committed {since:%Y-%m-%d %H:%M:%S} "
+                f"UTC) on; the versions before, current at {at:%Y-%m-%d %H:%M:%S} UTC, were cleaned up (log "
+                "retention). Rewind to a later time, or give the position with --watermark"
+            )
+        state = TableState(
+            upstream.sensor_id,
+            version,
+            KnownCommits({}),
+            key=upstream.upstream_key,
+            key_max=key_max,
+            table_id=str(table_id) if table_id else None,
+        )
+        return state.watermark
+
     @staticmethod
     def new_rows(context: CheckContext, upstream: Upstream, state: TableState, since: Watermark | None) -> DataFrame:
         since = state.of_this_table(since)
@@ -510,15 +550,18 @@ def _ms_in_words(ms: int) -> str:
     return f"{EPOCH + timedelta(milliseconds=ms):%Y-%m-%d %H:%M:%S} UTC"
 
 
+def _utc(moment: datetime) -> datetime:
+    """A commit time from Spark: naive in the session's time zone, which the heartbeat runs in UTC."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
 def position_at(query: PositionQuery) -> Watermark:
-    """The table's version current at the time (a path table, read with delta-rs)."""
-    upstream = query.upstream
-    if not is_path(upstream.sensor_id):
-        raise PositionUnavailable(
-            f"{upstream.label}: the version of a named table at a time is not looked up; give it with "
-            f"--watermark '{upstream.label}={{\"version\": V}}' (DESCRIBE HISTORY lists its versions and times)"
-        )
-    return cast(DeltaSensor, query.sensor).paths.position_at(upstream, query.at)
+    """The table's version current at the time: a path's from its log (delta-rs), a name's from its
+    history (Spark)."""
+    sensor = cast(DeltaSensor, query.sensor)
+    if is_path(query.upstream.sensor_id):
+        return sensor.paths.position_at(query.upstream, query.at)
+    return sensor.names.position_at(query.context, query.upstream, query.at)
 
 
 def build(config: Config, source: SensorSource) -> DeltaSensor:

@@ -4,14 +4,16 @@ component: trigger folders, delta-rs tables, librdkafka's mock cluster; the time
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from harness.core.errors import PositionUnavailable
+from harness.core.errors import PositionUnavailable, SensorError
 from harness.core.vocabulary import SensorSource
 from harness.sensors import declaration_of, key_values
 from harness.sensors.base import Upstream
@@ -119,8 +121,10 @@ def test_a_delta_version_whose_files_were_vacuumed_is_refused_naming_the_file(
         position(SensorSource.DELTA_TABLE, delta, Upstream(SensorSource.DELTA_TABLE, path), at)
 
 
-def test_a_named_delta_table_asks_for_its_position_by_hand(delta: DeltaSensor) -> None:
-    with pytest.raises(PositionUnavailable, match="--watermark 'delta_table:sales.orders="):
+def test_a_named_delta_table_on_a_spark_without_delta_is_refused_naming_what_to_change(delta: DeltaSensor) -> None:
+    # GIVEN this machine's Spark, which cannot read Delta: WHEN a named table's position is asked THEN it is
+    # refused, saying so and what to give instead
+    with pytest.raises(SensorError, match="needs Delta on Spark's classpath.*path or URI as sensor_id"):
         position(
             SensorSource.DELTA_TABLE,
             delta,
@@ -221,3 +225,62 @@ def test_an_iceberg_table_at_a_time_is_the_snapshot_current_then_and_an_expired_
     # THEN it is refused, saying the snapshot then was expired and what to do
     with pytest.raises(PositionUnavailable, match="expired.*--watermark"):
         position(SensorSource.ICEBERG_TABLE, sensor, upstream, at)
+
+
+class NamedHistory:
+    """What Spark answers for one named Delta table, standing in for it as a check's context hands Spark out
+    (Delta's Spark jars cannot be loaded here): DESCRIBE HISTORY with commit times, DESCRIBE DETAIL, and the
+    key's max as of a version."""
+
+    expired = False
+
+    def __init__(self, commits: list[datetime], key_max: dict[int, int], first_version: int = 0) -> None:
+        self.commits, self.key_max, self.first, self.queries = commits, key_max, first_version, []  # type: ignore[var-annotated]
+
+    @contextmanager
+    def spark_until_deadline(self, label: str) -> Iterator[NamedHistory]:
+        yield self
+
+    def sql(self, query: str) -> NamedHistory:
+        self.queries.append(query)
+        return self
+
+    def collect(self) -> list[Any]:
+        from pyspark.sql import Row
+
+        query = self.queries[-1]
+        if query.startswith("DESCRIBE HISTORY"):  # newest first, naive UTC, as Spark gives them
+            versions = enumerate(self.commits, start=self.first)
+            return [Row(version=v, timestamp=t.replace(tzinfo=None)) for v, t in reversed(list(versions))]
+        if query.startswith("DESCRIBE DETAIL"):
+            return [Row(id="t1")]
+        version = int(query.rsplit("VERSION AS OF ", 1)[1])
+        return [Row(m=self.key_max[version])]
+
+
+def test_a_named_delta_table_at_a_time_is_its_version_then_with_its_id_and_keys_max_and_a_cleaned_one_is_refused() -> (
+    None
+):
+    # GIVEN a named table (keyed on id) committed at 10:00, 11:00 and 12:00
+    day = datetime(2026, 12, 4, tzinfo=timezone.utc)
+    commits = [day.replace(hour=h) for h in (10, 11, 12)]
+    history = NamedHistory(commits, key_max={0: 5, 1: 9, 2: 12})
+    sensor = DeltaSensor({}, delta_on_spark=True)
+    upstream = Upstream(SensorSource.DELTA_TABLE, "sales.orders", upstream_key="id")
+    lookup = declaration_of(SensorSource.DELTA_TABLE).position_at
+    assert lookup is not None
+
+    def at(moment: datetime, source: NamedHistory = history) -> dict[str, object]:
+        return dict(lookup(PositionQuery(sensor, source, upstream, moment)))  # type: ignore[arg-type]
+
+    # WHEN its position at 11:30, and before it was made, is asked
+    # THEN it is version 1 with the table's id and the key's max as of version 1; before: nothing yet
+    half_past = at(day.replace(hour=11, minute=30))
+    assert half_past["version"] == 1 and half_past["table_id"] == "t1"
+    assert "VERSION AS OF 1" in history.queries[-1]
+    assert at(day.replace(hour=9))["version"] == -1
+
+    # WHEN its history starts at version 5 (the older log cleaned up) THEN a time before it is refused
+    cleaned = NamedHistory(commits, key_max={}, first_version=5)
+    with pytest.raises(PositionUnavailable, match="cleaned up.*--watermark"):
+        at(day.replace(hour=9), cleaned)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -87,3 +89,12 @@ def pg_connection(server: PostgresServer, **extra: Any) -> dict[str, Any]:
 def pg_password(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv(PG_PASSWORD_ENV, PG_PASSWORD)
     return PG_PASSWORD
+
+
+def a_moment_later() -> datetime:
+    """A time strictly between what was written (or landed) before and what is written after: clocks tick
+    in milliseconds."""
+    time.sleep(0.05)
+    moment = datetime.now(timezone.utc)
+    time.sleep(0.05)
+    return moment

@@ -127,6 +127,17 @@ def _job_rows(config: Config, job_id: str) -> list[Any]:
     return rows
 
 
+def _job_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--job",
+        "--job-id",
+        dest="job",
+        required=True,
+        metavar="JOB",
+        help="the job's trigger_job_id in the controls CSV",
+    )
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rewind = sub.add_parser(
         "rewind",
@@ -135,14 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "to now, once, as if its last successful run had ended then. The request is queued and applied at the "
         "next tick (docs/ranges.md).",
     )
-    rewind.add_argument(
-        "--job",
-        "--job-id",
-        dest="job",
-        required=True,
-        metavar="JOB",
-        help="the job's trigger_job_id in the controls CSV",
-    )
+    _job_option(rewind)
     rewind.add_argument(
         "--to",
         required=True,
@@ -167,14 +171,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "while no other run of the job is going; the job's watermark does not move. The request is queued and "
         "applied by the next ticks (docs/ranges.md).",
     )
-    backfill.add_argument(
-        "--job",
-        "--job-id",
-        dest="job",
-        required=True,
-        metavar="JOB",
-        help="the job's trigger_job_id in the controls CSV",
-    )
+    _job_option(backfill)
     backfill.add_argument(
         "--from",
         dest="start",

@@ -200,17 +200,8 @@ class PathTables:
         made, so all of it is new). Refused when the table no longer holds what a range from there reads:
         a commit after it cleaned from the log, or a data file one of them added vacuumed."""
         table = self.open(upstream)
-        at_ms = (at - EPOCH) // timedelta(milliseconds=1)
-        versions = sorted((int(h["version"]), int(h["timestamp"])) for h in table.history())
-        committed = [v for v, t in versions if t <= at_ms]
-        if not committed and versions and versions[0][0] > 0:
-            oldest, since = versions[0]
-            raise PositionUnavailable(
-                f"{upstream.label}: its log holds versions from {oldest} (committed {_ms_in_words(since)}) on; "
-                f"the versions before, current at {at:%Y-%m-%d %H:%M:%S} UTC, were cleaned up (log retention). "
-                "Rewind to a later time, or give the position with --watermark"
-            )
-        version = committed[-1] if committed else -1
+        history = [(int(h["version"]), EPOCH + timedelta(milliseconds=int(h["timestamp"]))) for h in table.history()]
+        version = version_at(upstream, history, at, "log")
         self._check_held(upstream, version, table.version())
         if version < 0:
             return TableState(
@@ -353,12 +344,11 @@ class NamedTables:
         key = quote_identifier(upstream.upstream_key) if upstream.upstream_key else None
         try:
             with context.spark_until_deadline(upstream.label) as spark:
-                versions = sorted(
+                history = [
                     (int(r["version"]), _utc(r["timestamp"])) for r in spark.sql(f"DESCRIBE HISTORY {name}").collect()
-                )
+                ]
                 table_id = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]["id"]
-                committed = [v for v, t in versions if t <= at]
-                version = committed[-1] if committed else -1
+                version = version_at(upstream, history, at, "history")
                 key_max = None
                 if key and version >= 0:
                     key_max = spark.sql(f"SELECT max({key}) AS m FROM {name} VERSION AS OF {version}").collect()[0][0]
@@ -368,13 +358,6 @@ class NamedTables:
             if context.expired:
                 raise context.timed_out(upstream.label) from exc
             raise SensorError(f"{upstream.label}: {spark_error_text(exc)}") from exc
-        if not committed and versions and versions[0][0] > 0:
-            oldest, since = versions[0]
-            raise PositionUnavailable(
-                f"{upstream.label}: its history holds versions from {oldest} (committed {since:%Y-%m-%d %H:%M:%S} "
-                f"UTC) on; the versions before, current at {at:%Y-%m-%d %H:%M:%S} UTC, were cleaned up (log "
-                "retention). Rewind to a later time, or give the position with --watermark"
-            )
         state = TableState(
             upstream.sensor_id,
             version,
@@ -546,8 +529,19 @@ def read_range(request: RangeRequest) -> DataFrame:
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _ms_in_words(ms: int) -> str:
-    return f"{EPOCH + timedelta(milliseconds=ms):%Y-%m-%d %H:%M:%S} UTC"
+def version_at(upstream: Upstream, history: Sequence[tuple[int, datetime]], at: datetime, held_in: str) -> int:
+    """The newest version committed at or before `at` (-1: before the table was made); PositionUnavailable
+    when the table's log (`held_in`: its log, or its history) no longer holds the versions of then."""
+    versions = sorted(history)
+    committed = [v for v, t in versions if t <= at]
+    if not committed and versions and versions[0][0] > 0:
+        oldest, since = versions[0]
+        raise PositionUnavailable(
+            f"{upstream.label}: its {held_in} holds versions from {oldest} (committed {since:%Y-%m-%d %H:%M:%S} UTC) "
+            f"on; the versions before, current at {at:%Y-%m-%d %H:%M:%S} UTC, were cleaned up (log retention). "
+            "Rewind to a later time, or give the position with --watermark"
+        )
+    return committed[-1] if committed else -1
 
 
 def _utc(moment: datetime) -> datetime:

@@ -21,18 +21,10 @@ from harness.sensors.declaration import PositionQuery
 from harness.sensors.delta import DeltaSensor, seen_version
 from harness.sensors.kafka import KafkaSensor, TopicOffsets, offsets_at
 from harness.sensors.trigger_file import TriggerFileSensor, files_in_range
-from tests.fixtures_sources import check_context, sensor_config
+from tests.fixtures_sources import a_moment_later, check_context, sensor_config
 from tests.kafka_mock import MockKafka
 
 pytestmark = pytest.mark.unit
-
-
-def a_moment_later() -> datetime:
-    """A time strictly between what was written before and what is written after (clocks tick in ms)."""
-    time.sleep(0.05)
-    moment = datetime.now(timezone.utc)
-    time.sleep(0.05)
-    return moment
 
 
 def position(kind: SensorSource, sensor: object, upstream: Upstream, at: datetime) -> dict[str, object]:

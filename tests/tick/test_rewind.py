@@ -5,7 +5,6 @@ after it are back to normal; refusals change nothing; a run going keeps the rewi
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,18 +16,11 @@ from deltalake import DeltaTable, write_deltalake
 from harness.commands import cli
 from harness.core.faults import Stopped, stopping_at
 from harness.tick import inbox
+from tests.fixtures_sources import a_moment_later
 from tests.jobs_api_server import JobsApiServer
 from tests.support import HeartbeatHarness, control_row, status_output, use_databricks
 
 pytestmark = pytest.mark.scenario
-
-
-def a_moment_later() -> datetime:
-    """A time strictly between what landed before and what lands after."""
-    time.sleep(0.05)
-    moment = datetime.now(timezone.utc)
-    time.sleep(0.05)
-    return moment
 
 
 def rewind(heartbeat: HeartbeatHarness, *args: str) -> int:

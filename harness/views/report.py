@@ -187,19 +187,13 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
                 ),
             )
         )
-    detections = [(j.job_id, t, label) for j in jobs for t, label in j.detections]
-    if detections:
-        fig.add_trace(
-            go.Scatter(
-                name="detection",
-                mode="markers",
-                marker=dict(symbol="circle-open", size=9, color="#ff7f0e"),
-                x=[t for _, t, _ in detections],
-                y=[job for job, _, _ in detections],
-                text=[d[2] for d in detections],
-                hovertemplate="%{y}<br>new data %{x}<br>%{text}<extra></extra>",
-            )
-        )
+    _markers(
+        fig,
+        "detection",
+        dict(symbol="circle-open", size=9, color="#ff7f0e"),
+        "new data ",
+        [(j.job_id, t, label) for j in jobs for t, label in j.detections],
+    )
     starts = [r for j in jobs for r in j.runs]
     if starts:
         fig.add_trace(
@@ -215,32 +209,20 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
                 hovertemplate="%{y}<br>started %{x}<br>%{text}<extra></extra>",
             )
         )
-    errors = [(j.job_id, t, kind, msg) for j in jobs for t, kind, msg in j.errors]
-    if errors:
-        fig.add_trace(
-            go.Scatter(
-                name="error",
-                mode="markers",
-                marker=dict(symbol="x", size=9, color="#d62728"),
-                x=[e[1] for e in errors],
-                y=[e[0] for e in errors],
-                text=[f"{e[2]}: {e[3][:200]}" for e in errors],
-                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
-            )
-        )
-    rewinds = [(j.job_id, t, said) for j in jobs for t, said in j.rewinds]
-    if rewinds:
-        fig.add_trace(
-            go.Scatter(
-                name="rewound",
-                mode="markers",
-                marker=dict(symbol="triangle-left", size=11, color="#9467bd"),
-                x=[r[1] for r in rewinds],
-                y=[r[0] for r in rewinds],
-                text=[r[2] for r in rewinds],
-                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
-            )
-        )
+    _markers(
+        fig,
+        "error",
+        dict(symbol="x", size=9, color="#d62728"),
+        "",
+        [(j.job_id, t, f"{kind}: {msg[:200]}") for j in jobs for t, kind, msg in j.errors],
+    )
+    _markers(
+        fig,
+        "rewound",
+        dict(symbol="triangle-left", size=11, color="#9467bd"),
+        "",
+        [(j.job_id, t, said) for j in jobs for t, said in j.rewinds],
+    )
     fig.update_layout(
         title="Jobs: detections, starts and runs",
         barmode="overlay",
@@ -251,6 +233,26 @@ def timeline_figure(jobs: Sequence[JobHistory], now: datetime) -> Any:
         margin=dict(l=10, r=10, t=70, b=40),
     )
     return fig
+
+
+def _markers(
+    fig: Any, name: str, marker: dict[str, Any], when_said: str, points: Sequence[tuple[str, Any, str]]
+) -> None:
+    """One trace of markers on the jobs' timeline: (job, time, what) each; none when there are no points."""
+    import plotly.graph_objects as go
+
+    if points:
+        fig.add_trace(
+            go.Scatter(
+                name=name,
+                mode="markers",
+                marker=marker,
+                x=[t for _, t, _ in points],
+                y=[job for job, _, _ in points],
+                text=[text for _, _, text in points],
+                hovertemplate=f"%{{y}}<br>{when_said}%{{x}}<br>%{{text}}<extra></extra>",
+            )
+        )
 
 
 def trigger_text(run: Run) -> str:
